@@ -1,0 +1,950 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "bus-manager.h"
+#include "bus-object.h"
+#include "log.h"
+#include "names.h"
+#include "sysfs.h"
+#include "util.h"
+
+#define IFACE_PROPERTIES "org.freedesktop.DBus.Properties"
+#define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
+#define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
+#define IFACE_PEER "org.freedesktop.DBus.Peer"
+
+#define INTROSPECT_DOCTYPE                                                                                 \
+        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"              \
+        "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
+
+/* An object's directory, opened on first use: one open per object per request. */
+typedef struct ObjDir {
+        Manager *manager;
+        Kobject *k;
+        int fd;
+} ObjDir;
+
+static int objdir_fd(ObjDir *d)
+{
+        if (d->fd == -1)
+                d->fd = sysfs_open_dir(&d->manager->sysfs, d->k->devpath);
+        return d->fd;
+}
+
+static void objdir_done(ObjDir *d)
+{
+        if (d->fd >= 0)
+                close(d->fd);
+        d->fd = -1;
+}
+
+static int objdir_read(ObjDir *d, const char *file, char **ret)
+{
+        int fd = objdir_fd(d);
+        if (fd < 0)
+                return fd;
+        return sysfs_read_attr(fd, file, ret);
+}
+
+/* ---- typed properties ------------------------------------------------------------------------- */
+
+typedef int (*TypedGetter)(ObjDir *d, sd_bus_message *reply);
+
+typedef struct TypedProperty {
+        const char *name;
+        const char *signature;
+        TypedGetter get;
+} TypedProperty;
+
+static int read_u64(ObjDir *d, const char *file, uint64_t *ret)
+{
+        _cleanup_(freep) char *v = NULL;
+        char *end;
+        int r;
+
+        r = objdir_read(d, file, &v);
+        if (r < 0)
+                return r;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno != 0 || end == v || *end != 0 || v[0] == '-')
+                return -EBADMSG;
+        *ret = x;
+        return 0;
+}
+
+static uint64_t read_u64_or_zero(ObjDir *d, const char *file)
+{
+        uint64_t x = 0;
+        int r = read_u64(d, file, &x);
+        if (r < 0) {
+                log_debug_errno(r, "%s/%s: unreadable, reported as 0: %m", d->k->devpath, file);
+                return 0;
+        }
+        return x;
+}
+
+static int get_dev(ObjDir *d, unsigned *ret_major, unsigned *ret_minor)
+{
+        _cleanup_(freep) char *v = NULL;
+        unsigned maj, min;
+        char extra;
+        int r;
+
+        r = objdir_read(d, "dev", &v);
+        if (r < 0)
+                return r;
+        if (sscanf(v, "%u:%u%c", &maj, &min, &extra) != 2)
+                return -EBADMSG;
+        *ret_major = maj;
+        *ret_minor = min;
+        return 0;
+}
+
+static int prop_major(ObjDir *d, sd_bus_message *reply)
+{
+        unsigned maj = 0, min = 0;
+        if (get_dev(d, &maj, &min) < 0)
+                log_debug("%s/dev: unreadable, Major reported as 0.", d->k->devpath);
+        return sd_bus_message_append(reply, "u", maj);
+}
+
+static int prop_minor(ObjDir *d, sd_bus_message *reply)
+{
+        unsigned maj = 0, min = 0;
+        if (get_dev(d, &maj, &min) < 0)
+                log_debug("%s/dev: unreadable, Minor reported as 0.", d->k->devpath);
+        return sd_bus_message_append(reply, "u", min);
+}
+
+/* sysfs counts in 512-byte sectors whatever the device's block size. */
+static uint64_t sectors_to_bytes(uint64_t s)
+{
+        return s > UINT64_MAX / 512 ? UINT64_MAX : s * 512;
+}
+
+static int prop_size(ObjDir *d, sd_bus_message *reply)
+{
+        return sd_bus_message_append(reply, "t", sectors_to_bytes(read_u64_or_zero(d, "size")));
+}
+
+static int prop_start(ObjDir *d, sd_bus_message *reply)
+{
+        return sd_bus_message_append(reply, "t", sectors_to_bytes(read_u64_or_zero(d, "start")));
+}
+
+static int prop_read_only(ObjDir *d, sd_bus_message *reply)
+{
+        return sd_bus_message_append(reply, "b", read_u64_or_zero(d, "ro") != 0);
+}
+
+static int prop_removable(ObjDir *d, sd_bus_message *reply)
+{
+        return sd_bus_message_append(reply, "b", read_u64_or_zero(d, "removable") != 0);
+}
+
+static int append_object_list(sd_bus_message *reply, Kobject **l, size_t n)
+{
+        int r = sd_bus_message_open_container(reply, 'a', "o");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "o", l[i]->path);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int prop_partitions(ObjDir *d, sd_bus_message *reply)
+{
+        _cleanup_(freep) Kobject **l = NULL;
+        size_t n;
+        int r;
+
+        r = kobject_children_sorted(d->k, KTYPE_PARTITION, &l, &n);
+        if (r < 0)
+                return r;
+        return append_object_list(reply, l, n);
+}
+
+/* holders/ and slaves/ hold one link per stacked device, named by its kernel name. */
+static int append_link_dir(ObjDir *d, sd_bus_message *reply, const char *dir)
+{
+        SysfsEntry *e = NULL;
+        size_t n = 0;
+        int fd, subfd, r;
+
+        r = sd_bus_message_open_container(reply, 'a', "o");
+        if (r < 0)
+                return r;
+        fd = objdir_fd(d);
+        subfd = fd >= 0 ? sysfs_open_subdir(fd, dir) : fd;
+        if (subfd >= 0) {
+                r = sysfs_list(subfd, &e, &n);
+                close(subfd);
+                if (r < 0)
+                        n = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+                Kobject *k = model_find_name(d->manager->model, e[i].name);
+                if (!k) {
+                        log_debug("%s/%s/%s: not a published block device, left out.", d->k->devpath, dir,
+                                  e[i].name);
+                        continue;
+                }
+                r = sd_bus_message_append(reply, "o", k->path);
+                if (r < 0)
+                        break;
+        }
+        sysfs_entries_free(e, n);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int prop_holders(ObjDir *d, sd_bus_message *reply)
+{
+        return append_link_dir(d, reply, "holders");
+}
+
+static int prop_slaves(ObjDir *d, sd_bus_message *reply)
+{
+        return append_link_dir(d, reply, "slaves");
+}
+
+static int append_child_path(ObjDir *d, sd_bus_message *reply, KtypeId id)
+{
+        Kobject *c = kobject_find_child_type(d->k, id);
+        return sd_bus_message_append(reply, "o", c ? c->path : "/");
+}
+
+static int prop_queue(ObjDir *d, sd_bus_message *reply)
+{
+        return append_child_path(d, reply, KTYPE_QUEUE);
+}
+
+static int prop_elevator(ObjDir *d, sd_bus_message *reply)
+{
+        return append_child_path(d, reply, KTYPE_ELEVATOR);
+}
+
+static int prop_device(ObjDir *d, sd_bus_message *reply)
+{
+        return sd_bus_message_append(reply, "o", d->k->device ? d->k->device->path : "/");
+}
+
+/* Parses a uevent file's KEY=value lines; calls f for each. */
+static int uevent_file_foreach(ObjDir *d, int (*f)(const char *key, size_t key_len, const char *value, void *u),
+                               void *u)
+{
+        _cleanup_(freep) char *v = NULL;
+        char *line, *save = NULL;
+        int r;
+
+        if (d->k->ktype->id != KTYPE_DISK && d->k->ktype->id != KTYPE_PARTITION && d->k->ktype->id != KTYPE_DEVICE)
+                return 0;
+        r = objdir_read(d, "uevent", &v);
+        if (r < 0) {
+                log_debug_errno(r, "%s/uevent: unreadable: %m", d->k->devpath);
+                return 0;
+        }
+        for (line = strtok_r(v, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *eq = strchr(line, '=');
+                if (!eq || eq == line)
+                        continue;
+                r = f(line, (size_t) (eq - line), eq + 1, u);
+                if (r != 0)
+                        return r;
+        }
+        return 0;
+}
+
+typedef struct FindKey {
+        const char *key;
+        uint64_t value;
+        bool found;
+} FindKey;
+
+static int find_u64_key(const char *key, size_t key_len, const char *value, void *u)
+{
+        FindKey *f = u;
+        char *end;
+
+        if (strlen(f->key) != key_len || strncmp(key, f->key, key_len) != 0)
+                return 0;
+        errno = 0;
+        unsigned long long x = strtoull(value, &end, 10);
+        if (errno == 0 && end != value && *end == 0) {
+                f->value = x;
+                f->found = true;
+        }
+        return 1;
+}
+
+static int prop_number(ObjDir *d, sd_bus_message *reply)
+{
+        FindKey f = { .key = "PARTN" };
+
+        (void) uevent_file_foreach(d, find_u64_key, &f);
+        if (!f.found)
+                f.value = read_u64_or_zero(d, "partition");
+        return sd_bus_message_append(reply, "u", (uint32_t) (f.value > UINT32_MAX ? 0 : f.value));
+}
+
+/* "none [mq-deadline] kyber bfq": the bracketed one is active. */
+static int parse_scheduler(ObjDir *d, char ***ret_all, char **ret_active)
+{
+        _cleanup_(freep) char *v = NULL;
+        _cleanup_(strv_freep) char **all = NULL;
+        char *tok, *save = NULL, *active = NULL;
+        size_t n = 0;
+        int r;
+
+        r = objdir_read(d, "scheduler", &v);
+        if (r < 0)
+                return r;
+        for (tok = strtok_r(v, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+                size_t l = strlen(tok);
+                bool bracketed = l >= 2 && tok[0] == '[' && tok[l - 1] == ']';
+                if (bracketed) {
+                        tok[l - 1] = 0;
+                        tok++;
+                }
+                r = strv_extend(&all, &n, tok);
+                if (r < 0)
+                        return r;
+                if (bracketed && !active)
+                        active = all[n - 1];
+        }
+        if (!active && n == 1)
+                active = all[0];
+        if (ret_active) {
+                *ret_active = strdup(active ? active : "");
+                if (!*ret_active)
+                        return -ENOMEM;
+        }
+        if (ret_all)
+                *ret_all = TAKE_PTR(all);
+        return 0;
+}
+
+static int prop_scheduler(ObjDir *d, sd_bus_message *reply)
+{
+        _cleanup_(freep) char *active = NULL;
+        if (parse_scheduler(d, NULL, &active) < 0)
+                return sd_bus_message_append(reply, "s", "");
+        return sd_bus_message_append(reply, "s", active);
+}
+
+static int prop_schedulers(ObjDir *d, sd_bus_message *reply)
+{
+        _cleanup_(strv_freep) char **all = NULL;
+        if (parse_scheduler(d, &all, NULL) < 0)
+                all = NULL;
+        return sd_bus_message_append_strv(reply, all);
+}
+
+static int prop_members(ObjDir *d, sd_bus_message *reply)
+{
+        _cleanup_(freep) Kobject **l = NULL;
+        size_t n;
+        int r;
+
+        r = kset_members_sorted(d->k, &l, &n);
+        if (r < 0)
+                return r;
+        return append_object_list(reply, l, n);
+}
+
+static const TypedProperty disk_properties[] = {
+        { "Major", "u", prop_major },       { "Minor", "u", prop_minor },       { "Size", "t", prop_size },
+        { "ReadOnly", "b", prop_read_only }, { "Removable", "b", prop_removable }, { "Partitions", "ao", prop_partitions },
+        { "Holders", "ao", prop_holders },   { "Slaves", "ao", prop_slaves },     { "Queue", "o", prop_queue },
+        { "Device", "o", prop_device },      {},
+};
+
+static const TypedProperty partition_properties[] = {
+        { "Major", "u", prop_major },     { "Minor", "u", prop_minor },       { "Size", "t", prop_size },
+        { "ReadOnly", "b", prop_read_only }, { "Number", "u", prop_number }, { "Start", "t", prop_start },
+        { "Holders", "ao", prop_holders }, {},
+};
+
+static const TypedProperty queue_properties[] = {
+        { "Scheduler", "s", prop_scheduler },
+        { "Schedulers", "as", prop_schedulers },
+        { "Elevator", "o", prop_elevator },
+        {},
+};
+
+static const TypedProperty kset_properties[] = {
+        { "Members", "ao", prop_members },
+        {},
+};
+
+static const TypedProperty no_properties[] = { {} };
+
+/* ---- interfaces of an object ----------------------------------------------------------------- */
+
+typedef enum IfaceKind {
+        IFACE_KOBJECT,
+        IFACE_KIND, /* Kset, Disk, Partition, Queue, Elevator, Device */
+        IFACE_GROUP,
+} IfaceKind;
+
+typedef struct Iface {
+        IfaceKind kind;
+        const char *name;
+        const TypedProperty *typed;
+        const AttrSet *attrs;  /* raw attributes, or NULL */
+        const char *attr_dir;  /* group directory, or NULL */
+} Iface;
+
+static const char *kind_interface(const Kobject *k, const TypedProperty **ret_typed)
+{
+        switch (k->ktype->id) {
+        case KTYPE_KSET:
+                *ret_typed = kset_properties;
+                return BLKMODEL_IFACE_KSET;
+        case KTYPE_DISK:
+                *ret_typed = disk_properties;
+                return BLKMODEL_IFACE_DISK;
+        case KTYPE_PARTITION:
+                *ret_typed = partition_properties;
+                return BLKMODEL_IFACE_PARTITION;
+        case KTYPE_QUEUE:
+                *ret_typed = queue_properties;
+                return BLKMODEL_IFACE_QUEUE;
+        case KTYPE_ELEVATOR:
+                *ret_typed = no_properties;
+                return BLKMODEL_IFACE_ELEVATOR;
+        case KTYPE_DEVICE:
+                *ret_typed = no_properties;
+                return BLKMODEL_IFACE_DEVICE;
+        case _KTYPE_MAX:
+                break;
+        }
+        *ret_typed = no_properties;
+        return NULL;
+}
+
+static size_t object_n_ifaces(const Kobject *k)
+{
+        return 2 + (k->shape ? k->shape->n_groups : 0);
+}
+
+/* The i-th interface of an object: Kobject, its kind, then its groups. */
+static bool object_iface(const Kobject *k, size_t i, Iface *ret)
+{
+        if (i == 0) {
+                *ret = (Iface){ .kind = IFACE_KOBJECT, .name = BLKMODEL_IFACE_KOBJECT, .typed = no_properties };
+                return true;
+        }
+        if (i == 1) {
+                const TypedProperty *typed;
+                const char *name = kind_interface(k, &typed);
+                *ret = (Iface){ .kind = IFACE_KIND,
+                                .name = name,
+                                .typed = typed,
+                                .attrs = k->shape ? k->shape->attrs : NULL };
+                return name != NULL;
+        }
+        if (!k->shape || i - 2 >= k->shape->n_groups)
+                return false;
+        const Group *g = &k->shape->groups[i - 2];
+        *ret = (Iface){ .kind = IFACE_GROUP,
+                        .name = g->interface,
+                        .typed = no_properties,
+                        .attrs = g->attrs,
+                        .attr_dir = g->dir };
+        return true;
+}
+
+static bool object_find_iface(const Kobject *k, const char *name, Iface *ret)
+{
+        for (size_t i = 0; i < object_n_ifaces(k); i++)
+                if (object_iface(k, i, ret) && streq(ret->name, name))
+                        return true;
+        return false;
+}
+
+/* ---- Kobject interface ----------------------------------------------------------------------- */
+
+static const char *const kobject_property_names[] = { "Name", "DevPath", "Parent", "Kset", "Ktype", "Uevent" };
+
+static int append_uevent_pair(const char *key, size_t key_len, const char *value, void *u)
+{
+        _cleanup_(freep) char *k = strndup(key, key_len);
+        if (!k)
+                return -ENOMEM;
+        int r = sd_bus_message_append((sd_bus_message *) u, "{ss}", k, value);
+        return r < 0 ? r : 0;
+}
+
+static int append_kobject_property(ObjDir *d, sd_bus_message *reply, const char *name)
+{
+        Kobject *k = d->k;
+        int r;
+
+        if (streq(name, "Name"))
+                return sd_bus_message_append(reply, "s", k->name);
+        if (streq(name, "DevPath"))
+                return sd_bus_message_append(reply, "s", k->devpath);
+        if (streq(name, "Parent"))
+                return sd_bus_message_append(reply, "o", k->parent ? k->parent->path : "/");
+        if (streq(name, "Kset"))
+                return sd_bus_message_append(reply, "o", k->kset ? k->kset->path : "/");
+        if (streq(name, "Ktype"))
+                return sd_bus_message_append(reply, "s", k->ktype->name);
+        if (streq(name, "Uevent")) {
+                r = sd_bus_message_open_container(reply, 'a', "{ss}");
+                if (r < 0)
+                        return r;
+                r = uevent_file_foreach(d, append_uevent_pair, reply);
+                if (r < 0)
+                        return r;
+                return sd_bus_message_close_container(reply);
+        }
+        return -ENOENT;
+}
+
+static const char *kobject_property_signature(const char *name)
+{
+        if (streq(name, "Parent") || streq(name, "Kset"))
+                return "o";
+        if (streq(name, "Uevent"))
+                return "a{ss}";
+        return "s";
+}
+
+/* ---- raw attributes --------------------------------------------------------------------------- */
+
+static int read_attr(ObjDir *d, const Iface *iface, const Attr *a, char **ret)
+{
+        _cleanup_(freep) char *rel = NULL;
+        const char *file = a->file;
+
+        if (iface->attr_dir) {
+                rel = path_join(iface->attr_dir, a->file);
+                if (!rel)
+                        return -ENOMEM;
+                file = rel;
+        }
+        return objdir_read(d, file, ret);
+}
+
+/* ---- one property, one interface, one object ---------------------------------------------------- */
+
+static int append_variant(ObjDir *d, const Iface *iface, const char *member, sd_bus_message *reply,
+                          bool lenient, sd_bus_error *error)
+{
+        int r;
+
+        if (iface->kind == IFACE_KOBJECT) {
+                for (size_t i = 0; i < ELEMENTSOF(kobject_property_names); i++)
+                        if (streq(member, kobject_property_names[i])) {
+                                r = sd_bus_message_open_container(reply, 'v', kobject_property_signature(member));
+                                if (r >= 0)
+                                        r = append_kobject_property(d, reply, member);
+                                return r < 0 ? r : sd_bus_message_close_container(reply);
+                        }
+                return 0;
+        }
+
+        for (const TypedProperty *p = iface->typed; p->name; p++)
+                if (streq(p->name, member)) {
+                        r = sd_bus_message_open_container(reply, 'v', p->signature);
+                        if (r >= 0)
+                                r = p->get(d, reply);
+                        return r < 0 ? r : sd_bus_message_close_container(reply);
+                }
+
+        const Attr *a = iface->attrs ? attr_set_find(iface->attrs, member) : NULL;
+        if (!a)
+                return 0;
+
+        _cleanup_(freep) char *value = NULL;
+        r = read_attr(d, iface, a, &value);
+        if (r < 0) {
+                /* In GetAll one bad file must not hide every other value. */
+                if (!lenient)
+                        return sd_bus_error_set_errnof(error, r, "Reading %s/%s%s%s failed: %m", d->k->devpath,
+                                                       strempty(iface->attr_dir), iface->attr_dir ? "/" : "",
+                                                       a->file);
+                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
+        }
+        r = sd_bus_message_append(reply, "v", "s", value ? value : "");
+        return r < 0 ? r : 1;
+}
+
+static int append_dict_entry(ObjDir *d, const Iface *iface, const char *member, sd_bus_message *reply)
+{
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "s", member);
+        if (r < 0)
+                return r;
+        r = append_variant(d, iface, member, reply, true, NULL);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+static int append_iface_properties(ObjDir *d, const Iface *iface, sd_bus_message *reply)
+{
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        if (iface->kind == IFACE_KOBJECT)
+                for (size_t i = 0; i < ELEMENTSOF(kobject_property_names); i++) {
+                        r = append_dict_entry(d, iface, kobject_property_names[i], reply);
+                        if (r < 0)
+                                return r;
+                }
+        for (const TypedProperty *p = iface->typed; p->name; p++) {
+                r = append_dict_entry(d, iface, p->name, reply);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
+                r = append_dict_entry(d, iface, iface->attrs->attrs[i].member, reply);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k)
+{
+        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{sa{sv}}");
+        for (size_t i = 0; r >= 0 && i < object_n_ifaces(k); i++) {
+                if (!object_iface(k, i, &iface))
+                        continue;
+                r = sd_bus_message_open_container(reply, 'e', "sa{sv}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", iface.name);
+                if (r >= 0)
+                        r = append_iface_properties(&d, &iface, reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        objdir_done(&d);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject *k)
+{
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < object_n_ifaces(k); i++)
+                if (object_iface(k, i, &iface))
+                        r = sd_bus_message_append(reply, "s", iface.name);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* ---- Introspect -------------------------------------------------------------------------------- */
+
+static const char standard_interfaces_xml[] =
+        " <interface name=\"org.freedesktop.DBus.Peer\">\n"
+        "  <method name=\"Ping\"/>\n"
+        "  <method name=\"GetMachineId\">\n"
+        "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
+        "  </method>\n"
+        " </interface>\n"
+        " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
+        "  <method name=\"Introspect\">\n"
+        "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
+        "  </method>\n"
+        " </interface>\n"
+        " <interface name=\"org.freedesktop.DBus.Properties\">\n"
+        "  <method name=\"Get\">\n"
+        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+        "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
+        "  </method>\n"
+        "  <method name=\"GetAll\">\n"
+        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+        "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
+        "  </method>\n"
+        "  <method name=\"Set\">\n"
+        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+        "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
+        "  </method>\n"
+        "  <signal name=\"PropertiesChanged\">\n"
+        "   <arg type=\"s\" name=\"interface_name\"/>\n"
+        "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
+        "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
+        "  </signal>\n"
+        " </interface>\n";
+
+static const char object_manager_xml[] =
+        " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
+        "  <method name=\"GetManagedObjects\">\n"
+        "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" direction=\"out\"/>\n"
+        "  </method>\n"
+        "  <signal name=\"InterfacesAdded\">\n"
+        "   <arg type=\"o\" name=\"object_path\"/>\n"
+        "   <arg type=\"a{sa{sv}}\" name=\"interfaces_and_properties\"/>\n"
+        "  </signal>\n"
+        "  <signal name=\"InterfacesRemoved\">\n"
+        "   <arg type=\"o\" name=\"object_path\"/>\n"
+        "   <arg type=\"as\" name=\"interfaces\"/>\n"
+        "  </signal>\n"
+        " </interface>\n";
+
+static void xml_property(FILE *f, const char *name, const char *signature, bool emits_change)
+{
+        fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"read\">\n", name, signature);
+        fprintf(f, "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n",
+                emits_change ? "true" : "false");
+        fputs("  </property>\n", f);
+}
+
+static void xml_iface(FILE *f, const Iface *iface)
+{
+        fprintf(f, " <interface name=\"%s\">\n", iface->name);
+        if (iface->kind == IFACE_KOBJECT)
+                for (size_t i = 0; i < ELEMENTSOF(kobject_property_names); i++)
+                        /* A kobject's identity never changes; a rename is remove+add. */
+                        fprintf(f,
+                                "  <property name=\"%s\" type=\"%s\" access=\"read\">\n"
+                                "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n"
+                                "  </property>\n",
+                                kobject_property_names[i], kobject_property_signature(kobject_property_names[i]),
+                                streq(kobject_property_names[i], "Uevent") ? "true" : "const");
+        for (const TypedProperty *p = iface->typed; p->name; p++)
+                xml_property(f, p->name, p->signature, true);
+        for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++)
+                xml_property(f, iface->attrs->attrs[i].member, "s",
+                             !(iface->attrs->attrs[i].flags & ATTR_VOLATILE));
+        fputs(" </interface>\n", f);
+}
+
+static int introspect(Manager *m, const char *path, Kobject *k, char **ret)
+{
+        _cleanup_(freep) Kobject **children = NULL;
+        size_t n_children = 0, size = 0;
+        char *buf = NULL;
+        FILE *f;
+        int r = 0;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fputs(INTROSPECT_DOCTYPE, f);
+        fprintf(f, "<node name=\"%s\">\n", path);
+        fputs(standard_interfaces_xml, f);
+        if (!k) {
+                /* The root: the Manager and the object manager; children are the two ksets. */
+                fputs(object_manager_xml, f);
+                fputs(bus_manager_introspection_xml, f);
+                fprintf(f, " <node name=\"block\"/>\n <node name=\"devices\"/>\n");
+        } else {
+                Iface iface;
+                for (size_t i = 0; i < object_n_ifaces(k); i++)
+                        if (object_iface(k, i, &iface))
+                                xml_iface(f, &iface);
+                r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
+                for (size_t i = 0; r >= 0 && i < n_children; i++)
+                        fprintf(f, " <node name=\"%s\"/>\n", strrchr(children[i]->path, '/') + 1);
+        }
+        fputs("</node>\n", f);
+        if (fclose(f) != 0 || r < 0) {
+                free(buf);
+                return r < 0 ? r : -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+/* ---- method dispatch --------------------------------------------------------------------------- */
+
+static int method_introspect(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(freep) char *xml = NULL;
+        int r;
+
+        r = introspect(m, sd_bus_message_get_path(msg), k, &xml);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "s", xml);
+}
+
+static int method_get(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        const char *interface, *property;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r < 0)
+                return r;
+        if (!object_find_iface(k, interface, &iface))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                         "Object %s has no interface '%s'.", k->path, interface);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = append_variant(&d, &iface, property, reply, false, error);
+        objdir_done(&d);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "Interface %s has no property '%s'.",
+                                         interface, property);
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_all(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        const char *interface;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &interface);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        if (!object_find_iface(k, interface, &iface))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                         "Object %s has no interface '%s'.", k->path, interface);
+        r = append_iface_properties(&d, &iface, reply);
+        objdir_done(&d);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_set(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        const char *interface, *property;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r < 0)
+                return r;
+        if (!object_find_iface(k, interface, &iface))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                         "Object %s has no interface '%s'.", k->path, interface);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "Property %s.%s is read-only.", interface,
+                                 property);
+}
+
+static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Kobject *k;
+        size_t i = 0;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "{oa{sa{sv}}}");
+        if (r < 0)
+                return r;
+        while ((k = hashmap_iterate(&m->model->by_path, &i, NULL))) {
+                r = sd_bus_message_open_container(reply, 'e', "oa{sa{sv}}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "o", k->path);
+                if (r >= 0)
+                        r = bus_object_append_all(m, reply, k);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static bool is_call(sd_bus_message *msg, const char *interface, const char *member)
+{
+        const char *i = sd_bus_message_get_interface(msg);
+        /* D-Bus allows calls without an interface: then the member alone decides. */
+        return streq_ptr(sd_bus_message_get_member(msg), member) && (!i || streq(i, interface));
+}
+
+static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Manager *m = userdata;
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *k = NULL;
+        bool root;
+
+        if (!path)
+                return 0;
+        root = streq(path, BLKMODEL_ROOT_PATH);
+        if (!root) {
+                k = model_find_path(m->model, path);
+                if (!k)
+                        return 0; /* sd-bus answers UnknownObject */
+        }
+
+        if (is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
+                return method_introspect(m, msg, k, error);
+        if (root) {
+                if (is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+                        return method_get_managed_objects(m, msg, error);
+                /* The Manager interface and its properties. */
+                return bus_manager_dispatch(m, msg, error);
+        }
+        if (is_call(msg, IFACE_PROPERTIES, "Get"))
+                return method_get(m, msg, k, error);
+        if (is_call(msg, IFACE_PROPERTIES, "GetAll"))
+                return method_get_all(m, msg, k, error);
+        if (is_call(msg, IFACE_PROPERTIES, "Set"))
+                return method_set(m, msg, k, error);
+        return 0;
+}
+
+int bus_object_register(Manager *m)
+{
+        return sd_bus_add_fallback(m->bus, NULL, BLKMODEL_ROOT_PATH, object_handler, m);
+}
+
+int bus_object_emit_added(Manager *m, Kobject *k)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesAdded");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0)
+                r = bus_object_append_all(m, s, k);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, s, NULL);
+        return r;
+}
+
+int bus_object_emit_removed(Manager *m, Kobject *k)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0)
+                r = bus_object_append_interface_names(m, s, k);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, s, NULL);
+        return r;
+}

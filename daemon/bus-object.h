@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "kobject.h"
+#include "manager.h"
+
+/*
+ * Publication of the model's kobjects.  One fallback handler below the
+ * root path serves Introspect, Properties and ObjectManager for every
+ * object: sd-bus vtables keep per-object and per-property state, which at
+ * 100,000 objects with dozens of attributes each would cost more than the
+ * whole model (SPEC §9).  Here an object costs nothing beyond the model:
+ * its interfaces follow from its ktype and its interned shape.
+ */
+
+int bus_object_register(Manager *m);
+
+/* Appends the a{sa{sv}} of one object: every interface with every property. */
+int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k);
+/* Appends the as of one object's interface names. */
+int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject *k);
+
+/* ObjectManager signals for one object. */
+int bus_object_emit_added(Manager *m, Kobject *k);
+int bus_object_emit_removed(Manager *m, Kobject *k);

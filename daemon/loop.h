@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <uv.h>
+
+/*
+ * sd-bus driven from libuv: the only place that knows both.  One poll
+ * handle on the bus fd, one timer for sd-bus's timeouts, and a prepare
+ * handle that re-arms both before every loop iteration, since the events
+ * sd-bus wants change with every message it queues or parses.
+ */
+
+typedef struct BusLoop BusLoop;
+typedef void (*BusLoopDisconnected)(BusLoop *l, void *userdata);
+
+int bus_loop_attach(uv_loop_t *loop, sd_bus *bus, BusLoopDisconnected on_disconnect, void *userdata,
+                    BusLoop **ret);
+/* Detaches; the memory goes in the handles' close callbacks. NULL is fine. */
+void bus_loop_free(BusLoop *l);

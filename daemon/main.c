@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+static void help(void)
+{
+        printf("blkmodeld [OPTIONS...]\n\n"
+               "Mirror the kernel's block device kobject hierarchy onto D-Bus.\n\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show the version\n"
+               "     --system               Publish on the system bus (default)\n"
+               "     --session              Publish on the session bus\n"
+               "     --address=ADDR         Publish on the bus at ADDR\n"
+               "     --sysfs-root=DIR       Read sysfs from DIR (default: /sys)\n"
+               "     --uevent-socket=PATH   Read uevents from a datagram socket at PATH\n"
+               "     --no-uevents           Do not listen to uevents\n"
+               "     --event-log-size=N     Retain the last N events for GetEvents (default: 4096)\n"
+               "     --poll-interval=MSEC   Re-read watched attributes every MSEC ms (default: 2000, 0: never)\n"
+               "     --log-level=LEVEL      err, warning, notice, info or debug (default: info)\n");
+}
+
+enum {
+        ARG_VERSION = 0x100,
+        ARG_SYSTEM,
+        ARG_SESSION,
+        ARG_ADDRESS,
+        ARG_SYSFS_ROOT,
+        ARG_UEVENT_SOCKET,
+        ARG_NO_UEVENTS,
+        ARG_EVENT_LOG_SIZE,
+        ARG_POLL_INTERVAL,
+        ARG_LOG_LEVEL,
+};
+
+static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || end == s || *end != 0 || s[0] == '-' || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* 0 to run, 1 to exit successfully (--help), negative on a usage error. */
+static int parse_argv(int argc, char *argv[], ManagerOptions *o)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "system", no_argument, NULL, ARG_SYSTEM },
+                { "session", no_argument, NULL, ARG_SESSION },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+                { "uevent-socket", required_argument, NULL, ARG_UEVENT_SOCKET },
+                { "no-uevents", no_argument, NULL, ARG_NO_UEVENTS },
+                { "event-log-size", required_argument, NULL, ARG_EVENT_LOG_SIZE },
+                { "poll-interval", required_argument, NULL, ARG_POLL_INTERVAL },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                {},
+        };
+        unsigned long long v;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 1;
+                case ARG_VERSION:
+                        printf("blkmodeld %s\n", BLKMODEL_VERSION);
+                        return 1;
+                case ARG_SYSTEM:
+                        o->bus_kind = BUS_SYSTEM;
+                        break;
+                case ARG_SESSION:
+                        o->bus_kind = BUS_SESSION;
+                        break;
+                case ARG_ADDRESS:
+                        o->bus_kind = BUS_ADDRESS;
+                        o->address = optarg;
+                        break;
+                case ARG_SYSFS_ROOT:
+                        o->sysfs_root = optarg;
+                        break;
+                case ARG_UEVENT_SOCKET:
+                        o->uevent_socket = optarg;
+                        break;
+                case ARG_NO_UEVENTS:
+                        o->no_uevents = true;
+                        break;
+                case ARG_EVENT_LOG_SIZE:
+                        /* Bounded: a client can ask for every retained event at once. */
+                        if (parse_unsigned(optarg, 1U << 20, &v) < 0 || v == 0) {
+                                log_error("Invalid --event-log-size '%s': expected 1…1048576.", optarg);
+                                return -EINVAL;
+                        }
+                        o->event_log_size = (size_t) v;
+                        break;
+                case ARG_POLL_INTERVAL:
+                        if (parse_unsigned(optarg, 3600U * 1000U, &v) < 0) {
+                                log_error("Invalid --poll-interval '%s': expected milliseconds, 0…3600000.", optarg);
+                                return -EINVAL;
+                        }
+                        o->poll_interval_ms = (unsigned) v;
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = log_level_from_string(optarg);
+                        if (r < 0) {
+                                log_error("Invalid --log-level '%s'.", optarg);
+                                return -EINVAL;
+                        }
+                        log_set_max_level(r);
+                        break;
+                case '?':
+                        return -EINVAL;
+                }
+
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'; see --help.", argv[optind]);
+                return -EINVAL;
+        }
+        if (o->uevent_socket && o->no_uevents) {
+                log_error("--uevent-socket and --no-uevents exclude each other.");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[])
+{
+        ManagerOptions o = {
+                .bus_kind = BUS_SYSTEM,
+                .sysfs_root = "/sys",
+                .event_log_size = 4096,
+                .poll_interval_ms = 2000,
+        };
+        uv_loop_t loop;
+        Manager *m = NULL;
+        int r;
+
+        r = parse_argv(argc, argv, &o);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
+
+        /* A client that disappears mid-reply must not kill us. */
+        signal(SIGPIPE, SIG_IGN);
+
+        r = uv_loop_init(&loop);
+        if (r < 0) {
+                log_error("Cannot create the event loop: %s", uv_strerror(r));
+                return 1;
+        }
+        r = manager_new(&o, &loop, &m);
+        if (r >= 0)
+                r = manager_start(m);
+        if (r >= 0) {
+                uv_run(&loop, UV_RUN_DEFAULT);
+                r = m->exit_code == 0 ? 0 : -EIO;
+        }
+        m = manager_free(m);
+        /* Let close callbacks run so that nothing leaks. */
+        uv_run(&loop, UV_RUN_DEFAULT);
+        (void) uv_loop_close(&loop);
+        return r < 0 ? 1 : 0;
+}

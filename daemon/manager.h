@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <uv.h>
+
+#include "kobject.h"
+#include "sysfs.h"
+
+typedef struct BusLoop BusLoop;
+
+typedef enum BusKind {
+        BUS_SYSTEM,
+        BUS_SESSION,
+        BUS_ADDRESS,
+} BusKind;
+
+typedef struct ManagerOptions {
+        BusKind bus_kind;
+        const char *address;
+        const char *sysfs_root;
+        const char *uevent_socket;
+        bool no_uevents;
+        size_t event_log_size;
+        unsigned poll_interval_ms;
+} ManagerOptions;
+
+/* The daemon: one of these, owning everything else. */
+typedef struct Manager {
+        ManagerOptions options;
+        uv_loop_t *loop;
+        uv_signal_t sigterm, sigint, sighup;
+        sd_bus *bus;
+        BusLoop *bus_loop;
+        Sysfs sysfs;
+        Model *model;
+        /* Before the name is taken nobody listens: no per-object signals then. */
+        bool announce;
+        bool name_taken;
+        int exit_code;
+        uint64_t events_lost;
+} Manager;
+
+int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
+Manager *manager_free(Manager *m);
+/* Opens sources, scans, publishes, takes the name, notifies READY=1. */
+int manager_start(Manager *m);
+/* Releases the name and stops the loop. */
+void manager_stop(Manager *m, int exit_code);
+int manager_rescan(Manager *m);
+
+const char *manager_uevent_source_name(const Manager *m);
+uint64_t manager_last_seqnum(const Manager *m);
+uint64_t manager_oldest_seqnum(const Manager *m);

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+
+#include "log.h"
+#include "names.h"
+#include "pathcodec.h"
+#include "shape.h"
+
+/* Attributes whose value moves without any event (SPEC §4). */
+static const char *const volatile_files[] = { "stat", "inflight" };
+
+void shape_registry_init(ShapeRegistry *r)
+{
+        hashmap_init(&r->attr_sets);
+        hashmap_init(&r->shapes);
+}
+
+void shape_registry_deinit(ShapeRegistry *r)
+{
+        /* Every object has dropped its shape before the registry goes. */
+        hashmap_deinit(&r->attr_sets);
+        hashmap_deinit(&r->shapes);
+}
+
+static char *join(char *const *names, size_t n, const char *sep)
+{
+        size_t len = 1;
+        char *s, *q;
+
+        for (size_t i = 0; i < n; i++)
+                len += strlen(names[i]) + strlen(sep);
+        s = malloc(len);
+        if (!s)
+                return NULL;
+        q = s;
+        for (size_t i = 0; i < n; i++)
+                q = stpcpy(stpcpy(q, i ? sep : ""), names[i]);
+        *q = 0;
+        return s;
+}
+
+static int attr_cmp(const void *a, const void *b)
+{
+        return strcmp(((const Attr *) a)->member, ((const Attr *) b)->member);
+}
+
+static bool is_reserved(const char *const *reserved, const char *member)
+{
+        for (; reserved && *reserved; reserved++)
+                if (streq(*reserved, member))
+                        return true;
+        return false;
+}
+
+static void attr_set_free(AttrSet *s)
+{
+        for (size_t i = 0; i < s->n_attrs; i++) {
+                free(s->attrs[i].file);
+                free(s->attrs[i].member);
+        }
+        free(s->attrs);
+        free(s->key);
+        free(s);
+}
+
+static int attr_set_get(ShapeRegistry *r, char *const *files, size_t n, const char *const *reserved,
+                        const char *kind, const char *what, AttrSet **ret)
+{
+        _cleanup_(freep) char *names = NULL, *key = NULL;
+        AttrSet *s;
+        size_t k = 0;
+
+        /* The key includes the kind: which names are reserved depends on it. */
+        names = join(files, n, "/");
+        if (!names || asprintf(&key, "%s:%s", kind, names) < 0)
+                return -ENOMEM;
+
+        s = hashmap_get(&r->attr_sets, key);
+        if (s) {
+                s->n_ref++;
+                *ret = s;
+                return 0;
+        }
+
+        s = calloc(1, sizeof(AttrSet));
+        if (!s)
+                return -ENOMEM;
+        s->attrs = calloc(n ? n : 1, sizeof(Attr));
+        if (!s->attrs) {
+                free(s);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char *member = member_name_from_file(files[i]);
+                if (!member) {
+                        log_warning("%s: attribute name '%s' is too long for D-Bus, not published.", what,
+                                    files[i]);
+                        continue;
+                }
+                if (is_reserved(reserved, member)) {
+                        log_warning("%s: attribute '%s' collides with the typed property %s, not published.",
+                                    what, files[i], member);
+                        free(member);
+                        continue;
+                }
+                s->attrs[k].member = member;
+                s->attrs[k].file = strdup(files[i]);
+                if (!s->attrs[k].file) {
+                        s->n_attrs = k + 1;
+                        attr_set_free(s);
+                        return -ENOMEM;
+                }
+                for (size_t v = 0; v < ELEMENTSOF(volatile_files); v++)
+                        if (streq(files[i], volatile_files[v]))
+                                s->attrs[k].flags |= ATTR_VOLATILE;
+                k++;
+        }
+        qsort(s->attrs, k, sizeof(Attr), attr_cmp);
+
+        /* Two files that sanitize to one member ("a-b", "a_b"): keep the first by file name order. */
+        size_t w = 0;
+        for (size_t i = 0; i < k; i++) {
+                if (w > 0 && streq(s->attrs[w - 1].member, s->attrs[i].member)) {
+                        log_warning("%s: attributes '%s' and '%s' share the property name %s; '%s' is not published.",
+                                    what, s->attrs[w - 1].file, s->attrs[i].file, s->attrs[i].member,
+                                    s->attrs[i].file);
+                        free(s->attrs[i].file);
+                        free(s->attrs[i].member);
+                        continue;
+                }
+                s->attrs[w++] = s->attrs[i];
+        }
+        s->n_attrs = w;
+        s->n_ref = 1;
+        s->key = TAKE_PTR(key);
+        if (hashmap_put(&r->attr_sets, s->key, s) < 0) {
+                attr_set_free(s);
+                return -ENOMEM;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void attr_set_unref(ShapeRegistry *r, AttrSet *s)
+{
+        if (!s || --s->n_ref > 0)
+                return;
+        hashmap_remove_value(&r->attr_sets, s->key, s);
+        attr_set_free(s);
+}
+
+const Attr *attr_set_find(const AttrSet *s, const char *member)
+{
+        size_t lo = 0, hi = s->n_attrs;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(member, s->attrs[mid].member);
+                if (c == 0)
+                        return &s->attrs[mid];
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return NULL;
+}
+
+const Group *shape_find_group(const Shape *s, const char *interface)
+{
+        for (size_t i = 0; i < s->n_groups; i++)
+                if (streq(s->groups[i].interface, interface))
+                        return &s->groups[i];
+        return NULL;
+}
+
+static void shape_free(ShapeRegistry *r, Shape *s)
+{
+        for (size_t i = 0; i < s->n_groups; i++) {
+                free(s->groups[i].dir);
+                free(s->groups[i].interface);
+                attr_set_unref(r, s->groups[i].attrs);
+        }
+        free(s->groups);
+        attr_set_unref(r, s->attrs);
+        free(s->key);
+        free(s);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+        return strcmp(((const Group *) a)->interface, ((const Group *) b)->interface);
+}
+
+int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const char *const *reserved,
+              const char *what, Shape **ret)
+{
+        _cleanup_(freep) char *key = NULL;
+        Shape *s;
+        int k;
+
+        s = calloc(1, sizeof(Shape));
+        if (!s)
+                return -ENOMEM;
+        s->n_ref = 1;
+        s->groups = calloc(b->n_groups ? b->n_groups : 1, sizeof(Group));
+        if (!s->groups) {
+                free(s);
+                return -ENOMEM;
+        }
+
+        k = attr_set_get(r, b->files, b->n_files, reserved, kind, what, &s->attrs);
+        if (k < 0)
+                goto fail;
+
+        for (size_t i = 0; i < b->n_groups; i++) {
+                _cleanup_(freep) char *element = member_name_from_file(b->group_dirs[i]);
+                Group *g = &s->groups[s->n_groups];
+
+                if (!element) {
+                        log_warning("%s: group directory name '%s' is too long for D-Bus, not published.", what,
+                                    b->group_dirs[i]);
+                        continue;
+                }
+                if (asprintf(&g->interface, BLKMODEL_IFACE_GROUP_PREFIX "%s", element) < 0) {
+                        g->interface = NULL;
+                        k = -ENOMEM;
+                        goto fail;
+                }
+                g->dir = strdup(b->group_dirs[i]);
+                if (!g->dir) {
+                        free(g->interface);
+                        k = -ENOMEM;
+                        goto fail;
+                }
+                k = attr_set_get(r, b->group_files[i], strv_length(b->group_files[i]), NULL, "group", what,
+                                 &g->attrs);
+                if (k < 0) {
+                        free(g->interface);
+                        free(g->dir);
+                        goto fail;
+                }
+                s->n_groups++;
+        }
+        qsort(s->groups, s->n_groups, sizeof(Group), group_cmp);
+        for (size_t i = 1; i < s->n_groups; i++)
+                if (streq(s->groups[i].interface, s->groups[i - 1].interface)) {
+                        log_warning("%s: groups '%s' and '%s' share an interface name; '%s' is not published.",
+                                    what, s->groups[i - 1].dir, s->groups[i].dir, s->groups[i].dir);
+                        free(s->groups[i].dir);
+                        free(s->groups[i].interface);
+                        attr_set_unref(r, s->groups[i].attrs);
+                        memmove(&s->groups[i], &s->groups[i + 1], (s->n_groups - i - 1) * sizeof(Group));
+                        s->n_groups--;
+                        i--;
+                }
+
+        /* The shape's identity: its attribute sets, which are interned already, so pointers suffice. */
+        size_t len = 32 * (s->n_groups + 1) + 1;
+        for (size_t i = 0; i < s->n_groups; i++)
+                len += strlen(s->groups[i].dir) + 2;
+        key = malloc(len);
+        if (!key) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        char *q = key + sprintf(key, "%p", (void *) s->attrs);
+        for (size_t i = 0; i < s->n_groups; i++)
+                q += sprintf(q, ";%s=%p", s->groups[i].dir, (void *) s->groups[i].attrs);
+
+        Shape *existing = hashmap_get(&r->shapes, key);
+        if (existing) {
+                shape_free(r, s);
+                existing->n_ref++;
+                *ret = existing;
+                return 0;
+        }
+        s->key = TAKE_PTR(key);
+        k = hashmap_put(&r->shapes, s->key, s);
+        if (k < 0)
+                goto fail;
+        *ret = s;
+        return 0;
+
+fail:
+        shape_free(r, s);
+        return k;
+}
+
+Shape *shape_ref(Shape *s)
+{
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
+void shape_unref(ShapeRegistry *r, Shape *s)
+{
+        if (!s || --s->n_ref > 0)
+                return;
+        hashmap_remove_value(&r->shapes, s->key, s);
+        shape_free(r, s);
+}
+
+void shape_builder_done(ShapeBuilder *b)
+{
+        strv_free(b->files);
+        strv_free(b->group_dirs);
+        for (size_t i = 0; i < b->n_groups; i++)
+                strv_free(b->group_files[i]);
+        free(b->group_files);
+        *b = (ShapeBuilder){};
+}
+
+static int collect_files(const SysfsEntry *e, size_t n, char ***ret, size_t *ret_n)
+{
+        char **l = NULL;
+        size_t k = 0;
+        int r;
+
+        l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                /* uevent is the Uevent property, never an attribute (SPEC §4). */
+                if (e[i].type != SYSFS_ENTRY_FILE || streq(e[i].name, "uevent"))
+                        continue;
+                r = strv_extend(&l, &k, e[i].name);
+                if (r < 0) {
+                        strv_free(l);
+                        return r;
+                }
+        }
+        *ret = l;
+        *ret_n = k;
+        return 0;
+}
+
+int shape_builder_add_files(ShapeBuilder *b, const SysfsEntry *e, size_t n)
+{
+        return collect_files(e, n, &b->files, &b->n_files);
+}
+
+int shape_builder_add_group(ShapeBuilder *b, const char *dir, const SysfsEntry *e, size_t n)
+{
+        char **files, ***t;
+        size_t nf, ng = b->n_groups;
+        int r;
+
+        r = collect_files(e, n, &files, &nf);
+        if (r < 0)
+                return r;
+        t = realloc(b->group_files, sizeof(char **) * (ng + 1));
+        if (!t) {
+                strv_free(files);
+                return -ENOMEM;
+        }
+        b->group_files = t;
+        r = strv_extend(&b->group_dirs, &ng, dir);
+        if (r < 0) {
+                strv_free(files);
+                return r;
+        }
+        b->group_files[b->n_groups++] = files;
+        return 0;
+}

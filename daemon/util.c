@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+
+#include "util.h"
+
+char **strv_free(char **l)
+{
+        if (!l)
+                return NULL;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l)
+{
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+int strv_consume(char ***l, size_t *n, char *s)
+{
+        char **t;
+
+        if (!s)
+                return -ENOMEM;
+        t = realloc(*l, sizeof(char *) * (*n + 2));
+        if (!t) {
+                free(s);
+                return -ENOMEM;
+        }
+        t[(*n)++] = s;
+        t[*n] = NULL;
+        *l = t;
+        return 0;
+}
+
+int strv_extend(char ***l, size_t *n, const char *s)
+{
+        return strv_consume(l, n, strdup(s));
+}
+
+char *path_join(const char *a, const char *b)
+{
+        char *p;
+
+        if (!a || !*a)
+                return strdup(b);
+        if (asprintf(&p, "%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b[0] == '/' ? b + 1 : b) < 0)
+                return NULL;
+        return p;
+}

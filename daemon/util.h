@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Small helpers in the manner of systemd's, which are not public. */
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+#define TAKE_PTR(p)                                                                                        \
+        ({                                                                                                 \
+                __typeof__(p) _p_ = (p);                                                                   \
+                (p) = NULL;                                                                                \
+                _p_;                                                                                       \
+        })
+
+#define TAKE_FD(fd)                                                                                        \
+        ({                                                                                                 \
+                int _fd_ = (fd);                                                                           \
+                (fd) = -1;                                                                                 \
+                _fd_;                                                                                      \
+        })
+
+static inline void freep(void *p)
+{
+        free(*(void **) p);
+}
+
+static inline void closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                (void) close(*fd);
+                errno = saved;
+        }
+}
+
+static inline bool streq(const char *a, const char *b)
+{
+        return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b)
+{
+        if (!a || !b)
+                return a == b;
+        return streq(a, b);
+}
+
+static inline const char *startswith(const char *s, const char *prefix)
+{
+        size_t l = strlen(prefix);
+        return strncmp(s, prefix, l) == 0 ? s + l : NULL;
+}
+
+static inline const char *strempty(const char *s)
+{
+        return s ? s : "";
+}
+
+/* Frees a NULL-terminated string vector; returns NULL. */
+char **strv_free(char **l);
+static inline void strv_freep(char ***l)
+{
+        strv_free(*l);
+}
+size_t strv_length(char *const *l);
+
+/* Appends a copy of s to a growable vector; -ENOMEM on failure. */
+int strv_extend(char ***l, size_t *n, const char *s);
+/* Appends s itself (takes ownership, frees it on failure). */
+int strv_consume(char ***l, size_t *n, char *s);
+
+char *path_join(const char *a, const char *b);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+
+#include "hashmap.h"
+#include "tests.h"
+#include "util.h"
+
+int main(void)
+{
+        enum { N = 50000 };
+        static char keys[N][16];
+        Hashmap h;
+        size_t i = 0, seen = 0;
+
+        hashmap_init(&h);
+        for (int k = 0; k < N; k++) {
+                snprintf(keys[k], sizeof(keys[k]), "key%d", k);
+                if (hashmap_put(&h, keys[k], keys[k]) != 0)
+                        CHECK(false);
+        }
+        CHECK(hashmap_size(&h) == N);
+        CHECK(hashmap_put(&h, "key7", NULL) == -EEXIST);
+        CHECK(hashmap_get(&h, "key49999") == keys[49999]);
+        CHECK(hashmap_get(&h, "nope") == NULL);
+
+        /* Removal needs the right value: an index entry of another object is never dropped. */
+        CHECK(hashmap_remove_value(&h, "key5", keys[6]) == NULL);
+        for (int k = 0; k < N; k += 2)
+                if (hashmap_remove_value(&h, keys[k], keys[k]) != keys[k])
+                        CHECK(false);
+        CHECK(hashmap_size(&h) == N / 2);
+        CHECK(hashmap_get(&h, "key4") == NULL);
+        CHECK(hashmap_get(&h, "key5") == keys[5]);
+
+        /* Tombstones are reused and the survivors stay reachable. */
+        for (int k = 0; k < N; k += 2)
+                if (hashmap_put(&h, keys[k], keys[k]) != 0)
+                        CHECK(false);
+        while (hashmap_iterate(&h, &i, NULL))
+                seen++;
+        CHECK(seen == N);
+        hashmap_deinit(&h);
+        return tests_summary();
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "sysfs.h"
+#include "tests.h"
+#include "util.h"
+
+static char root[] = "/tmp/test-sysfs-XXXXXX";
+
+static void write_file(const char *rel, const void *data, size_t len)
+{
+        _cleanup_(freep) char *p = path_join(root, rel);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        CHECK(fd >= 0);
+        CHECK(write(fd, data, len) == (ssize_t) len);
+        close(fd);
+}
+
+static void check_escape(const char *in, size_t len, const char *expected)
+{
+        _cleanup_(freep) char *v = sysfs_value_escape(in, len);
+        CHECK_STREQ(v, expected);
+}
+
+static void check_resolve(const char *base, const char *target, const char *expected)
+{
+        _cleanup_(freep) char *r = NULL;
+        int k = sysfs_resolve_relative(base, target, &r);
+        if (expected) {
+                CHECK(k == 0);
+                CHECK_STREQ(r, expected);
+        } else
+                CHECK(k < 0);
+}
+
+int main(void)
+{
+        Sysfs s;
+        char *v = NULL;
+        SysfsEntry *e = NULL;
+        size_t n = 0;
+        int fd;
+
+        /* Values: one trailing newline goes, bytes that D-Bus can't carry are escaped. */
+        check_escape("mq-deadline\n", 12, "mq-deadline");
+        check_escape("a\n\n", 3, "a\n");
+        check_escape("", 0, "");
+        check_escape("a\0b", 3, "a\\x00b");
+        check_escape("\xff\xfe", 2, "\\xff\\xfe");
+        check_escape("\xc3\xa9", 2, "\xc3\xa9");
+        check_escape("\xc0\xaf", 2, "\\xc0\\xaf");         /* overlong '/' */
+        check_escape("\xed\xa0\x80", 3, "\\xed\\xa0\\x80"); /* a surrogate */
+        check_escape("\xe2\x82", 2, "\\xe2\\x82");         /* truncated */
+
+        /* Link targets resolve lexically and never climb out of the root. */
+        check_resolve("/class/block", "../../devices/virtual/block/loop0", "/devices/virtual/block/loop0");
+        check_resolve("/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "../../../virtio1",
+                      "/devices/pci0000:00/0000:00:02.0/virtio1");
+        check_resolve("/dev/block", "../../devices/x/block/sda/sda1", "/devices/x/block/sda/sda1");
+        check_resolve("/class/block", "../../../etc", NULL);
+        check_resolve("/class/block", "/etc/passwd", NULL);
+        check_resolve("/a", "./b//c/", "/a/b/c");
+
+        CHECK(mkdtemp(root) != NULL);
+        CHECK(sysfs_open(root, &s) == 0);
+        {
+                _cleanup_(freep) char *d = path_join(root, "dev");
+                CHECK(mkdir(d, 0755) == 0);
+                _cleanup_(freep) char *fifo = path_join(root, "dev/fifo");
+                CHECK(mkfifo(fifo, 0644) == 0);
+                _cleanup_(freep) char *lnk = path_join(root, "dev/escape");
+                CHECK(symlink("/etc/passwd", lnk) == 0);
+        }
+        write_file("dev/size", "2048\n", 5);
+        write_file("dev/uevent", "MAJOR=8\nMINOR=0\n", 16);
+        char big[10000];
+        memset(big, 'x', sizeof(big));
+        write_file("dev/big", big, sizeof(big));
+
+        fd = sysfs_open_dir(&s, "/dev");
+        CHECK(fd >= 0);
+        CHECK(sysfs_read_attr(fd, "size", &v) == 0);
+        CHECK_STREQ(v, "2048");
+        free(v);
+
+        /* A FIFO never blocks us. */
+        v = NULL;
+        CHECK(sysfs_read_attr(fd, "fifo", &v) == 0);
+        CHECK_STREQ(v, "");
+        free(v);
+
+        /* Values are bounded by a page, as sysfs's own are. */
+        v = NULL;
+        CHECK(sysfs_read_attr(fd, "big", &v) == 0);
+        CHECK(v && strlen(v) == SYSFS_VALUE_MAX);
+        free(v);
+
+        /* A link pointing outside the root is refused. */
+        v = NULL;
+        CHECK(sysfs_read_attr(fd, "escape", &v) < 0);
+        CHECK(v == NULL);
+        CHECK(sysfs_open_dir(&s, "../") < 0);
+
+        CHECK(sysfs_list(fd, &e, &n) == 0);
+        CHECK(n == 5);
+        if (n == 5) {
+                CHECK_STREQ(e[0].name, "big");
+                CHECK(e[0].type == SYSFS_ENTRY_FILE);
+                CHECK_STREQ(e[1].name, "escape");
+                CHECK(e[1].type == SYSFS_ENTRY_LINK);
+                CHECK_STREQ(e[2].name, "fifo");
+                CHECK(e[2].type == SYSFS_ENTRY_OTHER);
+        }
+        sysfs_entries_free(e, n);
+        CHECK(sysfs_has_file(fd, "uevent"));
+        CHECK(!sysfs_has_file(fd, "fifo"));
+        close(fd);
+        sysfs_close(&s);
+
+        _cleanup_(freep) char *cmd = NULL;
+        CHECK(asprintf(&cmd, "rm -rf '%s'", root) > 0);
+        CHECK(system(cmd) == 0);
+        return tests_summary();
+}
