@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The retained event window behind Manager.GetEvents (SPEC §5): a ring of
+ * the last `capacity` events, each numbered by the daemon's own counter
+ * (1, 2, 3, ... with no gaps), so that a client can ask for "everything
+ * after N" and either get exactly that or learn that it is too late.
+ *
+ * Fixed size: the ring is allocated once by eventlog_new() and an append
+ * never allocates; once full, it frees the oldest record and reuses its
+ * slot.  No D-Bus, no libuv, no logging.
+ */
+
+typedef struct EventRecord {
+        uint64_t seqnum;        /* assigned by eventlog_append(); 0 before */
+        char *action;           /* "add", "remove", ... */
+        char *devpath;          /* the kernel's DEVPATH */
+        char *object_path;      /* the object the event is about ("/" if none) */
+        size_t n_env;
+        char **env_keys;        /* the kernel's variables, in wire order */
+        char **env_values;
+} EventRecord;
+
+/*
+ * Makes a record holding copies of all the strings, in one allocation (so
+ * the fields point into it and must not be freed or replaced one by one).
+ * action, devpath and object_path must not be NULL; n_env may be 0, else
+ * neither array nor any of their first n_env strings may be NULL.
+ * Returns 0, -EINVAL or -ENOMEM; *ret untouched on failure.
+ */
+int event_record_new(const char *action,
+                     const char *devpath,
+                     const char *object_path,
+                     size_t n_env,
+                     char *const *env_keys,
+                     char *const *env_values,
+                     EventRecord **ret);
+/* Accepts NULL; returns NULL.  Only for records not (yet) handed to a log. */
+EventRecord *event_record_free(EventRecord *r);
+
+static inline void event_record_freep(EventRecord **r)
+{
+        event_record_free(*r);
+}
+
+typedef struct EventLog EventLog;
+
+/* capacity >= 1 records (-EINVAL for 0); -ENOMEM. *ret untouched on failure. */
+int eventlog_new(size_t capacity, EventLog **ret);
+/* Frees the log and every retained record.  Accepts NULL; returns NULL. */
+EventLog *eventlog_free(EventLog *l);
+
+static inline void eventlog_freep(EventLog **l)
+{
+        eventlog_free(*l);
+}
+
+/*
+ * Appends a record made by event_record_new() and takes ownership of it.
+ * Assigns rec->seqnum (the previous one + 1, starting at 1) and returns it.
+ * Cannot fail.  If the log was full, the oldest record is freed.  rec stays
+ * valid until `capacity` more records have been appended, so the caller may
+ * still read it (to emit the signal) right after this call.
+ */
+uint64_t eventlog_append(EventLog *l, EventRecord *rec);
+
+/* The seqnum of the newest record ever appended; 0 if none yet. */
+uint64_t eventlog_last_seqnum(const EventLog *l);
+/* The seqnum of the oldest record still retained; 0 if none yet. */
+uint64_t eventlog_oldest_seqnum(const EventLog *l);
+/* How many records are retained now, and at most. */
+size_t eventlog_size(const EventLog *l);
+size_t eventlog_capacity(const EventLog *l);
+
+/*
+ * The records with seqnum > after, oldest first, as a range of indexes for
+ * eventlog_get(): *ret_first_index .. *ret_first_index + *ret_count - 1.
+ *
+ * Returns 0, or -ESTALE (→ org.blkmodel1.Error.EventsExpired) if records
+ * after `after` have already been evicted, i.e. after + 1 < oldest: the
+ * caller would see a gap and must resync.  after >= last gives count 0
+ * (nothing new; this includes an `after` from the future, for example one
+ * remembered from an earlier daemon instance: the caller decides whether
+ * that deserves an error).  Outputs untouched on failure.
+ */
+int eventlog_since(const EventLog *l, uint64_t after, size_t *ret_first_index, size_t *ret_count);
+
+/*
+ * The retained record at index i, 0 being the oldest (seqnum oldest + i);
+ * NULL if i >= eventlog_size().  O(1).  Valid until the next append.
+ */
+const EventRecord *eventlog_get(const EventLog *l, size_t i);

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/netlink.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "uevent-source.h"
+#include "util.h"
+
+/* At most this many datagrams per poll callback: a burst must not starve the bus. */
+#define READ_BURST_MAX 256
+
+/* As udevd and systemd-udevd-kernel.socket: enough for a coldplug of thousands of disks. */
+#define NETLINK_RCVBUF_DEFAULT (128 * 1024 * 1024)
+
+/* The kernel's uevent multicast group, as a bind()/nl_groups mask. */
+#define UEVENT_GROUP_KERNEL 1U
+
+/* Drop messages: at most this many per window, then one summary line. */
+#define DROP_LOG_BURST 10
+#define DROP_LOG_WINDOW_MS 10000
+
+/*
+ * POLLERR callbacks that neither carried an error nor yielded a datagram.
+ * libuv stops the handle on POLLERR; we restart it, but an error that never
+ * clears would make that a busy loop, so past this many in a row we give up.
+ */
+#define ERROR_SPIN_MAX 16
+
+typedef enum UeventSourceKind {
+        UEVENT_SOURCE_NETLINK,
+        UEVENT_SOURCE_SOCKET,
+} UeventSourceKind;
+
+struct UeventSource {
+        uv_poll_t poll; /* poll.data points back here */
+        UeventSourceKind kind;
+        int fd;
+
+        bool polling; /* the uv_poll_t is started */
+        bool paused;  /* the owner asked us not to read */
+        bool closing; /* uevent_source_free() was called; wait for the close callback */
+        bool dead;    /* a read error that won't clear: stay stopped */
+        unsigned error_spins;
+
+        char *path; /* socket kind: the file we bound, and its identity, to unlink only our own */
+        dev_t path_dev;
+        ino_t path_ino;
+        uid_t uid; /* socket kind: our euid, allowed to send besides root */
+
+        UeventSourceHandler handler;
+        UeventSourceLostHandler lost;
+        void *userdata;
+
+        uint64_t dropped;
+        uint64_t drop_log_window_start;
+        unsigned drop_log_count;
+        uint64_t drop_log_suppressed;
+
+        /*
+         * One datagram.  uevent_parse() refuses anything longer than
+         * UEVENT_SIZE_MAX, so a bigger one is truncated here, flagged
+         * MSG_TRUNC and dropped: the bound is the format's, not a guess.
+         */
+        uint8_t buf[UEVENT_SIZE_MAX];
+};
+
+static const char *source_name(const UeventSource *s)
+{
+        switch (s->kind) {
+        case UEVENT_SOURCE_NETLINK:
+                return "netlink";
+        case UEVENT_SOURCE_SOCKET:
+                return s->path;
+        }
+        return "?";
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events);
+
+static void on_close(uv_handle_t *handle)
+{
+        UeventSource *s = handle->data;
+        struct stat st;
+
+        /* The handle is gone from the loop; only now may the fd go. */
+        if (s->fd >= 0)
+                (void) close(s->fd);
+
+        /* Remove the socket file only if it is still the one we bound, not a successor's. */
+        if (s->path && lstat(s->path, &st) >= 0 && S_ISSOCK(st.st_mode) && st.st_dev == s->path_dev &&
+            st.st_ino == s->path_ino)
+                (void) unlink(s->path);
+
+        free(s->path);
+        free(s);
+}
+
+/* Starts or stops the poll handle to match what the flags want. */
+static void update_polling(UeventSource *s)
+{
+        bool want = !s->paused && !s->closing && !s->dead;
+        int r;
+
+        if (want == s->polling)
+                return;
+
+        if (want) {
+                r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+                if (r < 0) {
+                        /* Only possible for a misuse of libuv; nothing will come from this source. */
+                        log_error("uevent source %s: cannot poll: %s", source_name(s), uv_strerror(r));
+                        s->dead = true;
+                        return;
+                }
+        } else
+                (void) uv_poll_stop(&s->poll);
+        s->polling = want;
+}
+
+_printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
+{
+        uint64_t now = uv_now(s->poll.loop);
+        char *msg = NULL;
+        va_list ap;
+        int r;
+
+        s->dropped++;
+
+        /*
+         * A sender that may write at all (root, or our uid) could still
+         * flood us with garbage: log a few per window, then a summary.
+         */
+        if (now - s->drop_log_window_start >= DROP_LOG_WINDOW_MS) {
+                if (s->drop_log_suppressed > 0)
+                        log_warning("uevent source %s: %" PRIu64 " more datagrams dropped", source_name(s),
+                                    s->drop_log_suppressed);
+                s->drop_log_window_start = now;
+                s->drop_log_count = 0;
+                s->drop_log_suppressed = 0;
+        }
+        if (s->drop_log_count >= DROP_LOG_BURST) {
+                s->drop_log_suppressed++;
+                return;
+        }
+        s->drop_log_count++;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        log_warning("uevent source %s: dropped datagram: %s", source_name(s), r < 0 ? "(out of memory)" : msg);
+        free(r < 0 ? NULL : msg);
+}
+
+static void report_lost(UeventSource *s, const char *why)
+{
+        log_warning("uevent source %s: events lost (%s)", source_name(s), why);
+        if (s->lost)
+                s->lost(s, s->userdata);
+}
+
+/* Closes every descriptor a sender slipped into a SCM_RIGHTS message: we never want them. */
+static void close_passed_fds(struct msghdr *m)
+{
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+                size_t n;
+                const uint8_t *data;
+
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+                        continue;
+                n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                data = CMSG_DATA(c);
+                for (size_t i = 0; i < n; i++) {
+                        int fd;
+
+                        memcpy(&fd, data + i * sizeof(int), sizeof(int));
+                        (void) close(fd);
+                }
+        }
+}
+
+static const struct ucred *find_ucred(struct msghdr *m)
+{
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+                    c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+                        return (const struct ucred *) CMSG_DATA(c);
+        return NULL;
+}
+
+/*
+ * Reads and processes one datagram.  Returns 1 if one was consumed
+ * (delivered, ignored or dropped), 0 if the socket is empty, -ENOBUFS if
+ * the kernel reported lost events, another negative errno on a read error.
+ */
+static int read_one(UeventSource *s)
+{
+        union {
+                struct cmsghdr header;
+                uint8_t buf[CMSG_SPACE(sizeof(struct ucred))];
+        } control;
+        union {
+                struct sockaddr sa;
+                struct sockaddr_nl nl;
+                struct sockaddr_un un;
+        } sender;
+        struct iovec iov = {
+                .iov_base = s->buf,
+                .iov_len = sizeof(s->buf),
+        };
+        struct msghdr m = {
+                .msg_name = &sender,
+                .msg_namelen = sizeof(sender),
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = &control,
+                .msg_controllen = sizeof(control),
+        };
+        const struct ucred *cred;
+        Uevent *u = NULL;
+        ssize_t n;
+        int r;
+
+        memset(&control, 0, sizeof(control));
+        memset(&sender, 0, sizeof(sender));
+
+        n = recvmsg(s->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        return 0;
+                if (errno == EINTR)
+                        return 1;
+                return -errno;
+        }
+
+        close_passed_fds(&m);
+
+        if (m.msg_flags & MSG_TRUNC) {
+                log_drop(s, "longer than %d bytes", UEVENT_SIZE_MAX);
+                return 1;
+        }
+        if (m.msg_flags & MSG_CTRUNC) {
+                log_drop(s, "control data truncated");
+                return 1;
+        }
+
+        cred = find_ucred(&m);
+        if (!cred) {
+                log_drop(s, "no sender credentials");
+                return 1;
+        }
+
+        switch (s->kind) {
+        case UEVENT_SOURCE_NETLINK:
+                /* Only the kernel: port 0, multicast to group 1 (unicast has nl_groups 0), uid 0. */
+                if (m.msg_namelen < sizeof(struct sockaddr_nl) || sender.nl.nl_family != AF_NETLINK) {
+                        log_drop(s, "no netlink sender address");
+                        return 1;
+                }
+                if (sender.nl.nl_pid != 0) {
+                        log_drop(s, "sent by netlink port %" PRIu32 ", not the kernel", sender.nl.nl_pid);
+                        return 1;
+                }
+                if (sender.nl.nl_groups != UEVENT_GROUP_KERNEL) {
+                        log_drop(s, "sent to netlink groups 0x%" PRIx32 ", not the kernel's group",
+                                 sender.nl.nl_groups);
+                        return 1;
+                }
+                if (cred->uid != 0) {
+                        log_drop(s, "sent by uid %u, not the kernel", (unsigned) cred->uid);
+                        return 1;
+                }
+                break;
+        case UEVENT_SOURCE_SOCKET:
+                if (cred->uid != 0 && cred->uid != s->uid) {
+                        log_drop(s, "sent by uid %u (pid %d), not permitted", (unsigned) cred->uid,
+                                 (int) cred->pid);
+                        return 1;
+                }
+                break;
+        }
+
+        r = uevent_parse(s->buf, (size_t) n, &u);
+        switch (r) {
+        case 0:
+                s->handler(s, u, s->userdata);
+                return 1;
+        case -EOPNOTSUPP:
+                /* A newer kernel's action: nothing we can mirror, and not an error. */
+                /* Well-formed, so the header is a NUL-terminated "[a-z_]+@/..." */
+                log_debug("uevent source %s: ignoring event with unknown action '%.*s'", source_name(s),
+                          (int) strcspn((const char *) s->buf, "@"), (const char *) s->buf);
+                return 1;
+        case -ENOMEM:
+                /* A good event we could not take in: that is a lost event, not a bad one. */
+                report_lost(s, "out of memory");
+                return 1;
+        case -EMSGSIZE:
+                log_drop(s, "%zd bytes, not %d to %d", n, UEVENT_SIZE_MIN, UEVENT_SIZE_MAX);
+                return 1;
+        case -EPROTO:
+                log_drop(s, "udev's format, not the kernel's");
+                return 1;
+        default:
+                log_drop(s, "malformed uevent (%s), %zd bytes", strerror(-r), n);
+                return 1;
+        }
+}
+
+/* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
+static bool read_burst(UeventSource *s)
+{
+        bool progress = false;
+
+        for (unsigned i = 0; i < READ_BURST_MAX; i++) {
+                int r;
+
+                /* A callback may have paused or freed us. */
+                if (s->paused || s->closing || s->dead)
+                        break;
+
+                r = read_one(s);
+                if (r == 0)
+                        break;
+                progress = true;
+                if (r == -ENOBUFS) {
+                        /* The kernel dropped events; the queue behind the error is intact, keep reading. */
+                        report_lost(s, "receive buffer overrun");
+                        continue;
+                }
+                if (r < 0) {
+                        log_error("uevent source %s: read failed, no more events from it: %s", source_name(s),
+                                  strerror(-r));
+                        s->dead = true;
+                        update_polling(s);
+                        break;
+                }
+        }
+
+        return progress;
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events)
+{
+        UeventSource *s = handle->data;
+        bool progress;
+
+        if (s->closing)
+                return;
+
+        if (status < 0) {
+                int err = 0;
+                socklen_t l = sizeof(err);
+
+                /*
+                 * libuv turns POLLERR into UV_EBADF and stops the handle.  On
+                 * netlink that is how a receive-buffer overrun shows up: the
+                 * socket's pending error is ENOBUFS.  Fetching it clears it;
+                 * then read what is queued and poll again.
+                 */
+                s->polling = false;
+                if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                        err = errno;
+
+                progress = err != 0;
+                if (err == ENOBUFS)
+                        report_lost(s, "receive buffer overrun");
+                else if (err != 0)
+                        log_warning("uevent source %s: socket error: %s", source_name(s), strerror(err));
+
+                if (!s->closing && read_burst(s))
+                        progress = true;
+
+                if (s->closing || s->dead)
+                        return;
+                if (progress)
+                        s->error_spins = 0;
+                else if (++s->error_spins > ERROR_SPIN_MAX) {
+                        log_error("uevent source %s: poll keeps failing (%s), no more events from it",
+                                  source_name(s), uv_strerror(status));
+                        s->dead = true;
+                        return;
+                }
+                update_polling(s);
+                return;
+        }
+
+        (void) read_burst(s);
+}
+
+/*
+ * Allocates the source around an fd that is ready to read, registers it
+ * with the loop and starts polling.  On failure fd is not closed.
+ */
+static int source_start(uv_loop_t *loop,
+                        UeventSourceKind kind,
+                        int fd,
+                        UeventSourceHandler handler,
+                        UeventSourceLostHandler lost,
+                        void *userdata,
+                        UeventSource **ret)
+{
+        UeventSource *s;
+        int r;
+
+        s = calloc(1, sizeof(UeventSource));
+        if (!s)
+                return -ENOMEM;
+
+        s->kind = kind;
+        s->fd = -1;
+        s->handler = handler;
+        s->lost = lost;
+        s->userdata = userdata;
+        s->uid = geteuid();
+        s->drop_log_window_start = uv_now(loop);
+
+        r = uv_poll_init(loop, &s->poll, fd);
+        if (r < 0) {
+                /* Nothing registered yet: a plain free will do. */
+                free(s);
+                return r;
+        }
+        s->poll.data = s;
+
+        r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+        if (r < 0) {
+                /* Registered: the memory must wait for the close callback, the fd stays the caller's. */
+                s->closing = true;
+                uv_close((uv_handle_t *) &s->poll, on_close);
+                return r;
+        }
+        s->polling = true;
+        s->fd = fd;
+
+        *ret = s;
+        return 0;
+}
+
+static int set_rcvbuf(int fd, int bytes)
+{
+        /* FORCE ignores net.core.rmem_max but needs CAP_NET_ADMIN; the fallback is capped by it. */
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) >= 0)
+                return 0;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) < 0)
+                return -errno;
+        return 0;
+}
+
+static int set_passcred(int fd)
+{
+        int one = 1;
+
+        if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+                return -errno;
+        return 0;
+}
+
+static int set_nonblock(int fd)
+{
+        int flags = fcntl(fd, F_GETFL);
+
+        if (flags < 0)
+                return -errno;
+        if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
+static int getsockopt_int(int fd, int level, int opt, int *ret)
+{
+        int v = 0;
+        socklen_t l = sizeof(v);
+
+        if (getsockopt(fd, level, opt, &v, &l) < 0)
+                return -errno;
+        if (l != sizeof(v))
+                return -EIO;
+        *ret = v;
+        return 0;
+}
+
+/* A socket from systemd: check it is what the unit promised, and make it so where it is not. */
+static int netlink_adopt(int fd, int rcvbuf_bytes)
+{
+        struct sockaddr_nl addr = {};
+        socklen_t l = sizeof(addr);
+        int v = 0, r;
+
+        r = getsockopt_int(fd, SOL_SOCKET, SO_DOMAIN, &v);
+        if (r < 0)
+                return r;
+        if (v != AF_NETLINK)
+                return -EAFNOSUPPORT;
+        r = getsockopt_int(fd, SOL_SOCKET, SO_PROTOCOL, &v);
+        if (r < 0)
+                return r;
+        if (v != NETLINK_KOBJECT_UEVENT)
+                return -EPROTONOSUPPORT;
+
+        /* Credentials are how we tell the kernel's datagrams from others: we need them. */
+        r = set_passcred(fd);
+        if (r < 0)
+                return r;
+        r = set_nonblock(fd);
+        if (r < 0)
+                return r;
+
+        if (getsockname(fd, (struct sockaddr *) &addr, &l) < 0)
+                return -errno;
+        if (!(addr.nl_groups & UEVENT_GROUP_KERNEL)) {
+                int group = 1;
+
+                if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0)
+                        return -errno;
+        }
+
+        /*
+         * Left alone unless asked: the unit's ReceiveBuffer= may be bigger
+         * than what SO_RCVBUF (capped at rmem_max) could set, and we would
+         * shrink it.
+         */
+        if (rcvbuf_bytes > 0) {
+                r = set_rcvbuf(fd, rcvbuf_bytes);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int netlink_open(int rcvbuf_bytes, int *ret_fd)
+{
+        _cleanup_(closep) int fd = -1;
+        struct sockaddr_nl addr = {
+                .nl_family = AF_NETLINK,
+                .nl_pid = 0, /* let the kernel pick our port */
+                .nl_groups = UEVENT_GROUP_KERNEL,
+        };
+        int r;
+
+        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+        if (fd < 0)
+                return -errno;
+
+        /* Before bind(): a datagram queued in between would come without credentials. */
+        r = set_passcred(fd);
+        if (r < 0)
+                return r;
+
+        r = set_rcvbuf(fd, rcvbuf_bytes > 0 ? rcvbuf_bytes : NETLINK_RCVBUF_DEFAULT);
+        if (r < 0)
+                return r;
+
+        if (bind(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0)
+                return -errno;
+
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int uevent_source_new_netlink(uv_loop_t *loop,
+                              int fd,
+                              int rcvbuf_bytes,
+                              UeventSourceHandler handler,
+                              UeventSourceLostHandler lost,
+                              void *userdata,
+                              UeventSource **ret)
+{
+        _cleanup_(closep) int own_fd = -1;
+        int rcvbuf = 0, r;
+
+        assert(loop);
+        assert(ret);
+
+        if (!handler || rcvbuf_bytes < 0 || fd < -1)
+                return -EINVAL;
+
+        if (fd < 0) {
+                r = netlink_open(rcvbuf_bytes, &own_fd);
+                if (r < 0)
+                        return r;
+                fd = own_fd;
+        } else {
+                r = netlink_adopt(fd, rcvbuf_bytes);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Linux reports twice what was set (the bookkeeping overhead). */
+        if (getsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf) >= 0)
+                log_debug("uevent source netlink: receive buffer %d bytes%s", rcvbuf,
+                          own_fd < 0 ? " (socket from systemd)" : "");
+
+        r = source_start(loop, UEVENT_SOURCE_NETLINK, fd, handler, lost, userdata, ret);
+        if (r < 0)
+                return r;
+
+        /* The source owns it now. */
+        own_fd = -1;
+        return 0;
+}
+
+/*
+ * Makes room for our socket at the path: nothing there, or a socket that
+ * nobody is bound to any more (connect() is refused).  Never removes a
+ * file that isn't a socket, nor a live daemon's socket.
+ */
+static int socket_path_clear(const struct sockaddr_un *addr, socklen_t addr_len)
+{
+        _cleanup_(closep) int probe = -1;
+        struct stat st;
+
+        if (lstat(addr->sun_path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+
+        probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (probe < 0)
+                return -errno;
+        if (connect(probe, (const struct sockaddr *) addr, addr_len) >= 0)
+                return -EADDRINUSE;
+        if (errno != ECONNREFUSED)
+                return -errno;
+
+        if (unlink(addr->sun_path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int uevent_source_new_socket(uv_loop_t *loop,
+                             const char *path,
+                             UeventSourceHandler handler,
+                             UeventSourceLostHandler lost,
+                             void *userdata,
+                             UeventSource **ret)
+{
+        _cleanup_(closep) int fd = -1;
+        _cleanup_(freep) char *path_copy = NULL;
+        struct sockaddr_un addr = {
+                .sun_family = AF_UNIX,
+        };
+        socklen_t addr_len;
+        UeventSource *s;
+        struct stat st;
+        size_t l;
+        int r;
+
+        assert(loop);
+        assert(ret);
+
+        if (!handler || !path)
+                return -EINVAL;
+
+        /* A filesystem path only; an abstract name ("\0...") has no owner to check and no mode. */
+        l = strlen(path);
+        if (l == 0)
+                return -EINVAL;
+        if (l >= sizeof(addr.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(addr.sun_path, path, l + 1);
+        addr_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l + 1);
+
+        path_copy = strdup(path);
+        if (!path_copy)
+                return -ENOMEM;
+
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+
+        /* Before bind(), so that no datagram is ever queued without credentials. */
+        r = set_passcred(fd);
+        if (r < 0)
+                return r;
+
+        r = socket_path_clear(&addr, addr_len);
+        if (r < 0)
+                return r;
+
+        if (bind(fd, (struct sockaddr *) &addr, addr_len) < 0)
+                return -errno;
+
+        /*
+         * Remember what we bound, so we never unlink a successor's socket.
+         * 0600 keeps other users from even sending; root and our uid may
+         * send, as the credentials check wants.  The check is what counts:
+         * the window before chmod() only lets through datagrams it drops.
+         */
+        if (lstat(path, &st) < 0 || chmod(path, 0600) < 0) {
+                r = -errno;
+                (void) unlink(path);
+                return r;
+        }
+
+        r = source_start(loop, UEVENT_SOURCE_SOCKET, fd, handler, lost, userdata, &s);
+        if (r < 0) {
+                (void) unlink(path);
+                return r;
+        }
+        fd = -1;
+
+        s->path = TAKE_PTR(path_copy);
+        s->path_dev = st.st_dev;
+        s->path_ino = st.st_ino;
+
+        *ret = s;
+        return 0;
+}
+
+void uevent_source_pause(UeventSource *s)
+{
+        if (!s || s->closing)
+                return;
+        s->paused = true;
+        update_polling(s);
+}
+
+void uevent_source_resume(UeventSource *s)
+{
+        if (!s || s->closing)
+                return;
+        s->paused = false;
+        update_polling(s);
+}
+
+uint64_t uevent_source_dropped(const UeventSource *s)
+{
+        return s ? s->dropped : 0;
+}
+
+void uevent_source_free(UeventSource *s)
+{
+        if (!s || s->closing)
+                return;
+
+        /* uv_close() stops the poll at once; the fd and memory go in on_close(). */
+        s->closing = true;
+        s->polling = false;
+        uv_close((uv_handle_t *) &s->poll, on_close);
+}
