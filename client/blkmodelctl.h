@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-bus.h>
+
+#include "bus.h"
+
+/* Exit codes of SPEC §7. */
+#define EXIT_OK         0
+#define EXIT_FAIL       1
+#define EXIT_USAGE      2
+
+/*
+ * Everything the command line decided, plus the connection.  One per
+ * process; commands read it and never change the options.
+ */
+typedef struct Ctl {
+        BusKind bus_kind;
+        const char *address;
+
+        bool json;
+        bool legend;
+        bool colour;
+        bool utf8;
+
+        /* Command options; each command reads the ones it declared. */
+        bool bytes;
+        bool properties;
+        bool removed;
+        bool since_set;
+        uint64_t since;
+        const char *actions;            /* comma-separated, NULL = all */
+        uint64_t timeout_usec;          /* UINT64_MAX = forever */
+
+        sd_bus *bus;
+} Ctl;
+
+/* Connects on first use, so that usage errors never need a bus. */
+int ctl_bus(Ctl *ctl, sd_bus **ret);
+
+/*
+ * One line on stderr, "blkmodelctl: ...".  Returns EXIT_FAIL so that
+ * callers can write "return ctl_fail(...)".
+ */
+int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* add, remove, change, move, online, offline, bind or unbind. */
+bool ctl_action_is_known(const char *action);
+
+/* The commands: args are the positional arguments after the verb. */
+int cmd_list(Ctl *ctl, char **args, int n_args);
+int cmd_tree(Ctl *ctl, char **args, int n_args);
+int cmd_show(Ctl *ctl, char **args, int n_args);
+int cmd_get(Ctl *ctl, char **args, int n_args);
+int cmd_set(Ctl *ctl, char **args, int n_args);
+int cmd_monitor(Ctl *ctl, char **args, int n_args);
+int cmd_events(Ctl *ctl, char **args, int n_args);
+int cmd_wait(Ctl *ctl, char **args, int n_args);
+int cmd_dump(Ctl *ctl, char **args, int n_args);
+int cmd_trigger(Ctl *ctl, char **args, int n_args);

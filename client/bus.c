@@ -1,0 +1,706 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkmodel/names.h>
+
+#include "blkmodelctl.h"
+#include "bus.h"
+
+const char *bus_kind_to_string(BusKind kind) {
+        switch (kind) {
+        case BUS_KIND_SYSTEM:
+                return "system bus";
+        case BUS_KIND_SESSION:
+                return "session bus";
+        case BUS_KIND_ADDRESS:
+                return "bus";
+        }
+        return "bus";
+}
+
+int bus_open(BusKind kind, const char *address, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r = -EINVAL;
+
+        switch (kind) {
+        case BUS_KIND_SYSTEM:
+                r = sd_bus_open_system(&bus);
+                break;
+        case BUS_KIND_SESSION:
+                r = sd_bus_open_user(&bus);
+                break;
+        case BUS_KIND_ADDRESS:
+                r = sd_bus_new(&bus);
+                if (r < 0)
+                        return r;
+                r = sd_bus_set_address(bus, address);
+                if (r >= 0)
+                        r = sd_bus_set_bus_client(bus, 1);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+                break;
+        }
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return r;
+        }
+
+        *ret = bus;
+        return 0;
+}
+
+bool bus_error_is_not_running(const sd_bus_error *error) {
+        return sd_bus_error_has_names(error,
+                                      SD_BUS_ERROR_SERVICE_UNKNOWN,
+                                      SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
+int bus_report_error(const sd_bus_error *error, int r, const char *what) {
+        if (sd_bus_error_is_set(error)) {
+                if (bus_error_is_not_running(error))
+                        return ctl_fail("blkmodeld is not running on this bus (%s)", error->name);
+                if (error->message && error->message[0] != '\0') {
+                        if (what)
+                                return ctl_fail("%s: %s (%s)", what, error->message, error->name);
+                        return ctl_fail("%s (%s)", error->message, error->name);
+                }
+                return ctl_fail("%s: %s", what ? what : "Call failed", error->name);
+        }
+        return ctl_fail("%s: %s", what ? what : "Call failed", strerror(r < 0 ? -r : r));
+}
+
+int bus_report_resolve_error(const sd_bus_error *error, int r, const char *spec) {
+        /* Our own wording, whatever the daemon's message says. */
+        if (sd_bus_error_has_name(error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
+                return ctl_fail("No such object: %s (%s)", spec, error->name);
+        return bus_report_error(error, r, spec);
+}
+
+int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error) {
+        sd_bus_message *reply = NULL;
+        const char *path;
+        char *copy;
+        int r;
+
+        /* The root object is no kobject, so Resolve need not know it. */
+        if (strcmp(spec, BLKMODEL_ROOT_PATH) == 0) {
+                copy = strdup(spec);
+                if (!copy)
+                        return -ENOMEM;
+                *ret_path = copy;
+                return 0;
+        }
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_RESOLVE,
+                               error, &reply, "s", spec);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r >= 0) {
+                copy = strdup(path);
+                r = copy ? 0 : -ENOMEM;
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return r;
+
+        *ret_path = copy;
+        return 0;
+}
+
+int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret) {
+        union {
+                uint8_t u8;
+                int16_t s16;
+                uint16_t u16;
+                int32_t s32;
+                uint32_t u32;
+                int64_t s64;
+                uint64_t u64;
+                double d;
+                int b;
+                const char *s;
+        } v;
+        char *s = NULL;
+        int r;
+
+        r = sd_bus_message_read_basic(m, type, &v);
+        if (r < 0)
+                return r;
+
+        switch (type) {
+        case SD_BUS_TYPE_STRING:
+        case SD_BUS_TYPE_OBJECT_PATH:
+        case SD_BUS_TYPE_SIGNATURE:
+                s = strdup(v.s);
+                break;
+        case SD_BUS_TYPE_BOOLEAN:
+                s = strdup(v.b ? "true" : "false");
+                break;
+        case SD_BUS_TYPE_BYTE:
+                r = asprintf(&s, "%u", v.u8);
+                break;
+        case SD_BUS_TYPE_INT16:
+                r = asprintf(&s, "%d", v.s16);
+                break;
+        case SD_BUS_TYPE_UINT16:
+                r = asprintf(&s, "%u", v.u16);
+                break;
+        case SD_BUS_TYPE_INT32:
+        case SD_BUS_TYPE_UNIX_FD:
+                r = asprintf(&s, "%" PRIi32, v.s32);
+                break;
+        case SD_BUS_TYPE_UINT32:
+                r = asprintf(&s, "%" PRIu32, v.u32);
+                break;
+        case SD_BUS_TYPE_INT64:
+                r = asprintf(&s, "%" PRIi64, v.s64);
+                break;
+        case SD_BUS_TYPE_UINT64:
+                r = asprintf(&s, "%" PRIu64, v.u64);
+                break;
+        case SD_BUS_TYPE_DOUBLE:
+                r = asprintf(&s, "%g", v.d);
+                break;
+        default:
+                return -EBADMSG;
+        }
+        if (r < 0 || !s)
+                return -ENOMEM;
+
+        *ret = s;
+        return 0;
+}
+
+static int read_basic_json(sd_bus_message *m, char type, json_object **ret) {
+        union {
+                uint8_t u8;
+                int16_t s16;
+                uint16_t u16;
+                int32_t s32;
+                uint32_t u32;
+                int64_t s64;
+                uint64_t u64;
+                double d;
+                int b;
+                const char *s;
+        } v;
+        json_object *j = NULL;
+        int r;
+
+        r = sd_bus_message_read_basic(m, type, &v);
+        if (r < 0)
+                return r;
+
+        switch (type) {
+        case SD_BUS_TYPE_STRING:
+        case SD_BUS_TYPE_OBJECT_PATH:
+        case SD_BUS_TYPE_SIGNATURE:
+                j = json_object_new_string(v.s);
+                break;
+        case SD_BUS_TYPE_BOOLEAN:
+                j = json_object_new_boolean(v.b);
+                break;
+        case SD_BUS_TYPE_BYTE:
+                j = json_object_new_int(v.u8);
+                break;
+        case SD_BUS_TYPE_INT16:
+                j = json_object_new_int(v.s16);
+                break;
+        case SD_BUS_TYPE_UINT16:
+                j = json_object_new_int(v.u16);
+                break;
+        case SD_BUS_TYPE_INT32:
+        case SD_BUS_TYPE_UNIX_FD:
+                j = json_object_new_int(v.s32);
+                break;
+        case SD_BUS_TYPE_UINT32:
+                j = json_object_new_int64(v.u32);
+                break;
+        case SD_BUS_TYPE_INT64:
+                j = json_object_new_int64(v.s64);
+                break;
+        case SD_BUS_TYPE_UINT64:
+                j = json_object_new_uint64(v.u64);
+                break;
+        case SD_BUS_TYPE_DOUBLE:
+                j = json_object_new_double(v.d);
+                break;
+        default:
+                return -EBADMSG;
+        }
+        if (!j)
+                return -ENOMEM;
+
+        *ret = j;
+        return 0;
+}
+
+static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret) {
+        json_object *obj;
+        char *entry;
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, contents);
+        if (r < 0)
+                return r;
+
+        /* contents is "{kv}": the entry's own signature drops the braces.
+         * (With NULL, sd-bus answers -ENXIO at the end of the array.) */
+        entry = strndup(contents + 1, strlen(contents) - 2);
+        obj = json_object_new_object();
+        if (!obj || !entry) {
+                free(entry);
+                json_object_put(obj);
+                return -ENOMEM;
+        }
+
+        for (;;) {
+                json_object *value = NULL;
+                char *key = NULL;
+
+                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, entry);
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+
+                r = bus_message_read_basic_string(m, contents[1], &key);
+                if (r < 0)
+                        goto fail;
+                r = bus_message_read_json(m, &value);
+                if (r < 0) {
+                        free(key);
+                        goto fail;
+                }
+                r = json_object_object_add(obj, key, value);
+                free(key);
+                if (r < 0) {
+                        json_object_put(value);
+                        r = -ENOMEM;
+                        goto fail;
+                }
+
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        goto fail;
+        }
+
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                goto fail;
+
+        free(entry);
+        *ret = obj;
+        return 0;
+
+fail:
+        free(entry);
+        json_object_put(obj);
+        return r;
+}
+
+static int read_sequence_json(sd_bus_message *m, char type, const char *contents, json_object **ret) {
+        json_object *arr;
+        int r;
+
+        r = sd_bus_message_enter_container(m, type, contents);
+        if (r < 0)
+                return r;
+
+        arr = json_object_new_array();
+        if (!arr)
+                return -ENOMEM;
+
+        for (;;) {
+                json_object *item = NULL;
+
+                r = sd_bus_message_peek_type(m, NULL, NULL);
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+
+                r = bus_message_read_json(m, &item);
+                if (r < 0)
+                        goto fail;
+                if (json_object_array_add(arr, item) < 0) {
+                        json_object_put(item);
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                goto fail;
+
+        *ret = arr;
+        return 0;
+
+fail:
+        json_object_put(arr);
+        return r;
+}
+
+int bus_message_read_json(sd_bus_message *m, json_object **ret) {
+        const char *contents;
+        json_object *j = NULL;
+        char type;
+        int r;
+
+        r = sd_bus_message_peek_type(m, &type, &contents);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENXIO;
+
+        switch (type) {
+        case SD_BUS_TYPE_ARRAY:
+                if (contents[0] == SD_BUS_TYPE_DICT_ENTRY_BEGIN)
+                        return read_dict_json(m, contents, ret);
+                return read_sequence_json(m, type, contents, ret);
+
+        case SD_BUS_TYPE_STRUCT:
+                return read_sequence_json(m, type, contents, ret);
+
+        case SD_BUS_TYPE_VARIANT:
+                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents);
+                if (r < 0)
+                        return r;
+                r = bus_message_read_json(m, &j);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0) {
+                        json_object_put(j);
+                        return r;
+                }
+                *ret = j;
+                return 0;
+
+        default:
+                return read_basic_json(m, type, ret);
+        }
+}
+
+/* Reads a{sv} into obj, keeping the properties the filter wants. */
+static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilter filter,
+                           void *userdata, json_object *obj) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
+        if (r < 0)
+                return r;
+
+        for (;;) {
+                json_object *value = NULL;
+                const char *name;
+
+                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+
+                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &name);
+                if (r < 0)
+                        return r;
+
+                if (filter && !filter(iface, name, userdata)) {
+                        r = sd_bus_message_skip(m, "v");
+                        if (r < 0)
+                                return r;
+                } else {
+                        r = bus_message_read_json(m, &value);
+                        if (r < 0)
+                                return r;
+                        if (json_object_object_add(obj, name, value) < 0) {
+                                json_object_put(value);
+                                return -ENOMEM;
+                        }
+                }
+
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+
+        return sd_bus_message_exit_container(m);
+}
+
+int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata,
+                            json_object **ret, sd_bus_error *error) {
+        sd_bus_message *reply = NULL;
+        json_object *model = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                               "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
+                               error, &reply, NULL);
+        if (r < 0)
+                return r;
+
+        model = json_object_new_object();
+        if (!model) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{oa{sa{sv}}}");
+        if (r < 0)
+                goto finish;
+
+        for (;;) {
+                json_object *ifaces;
+                const char *path;
+
+                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "oa{sa{sv}}");
+                if (r < 0)
+                        goto finish;
+                if (r == 0)
+                        break;
+
+                r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_OBJECT_PATH, &path);
+                if (r < 0)
+                        goto finish;
+
+                ifaces = json_object_new_object();
+                if (!ifaces || json_object_object_add(model, path, ifaces) < 0) {
+                        json_object_put(ifaces);
+                        r = -ENOMEM;
+                        goto finish;
+                }
+
+                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{sa{sv}}");
+                if (r < 0)
+                        goto finish;
+
+                for (;;) {
+                        json_object *props;
+                        const char *iface;
+
+                        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "sa{sv}");
+                        if (r < 0)
+                                goto finish;
+                        if (r == 0)
+                                break;
+
+                        r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_STRING, &iface);
+                        if (r < 0)
+                                goto finish;
+
+                        props = json_object_new_object();
+                        if (!props || json_object_object_add(ifaces, iface, props) < 0) {
+                                json_object_put(props);
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+
+                        r = read_properties(reply, iface, filter, userdata, props);
+                        if (r < 0)
+                                goto finish;
+
+                        r = sd_bus_message_exit_container(reply);
+                        if (r < 0)
+                                goto finish;
+                }
+
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        goto finish;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        goto finish;
+        }
+
+        r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                goto finish;
+
+        *ret = model;
+        model = NULL;
+        r = 0;
+
+finish:
+        json_object_put(model);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int bus_get_all(sd_bus *bus, const char *path, const char *iface,
+                json_object **ret, sd_bus_error *error) {
+        sd_bus_message *reply = NULL;
+        json_object *props;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path,
+                               "org.freedesktop.DBus.Properties", "GetAll",
+                               error, &reply, "s", iface);
+        if (r < 0)
+                return r;
+
+        props = json_object_new_object();
+        if (!props) {
+                sd_bus_message_unref(reply);
+                return -ENOMEM;
+        }
+
+        r = read_properties(reply, iface, NULL, NULL, props);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                json_object_put(props);
+                return r;
+        }
+
+        *ret = props;
+        return 0;
+}
+
+void bus_event_done(BusEvent *ev) {
+        if (!ev)
+                return;
+        json_object_put(ev->env);
+        ev->env = NULL;
+}
+
+int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret) {
+        BusEvent ev = {};
+        int r;
+
+        r = sd_bus_message_read(m, "tsso", &ev.seqnum, &ev.action, &ev.devpath, &ev.object);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_peek_type(m, NULL, NULL);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -EBADMSG;
+        r = bus_message_read_json(m, &ev.env);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(ev.env, json_type_object)) {
+                json_object_put(ev.env);
+                return -EBADMSG;
+        }
+
+        *ret = ev;
+        return 0;
+}
+
+int bus_signalfd_open(void) {
+        sigset_t mask;
+        int fd;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        return fd < 0 ? -errno : fd;
+}
+
+uint64_t bus_now(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline) {
+        struct pollfd p[2] = {};
+        uint64_t until = deadline, t = UINT64_MAX, now;
+        int events, fd, timeout_ms, r;
+
+        fd = sd_bus_get_fd(bus);
+        if (fd < 0)
+                return fd;
+        events = sd_bus_get_events(bus);
+        if (events < 0)
+                return events;
+        r = sd_bus_get_timeout(bus, &t);
+        if (r < 0)
+                return r;
+        if (t < until)
+                until = t;
+
+        now = bus_now();
+        if (until == UINT64_MAX)
+                timeout_ms = -1;
+        else if (until <= now)
+                timeout_ms = 0;
+        else {
+                uint64_t ms = (until - now + 999) / 1000;
+                timeout_ms = ms > INT32_MAX ? INT32_MAX : (int) ms;
+        }
+
+        p[0] = (struct pollfd) { .fd = fd, .events = (short) events };
+        p[1] = (struct pollfd) { .fd = sigfd, .events = POLLIN };
+        r = poll(p, sigfd >= 0 ? 2 : 1, timeout_ms);
+        if (r < 0)
+                return errno == EINTR ? 0 : -errno;
+
+        if (sigfd >= 0 && (p[1].revents & POLLIN)) {
+                struct signalfd_siginfo si;
+
+                (void) read(sigfd, &si, sizeof(si));
+                return 1;
+        }
+        if (r == 0 && deadline != UINT64_MAX && bus_now() >= deadline)
+                return -ETIMEDOUT;
+        return 0;
+}
+
+int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata,
+                   sd_bus_error *error) {
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_GET_EVENTS,
+                               error, &reply, "t", after);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "(tssoa{ss})");
+        if (r < 0)
+                goto finish;
+        for (;;) {
+                BusEvent ev = {};
+
+                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_STRUCT, "tssoa{ss}");
+                if (r < 0)
+                        goto finish;
+                if (r == 0)
+                        break;
+                r = bus_message_read_event_fields(reply, &ev);
+                if (r < 0)
+                        goto finish;
+                r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = cb(&ev, userdata);
+                bus_event_done(&ev);
+                if (r < 0)
+                        goto finish;
+        }
+        r = sd_bus_message_exit_container(reply);
+        if (r > 0)
+                r = 0;
+
+finish:
+        sd_bus_message_unref(reply);
+        return r;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* dump and trigger. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkmodel/names.h>
+
+#include "blkmodelctl.h"
+#include "output.h"
+
+int cmd_dump(Ctl *ctl, char **args, int n_args) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        json_object *model = NULL;
+        sd_bus *bus;
+        int r;
+
+        r = ctl_bus(ctl, &bus);
+        if (r != EXIT_OK)
+                return r;
+
+        r = bus_get_managed_objects(bus, NULL, NULL, &model, &error);
+        if (r < 0)
+                r = bus_report_error(&error, r, "Failed to get the model");
+        else {
+                output_json(model, true);
+                r = EXIT_OK;
+        }
+
+        json_object_put(model);
+        sd_bus_error_free(&error);
+        return r;
+}
+
+int cmd_trigger(Ctl *ctl, char **args, int n_args) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *action = n_args > 1 ? args[1] : "change";
+        char *path = NULL;
+        sd_bus *bus;
+        int r;
+
+        r = ctl_bus(ctl, &bus);
+        if (r != EXIT_OK)
+                return r;
+
+        r = bus_resolve(bus, args[0], &path, &error);
+        if (r < 0) {
+                r = bus_report_resolve_error(&error, r, args[0]);
+                goto finish;
+        }
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_TRIGGER,
+                               &error, NULL, "os", path, action);
+        if (r < 0) {
+                char *what = NULL;
+
+                if (asprintf(&what, "Failed to trigger '%s' on %s", action, args[0]) < 0)
+                        what = NULL;
+                r = bus_report_error(&error, r, what ? what : args[0]);
+                free(what);
+                goto finish;
+        }
+
+        if (ctl->json) {
+                json_object *j = json_object_new_object();
+
+                if (!j) {
+                        r = ctl_fail("Out of memory");
+                        goto finish;
+                }
+                json_object_object_add(j, "object", json_object_new_string(path));
+                json_object_object_add(j, "action", json_object_new_string(action));
+                output_json(j, true);
+                json_object_put(j);
+        }
+        r = EXIT_OK;
+
+finish:
+        free(path);
+        sd_bus_error_free(&error);
+        return r;
+}

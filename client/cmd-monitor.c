@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * monitor and events: the Uevent signal stream and the retained events.
+ *
+ * monitor subscribes before it asks for anything, so an event is either in
+ * the GetEvents reply, or in a signal that arrives after it, or both; the
+ * seqnum (the daemon's own, strictly +1) removes the repeats and shows the
+ * gaps, which it fills from GetEvents while the daemon still has them.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <blkmodel/names.h>
+
+#include "blkmodelctl.h"
+#include "output.h"
+
+#define NAME_OWNER_CHANGED_MATCH \
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus'," \
+        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
+
+static bool action_wanted(const Ctl *ctl, const char *action) {
+        const char *p = ctl->actions;
+        size_t n = strlen(action);
+
+        if (!p)
+                return true;
+        for (;;) {
+                size_t k = strcspn(p, ",");
+
+                if (k == n && strncmp(p, action, n) == 0)
+                        return true;
+                if (p[k] == '\0')
+                        return false;
+                p += k + 1;
+        }
+}
+
+static const char *action_colour(const char *action) {
+        if (strcmp(action, "add") == 0 || strcmp(action, "online") == 0 || strcmp(action, "bind") == 0)
+                return ANSI_GREEN;
+        if (strcmp(action, "remove") == 0 || strcmp(action, "offline") == 0 || strcmp(action, "unbind") == 0)
+                return ANSI_RED;
+        return ANSI_YELLOW;
+}
+
+static json_object *event_to_json(const BusEvent *ev) {
+        json_object *j = json_object_new_object();
+
+        if (!j)
+                return NULL;
+        json_object_object_add(j, "seqnum", json_object_new_uint64(ev->seqnum));
+        json_object_object_add(j, "action", json_object_new_string(ev->action));
+        json_object_object_add(j, "devpath", json_object_new_string(ev->devpath));
+        json_object_object_add(j, "object", json_object_new_string(ev->object));
+        json_object_object_add(j, "env", json_object_get(ev->env));
+        return j;
+}
+
+/* The human form: "[SEQNUM] action  devpath", then the environment. */
+static void event_print_human(const Ctl *ctl, const BusEvent *ev) {
+        printf("[%" PRIu64 "] %s%-7s%s %s\n", ev->seqnum,
+               output_colour(ctl->colour, action_colour(ev->action)), ev->action,
+               output_colour(ctl->colour, ANSI_RESET), ev->devpath);
+        if (ctl->properties) {
+                json_object_object_foreach(ev->env, key, value)
+                        printf("%s=%s\n", key, json_object_get_string(value));
+                printf("\n");
+        }
+}
+
+typedef struct Monitor {
+        Ctl *ctl;
+        sd_bus *bus;
+        bool have_last;
+        uint64_t last;          /* the highest seqnum dealt with */
+        int failed;             /* an EXIT_* code when a write failed */
+} Monitor;
+
+static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...) {
+        char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+
+        if (mon->ctl->json) {
+                json_object *j = extra ? extra : json_object_new_object();
+
+                if (j) {
+                        json_object_object_add(j, "type", json_object_new_string(type));
+                        json_object_object_add(j, "message", json_object_new_string(msg ? msg : type));
+                        output_json(j, false);
+                        json_object_put(j);
+                }
+                (void) fflush(stdout);
+        } else {
+                json_object_put(extra);
+                (void) fflush(stdout);
+                fprintf(stderr, "blkmodelctl: %s\n", msg ? msg : type);
+        }
+        free(msg);
+}
+
+static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to) {
+        json_object *j = json_object_new_object();
+
+        if (j) {
+                json_object_object_add(j, "from", json_object_new_uint64(from));
+                json_object_object_add(j, "to", json_object_new_uint64(to));
+        }
+        if (from == to)
+                monitor_notice(mon, "gap", j, "missed event %" PRIu64 "; the model may have changed unseen", from);
+        else
+                monitor_notice(mon, "gap", j, "missed events %" PRIu64 "-%" PRIu64 "; the model may have changed unseen",
+                               from, to);
+}
+
+static void monitor_print(Monitor *mon, const BusEvent *ev) {
+        if (!action_wanted(mon->ctl, ev->action))
+                return;
+
+        if (mon->ctl->json) {
+                json_object *j = event_to_json(ev);
+
+                if (!j) {
+                        mon->failed = ctl_fail("Out of memory");
+                        return;
+                }
+                json_object_object_add(j, "type", json_object_new_string("event"));
+                output_json(j, false);
+                json_object_put(j);
+        } else
+                event_print_human(mon->ctl, ev);
+
+        /* A reader on a pipe wants each event when it happens. */
+        if (fflush(stdout) != 0)
+                mon->failed = EXIT_FAIL;
+}
+
+typedef struct Replay {
+        Monitor *mon;
+        uint64_t upto;          /* only events below this seqnum */
+} Replay;
+
+static int replay_one(const BusEvent *ev, void *userdata) {
+        Replay *rp = userdata;
+        Monitor *mon = rp->mon;
+
+        if (ev->seqnum >= rp->upto)
+                return 0;
+        if (mon->have_last && ev->seqnum <= mon->last)
+                return 0;
+        if (mon->have_last && ev->seqnum > mon->last + 1)
+                monitor_notice_gap(mon, mon->last + 1, ev->seqnum - 1);
+        monitor_print(mon, ev);
+        mon->have_last = true;
+        mon->last = ev->seqnum;
+        return 0;
+}
+
+/*
+ * Prints the retained events after `after` and below `upto` that were not
+ * printed yet.  Returns 0, 1 if they had expired, or a negative error
+ * (already reported).
+ */
+static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Replay rp = { .mon = mon, .upto = upto };
+        int r;
+
+        r = bus_get_events(mon->bus, after, replay_one, &rp, &error);
+        if (r < 0) {
+                if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
+                        r = 1;
+                else if (bus_error_is_not_running(&error))
+                        r = 0;  /* it is gone; NameOwnerChanged tells the rest */
+                else {
+                        bus_report_error(&error, r, "Failed to get events");
+                        r = -EIO;
+                }
+        }
+        sd_bus_error_free(&error);
+        return r;
+}
+
+static uint64_t monitor_oldest(Monitor *mon) {
+        uint64_t oldest = 0;
+
+        if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM,
+                                        NULL, 't', &oldest) < 0)
+                return 0;
+        return oldest;
+}
+
+/* Events after `after` expired: say so and go on from the oldest retained. */
+static int monitor_expired(Monitor *mon, uint64_t after) {
+        uint64_t oldest = monitor_oldest(mon);
+        json_object *j = json_object_new_object();
+
+        if (j) {
+                json_object_object_add(j, "after", json_object_new_uint64(after));
+                json_object_object_add(j, "oldest", json_object_new_uint64(oldest));
+        }
+        monitor_notice(mon, "expired", j,
+                       "events after %" PRIu64 " have expired (oldest retained: %" PRIu64
+                       "); resync with 'blkmodelctl dump'", after, oldest);
+
+        mon->have_last = oldest > 0;
+        mon->last = oldest > 0 ? oldest - 1 : 0;
+        return monitor_replay(mon, mon->last, UINT64_MAX) < 0 ? -EIO : 0;
+}
+
+static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Monitor *mon = userdata;
+        BusEvent ev = {};
+        int r;
+
+        r = bus_message_read_event_fields(m, &ev);
+        if (r < 0) {
+                monitor_notice(mon, "malformed", NULL, "ignoring a malformed Uevent signal: %s", strerror(-r));
+                return 0;
+        }
+
+        if (mon->have_last && ev.seqnum <= mon->last)
+                goto finish;            /* printed from GetEvents already */
+
+        if (mon->have_last && ev.seqnum > mon->last + 1) {
+                /* Fill the hole while the daemon still remembers it. */
+                uint64_t from = mon->last;
+
+                r = monitor_replay(mon, from, ev.seqnum);
+                if (r == 1)
+                        monitor_notice_gap(mon, from + 1, ev.seqnum - 1);
+                else if (r == 0 && mon->last + 1 < ev.seqnum)
+                        monitor_notice_gap(mon, mon->last + 1, ev.seqnum - 1);
+        }
+
+        monitor_print(mon, &ev);
+        mon->have_last = true;
+        mon->last = ev.seqnum;
+
+finish:
+        bus_event_done(&ev);
+        return 0;
+}
+
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Monitor *mon = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        if (strcmp(name, BLKMODEL_BUS_NAME) != 0)
+                return 0;
+
+        if (new_owner[0] == '\0') {
+                monitor_notice(mon, "daemon-stopped", NULL, "blkmodeld stopped; waiting for it to return");
+                return 0;
+        }
+
+        /* A new daemon counts from the start: show what it did so far. */
+        monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
+                       old_owner[0] ? "was replaced" : "started");
+        mon->have_last = true;
+        mon->last = 0;
+        if (monitor_replay(mon, 0, UINT64_MAX) == 1)
+                (void) monitor_expired(mon, 0);
+        return 0;
+}
+
+static int monitor_subscribe(Monitor *mon) {
+        int r;
+
+        r = sd_bus_match_signal(mon->bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                                BLKMODEL_IFACE_MANAGER, BLKMODEL_SIGNAL_UEVENT, on_uevent, mon);
+        if (r < 0)
+                return r;
+        return sd_bus_add_match(mon->bus, NULL, NAME_OWNER_CHANGED_MATCH, on_name_owner_changed, mon);
+}
+
+/* Whether blkmodeld is there, asked in a way that also starts it if the
+ * bus can activate it. */
+static int monitor_check_daemon(Monitor *mon) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t last;
+        int r;
+
+        r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM,
+                                        &error, 't', &last);
+        if (r < 0)
+                r = bus_report_error(&error, r, "Failed to reach blkmodeld");
+        else
+                r = EXIT_OK;
+        sd_bus_error_free(&error);
+        return r;
+}
+
+/* The bus itself went away: reconnect once a second until it is back. */
+static int monitor_reconnect(Monitor *mon, int sigfd) {
+        int r;
+
+        monitor_notice(mon, "disconnected", NULL, "lost the connection to the bus; reconnecting");
+        mon->bus = mon->ctl->bus = sd_bus_close_unref(mon->bus);
+
+        for (;;) {
+                struct pollfd p = { .fd = sigfd, .events = POLLIN };
+
+                r = poll(&p, 1, 1000);
+                if (r > 0)
+                        return 1;
+                if (bus_open(mon->ctl->bus_kind, mon->ctl->address, &mon->bus) < 0)
+                        continue;
+                mon->ctl->bus = mon->bus;
+                r = monitor_subscribe(mon);
+                if (r < 0) {
+                        mon->bus = mon->ctl->bus = sd_bus_close_unref(mon->bus);
+                        continue;
+                }
+                break;
+        }
+
+        /* A new bus means a new daemon too: its seqnums are its own. */
+        monitor_notice(mon, "reconnected", NULL, "reconnected to the bus");
+        mon->have_last = false;
+        return 0;
+}
+
+int cmd_monitor(Ctl *ctl, char **args, int n_args) {
+        Monitor mon = { .ctl = ctl };
+        int sigfd = -1, r;
+
+        r = ctl_bus(ctl, &mon.bus);
+        if (r != EXIT_OK)
+                return r;
+
+        sigfd = bus_signalfd_open();
+        if (sigfd < 0)
+                return ctl_fail("Failed to watch signals: %s", strerror(-sigfd));
+
+        /* Subscribe first: whatever happens from now on reaches us. */
+        r = monitor_subscribe(&mon);
+        if (r < 0) {
+                r = ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
+                goto finish;
+        }
+
+        if (ctl->since_set) {
+                mon.have_last = true;
+                mon.last = ctl->since;
+                r = monitor_replay(&mon, ctl->since, UINT64_MAX);
+                if (r == 1)
+                        r = monitor_expired(&mon, ctl->since);
+                if (r < 0) {
+                        r = EXIT_FAIL;
+                        goto finish;
+                }
+        } else {
+                r = monitor_check_daemon(&mon);
+                if (r != EXIT_OK)
+                        goto finish;
+        }
+
+        for (;;) {
+                if (mon.failed) {
+                        r = mon.failed;
+                        goto finish;
+                }
+
+                r = sd_bus_process(mon.bus, NULL);
+                if (r > 0)
+                        continue;
+                if (r == 0)
+                        r = bus_wait_event(mon.bus, sigfd, UINT64_MAX);
+                if (r == 1)
+                        break;          /* SIGINT/SIGTERM: a normal end */
+                if (r < 0) {
+                        r = monitor_reconnect(&mon, sigfd);
+                        if (r == 1)
+                                break;
+                }
+        }
+        r = EXIT_OK;
+
+finish:
+        if (sigfd >= 0)
+                close(sigfd);
+        return r;
+}
+
+typedef struct EventsList {
+        Ctl *ctl;
+        json_object *array;
+} EventsList;
+
+static int events_one(const BusEvent *ev, void *userdata) {
+        EventsList *el = userdata;
+
+        if (!action_wanted(el->ctl, ev->action))
+                return 0;
+        if (el->array) {
+                json_object *j = event_to_json(ev);
+
+                if (!j || json_object_array_add(el->array, j) < 0) {
+                        json_object_put(j);
+                        return -ENOMEM;
+                }
+        } else
+                event_print_human(el->ctl, ev);
+        return 0;
+}
+
+int cmd_events(Ctl *ctl, char **args, int n_args) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        EventsList el = { .ctl = ctl };
+        sd_bus *bus;
+        int r;
+
+        r = ctl_bus(ctl, &bus);
+        if (r != EXIT_OK)
+                return r;
+
+        if (ctl->json) {
+                el.array = json_object_new_array();
+                if (!el.array)
+                        return ctl_fail("Out of memory");
+        }
+
+        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one, &el, &error);
+        if (r == -ENOMEM && !sd_bus_error_is_set(&error))
+                r = ctl_fail("Out of memory");
+        else if (r < 0)
+                r = bus_report_error(&error, r, "Failed to get events");
+        else {
+                if (el.array)
+                        output_json(el.array, true);
+                r = EXIT_OK;
+        }
+
+        json_object_put(el.array);
+        sd_bus_error_free(&error);
+        return r;
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <langinfo.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output.h"
+
+bool output_want_colour(int fd) {
+        const char *e;
+
+        /* https://no-color.org: present and not empty disables colour. */
+        e = getenv("NO_COLOR");
+        if (e && e[0] != '\0')
+                return false;
+        e = getenv("TERM");
+        if (e && strcmp(e, "dumb") == 0)
+                return false;
+        return isatty(fd) == 1;
+}
+
+bool output_want_utf8(void) {
+        const char *cs = nl_langinfo(CODESET);
+
+        return cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+}
+
+/* The same arithmetic as util-linux's size_to_human_string(), so that our
+ * SIZE column matches lsblk's digit for digit. */
+char *output_size_human(uint64_t bytes) {
+        static const char letters[] = "BKMGTPE";
+        uint64_t dec, frac = 0;
+        char *s = NULL;
+        int exp, shift;
+
+        for (shift = 10; shift <= 60; shift += 10)
+                if (bytes < (1ULL << shift))
+                        break;
+        exp = shift - 10;
+
+        dec = exp ? bytes >> exp : bytes;
+        if (exp) {
+                frac = bytes & ((1ULL << exp) - 1);
+                if (frac) {
+                        if (frac >= UINT64_MAX / 1000)
+                                frac = ((frac / 1024) * 1000) / (1ULL << (exp - 10));
+                        else
+                                frac = (frac * 1000) / (1ULL << exp);
+                        /* Round 4.156 to 4.2. */
+                        frac = (frac + 50) / 100;
+                        if (frac == 10) {
+                                dec++;
+                                frac = 0;
+                        }
+                }
+        }
+
+        if (frac) {
+                if (asprintf(&s, "%" PRIu64 ".%" PRIu64 "%c", dec, frac, letters[exp / 10]) < 0)
+                        return NULL;
+        } else {
+                if (asprintf(&s, "%" PRIu64 "%c", dec, letters[exp / 10]) < 0)
+                        return NULL;
+        }
+        return s;
+}
+
+size_t output_width(const char *s) {
+        size_t n = 0;
+
+        for (; *s; s++)
+                if (((unsigned char) *s & 0xC0) != 0x80)
+                        n++;
+        return n;
+}
+
+/* Index: [style][utf8] → { branch, last branch, vertical, blank } */
+static const char *const glyphs[2][2][4] = {
+        [TREE_STYLE_LSBLK] = {
+                { "|-", "`-", "| ", "  " },
+                { "\u251c\u2500", "\u2514\u2500", "\u2502 ", "  " },
+        },
+        [TREE_STYLE_TREE] = {
+                { "|-- ", "`-- ", "|   ", "    " },
+                { "\u251c\u2500\u2500 ", "\u2514\u2500\u2500 ", "\u2502   ", "    " },
+        },
+};
+
+void tree_prefix_done(TreePrefix *p) {
+        free(p->buf);
+        *p = (TreePrefix) {};
+}
+
+char *tree_prefix_line(const TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root) {
+        const char *g = root ? "" : glyphs[style][utf8][last ? 1 : 0];
+        char *s;
+
+        if (asprintf(&s, "%.*s%s", (int) p->len, p->buf ? p->buf : "", g) < 0)
+                return NULL;
+        return s;
+}
+
+int tree_prefix_push(TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root) {
+        const char *g = root ? "" : glyphs[style][utf8][last ? 3 : 2];
+        size_t n = strlen(g);
+
+        if (p->len + n + 1 > p->allocated) {
+                size_t a = (p->len + n + 1) * 2;
+                char *b = realloc(p->buf, a);
+
+                if (!b)
+                        return -ENOMEM;
+                p->buf = b;
+                p->allocated = a;
+        }
+        memcpy(p->buf + p->len, g, n);
+        p->len += n;
+        p->buf[p->len] = '\0';
+        return 0;
+}
+
+void tree_prefix_pop(TreePrefix *p, size_t len) {
+        p->len = len;
+        if (p->buf)
+                p->buf[len] = '\0';
+}
+
+struct Table {
+        const TableColumn *columns;
+        size_t n_columns;
+        char **cells;           /* n_rows × n_columns */
+        size_t n_rows;
+        size_t allocated;
+};
+
+Table *table_new(const TableColumn *columns, size_t n_columns) {
+        Table *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return NULL;
+        t->columns = columns;
+        t->n_columns = n_columns;
+        return t;
+}
+
+Table *table_free(Table *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        free(t);
+        return NULL;
+}
+
+int table_add_row(Table *t, const char *const *cells) {
+        if (t->n_rows == t->allocated) {
+                size_t a = t->allocated ? t->allocated * 2 : 64;
+                char **c = reallocarray(t->cells, a * t->n_columns, sizeof(char *));
+
+                if (!c)
+                        return -ENOMEM;
+                t->cells = c;
+                t->allocated = a;
+        }
+
+        char **row = t->cells + t->n_rows * t->n_columns;
+        for (size_t i = 0; i < t->n_columns; i++) {
+                row[i] = strdup(cells[i] ? cells[i] : "");
+                if (!row[i]) {
+                        while (i > 0)
+                                free(row[--i]);
+                        return -ENOMEM;
+                }
+        }
+        t->n_rows++;
+        return 0;
+}
+
+static void table_print_cell(FILE *f, const char *s, size_t width, Align align, bool pad) {
+        size_t w = output_width(s);
+        size_t fill = width > w ? width - w : 0;
+
+        if (align == ALIGN_RIGHT)
+                fprintf(f, "%*s", (int) fill, "");
+        fputs(s, f);
+        if (align == ALIGN_LEFT && pad)
+                fprintf(f, "%*s", (int) fill, "");
+}
+
+void table_print(const Table *t, FILE *f, bool legend, bool colour) {
+        size_t *widths = calloc(t->n_columns, sizeof(size_t));
+
+        if (!widths)
+                return;
+
+        for (size_t c = 0; c < t->n_columns; c++) {
+                if (legend)
+                        widths[c] = output_width(t->columns[c].header);
+                for (size_t r = 0; r < t->n_rows; r++) {
+                        size_t w = output_width(t->cells[r * t->n_columns + c]);
+                        if (w > widths[c])
+                                widths[c] = w;
+                }
+        }
+
+        /* A right-aligned last column still needs its padding. */
+        if (legend) {
+                fputs(output_colour(colour, ANSI_BOLD), f);
+                for (size_t c = 0; c < t->n_columns; c++) {
+                        bool last = c + 1 == t->n_columns;
+                        table_print_cell(f, t->columns[c].header, widths[c], t->columns[c].align, !last);
+                        if (!last)
+                                fputc(' ', f);
+                }
+                fputs(output_colour(colour, ANSI_RESET), f);
+                fputc('\n', f);
+        }
+
+        for (size_t r = 0; r < t->n_rows; r++) {
+                size_t end = t->n_columns;
+
+                /* No trailing blanks: drop empty left-aligned cells at the end. */
+                while (end > 1 && t->columns[end - 1].align == ALIGN_LEFT &&
+                       t->cells[r * t->n_columns + end - 1][0] == '\0')
+                        end--;
+
+                for (size_t c = 0; c < end; c++) {
+                        bool last = c + 1 == end;
+                        table_print_cell(f, t->cells[r * t->n_columns + c], widths[c],
+                                         t->columns[c].align, !last);
+                        if (!last)
+                                fputc(' ', f);
+                }
+                fputc('\n', f);
+        }
+
+        free(widths);
+}
+
+void output_json(json_object *j, bool pretty) {
+        int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+
+        flags |= pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
+        fputs(json_object_to_json_string_ext(j, flags), stdout);
+        fputc('\n', stdout);
+}
+
+static void output_scalar(FILE *f, json_object *v) {
+        if (!v)
+                fputs("", f);
+        else if (json_object_is_type(v, json_type_string))
+                fputs(json_object_get_string(v), f);
+        else
+                fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+                                                        JSON_C_TO_STRING_NOSLASHESCAPE), f);
+}
+
+void output_value(FILE *f, json_object *v, size_t indent) {
+        bool first = true;
+
+        if (json_object_is_type(v, json_type_array)) {
+                size_t n = json_object_array_length(v);
+
+                for (size_t i = 0; i < n; i++) {
+                        if (!first)
+                                fprintf(f, "\n%*s", (int) indent, "");
+                        output_scalar(f, json_object_array_get_idx(v, i));
+                        first = false;
+                }
+                fputc('\n', f);
+                return;
+        }
+
+        if (json_object_is_type(v, json_type_object)) {
+                json_object_object_foreach(v, key, val) {
+                        if (!first)
+                                fprintf(f, "\n%*s", (int) indent, "");
+                        fprintf(f, "%s=", key);
+                        output_scalar(f, val);
+                        first = false;
+                }
+                fputc('\n', f);
+                return;
+        }
+
+        output_scalar(f, v);
+        fputc('\n', f);
+}
