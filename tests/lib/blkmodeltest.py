@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What every bus test needs: fixtures, the real daemon, a real D-Bus client.
+
+Tests run inside dbus-test-runner, which gives them a private session bus
+(DBUS_SESSION_BUS_ADDRESS).  Each test starts the real blkmodeld binary on
+that bus with Daemon(...), talks to it with dbus-python, and stops it with
+SIGTERM: a daemon that does not exit 0, or whose stderr carries a sanitizer
+report, fails the test.  Meson passes the built binaries in BLKMODELD and
+BLKMODELCTL.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import dbus
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures")
+sys.path.insert(0, FIXTURES)
+import mksysfs  # noqa: E402  (the fixture builder, also a library)
+
+BUS_NAME = "org.blkmodel1"
+ROOT = "/org/blkmodel1"
+IFACE = "org.blkmodel1."
+OM = "org.freedesktop.DBus.ObjectManager"
+PROPS = "org.freedesktop.DBus.Properties"
+
+BLKMODELD = os.environ.get("BLKMODELD", "blkmodeld")
+BLKMODELCTL = os.environ.get("BLKMODELCTL", "blkmodelctl")
+
+DBusGMainLoop(set_as_default=True)
+
+_SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                    "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def bus():
+    return dbus.SessionBus()
+
+
+def unwrap(v):
+    """dbus-python values → plain Python (str, int, bool, list, dict)."""
+    if isinstance(v, dbus.Boolean):
+        return bool(v)
+    if isinstance(v, (dbus.String, dbus.ObjectPath, dbus.Signature)):
+        return str(v)
+    if isinstance(v, (dbus.Byte, dbus.Int16, dbus.UInt16, dbus.Int32,
+                      dbus.UInt32, dbus.Int64, dbus.UInt64)):
+        return int(v)
+    if isinstance(v, dbus.Double):
+        return float(v)
+    if isinstance(v, dict):
+        return {unwrap(k): unwrap(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [unwrap(x) for x in v]
+    return v
+
+
+def encode(name):
+    """sd_bus_path_encode() of one path element."""
+    if name == "":
+        return "_"
+    out = []
+    for i, ch in enumerate(name.encode()):
+        c = chr(ch)
+        if c.isascii() and (c.isalpha() or (c.isdigit() and i > 0)):
+            out.append(c)
+        else:
+            out.append("_%02x" % ch)
+    return "".join(out)
+
+
+def path_of(*elements):
+    return ROOT + "".join("/" + encode(e) for e in elements)
+
+
+def make_fixture(parent=None, **kwargs):
+    """Write a fixture tree; returns DIR (the tree is DIR/sys).
+
+    No kwargs: the standard fixture.  disks=N, partitions=P: synthetic.
+    """
+    d = tempfile.mkdtemp(prefix="blkmodel-fixture-", dir=parent)
+    args = [d]
+    for k, v in kwargs.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    old = os.umask(0)
+    try:
+        mksysfs.main(args)
+    finally:
+        os.umask(old)
+    return d
+
+
+class Daemon:
+    """The real blkmodeld on the test's bus."""
+
+    def __init__(self, sysfs_root, uevent_socket=None, no_uevents=None,
+                 extra_args=(), wait=True):
+        self.sysfs_root = sysfs_root
+        self.tmp = tempfile.mkdtemp(prefix="blkmodeld-")
+        if uevent_socket is True:
+            uevent_socket = os.path.join(self.tmp, "uevent.sock")
+        self.uevent_socket = uevent_socket
+        if no_uevents is None:
+            no_uevents = uevent_socket is None
+        args = [BLKMODELD, "--session", "--sysfs-root=" + sysfs_root,
+                "--log-level=debug"]
+        if uevent_socket:
+            args.append("--uevent-socket=" + uevent_socket)
+        elif no_uevents:
+            args.append("--no-uevents")
+        args += list(extra_args)
+        self.args = args
+        self.log_path = os.path.join(self.tmp, "blkmodeld.log")
+        self.log = open(self.log_path, "w+")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        self.bus = bus()
+        if wait:
+            self.wait_for_name()
+
+    def wait_for_name(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("blkmodeld exited with %d before taking "
+                                     "its name:\n%s" % (self.proc.returncode,
+                                                        self.output()))
+            if self.bus.name_has_owner(BUS_NAME):
+                return
+            time.sleep(0.02)
+        raise AssertionError("blkmodeld did not take its name in %d s:\n%s"
+                             % (timeout, self.output()))
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Stop it; the daemon must exit 0 and sanitizer-clean."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("blkmodeld ignored signal %d:\n%s"
+                                     % (sig, self.output()))
+        out = self.output()
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        for mark in _SANITIZER_MARKS:
+            if mark in out:
+                raise AssertionError("sanitizer report from blkmodeld:\n" + out)
+        if self.proc.returncode != 0:
+            raise AssertionError("blkmodeld exited with %d:\n%s"
+                                 % (self.proc.returncode, out))
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        # Don't mask the test's own failure with a shutdown complaint.
+        if exc[0] is None:
+            self.stop()
+        else:
+            try:
+                self.stop()
+            except AssertionError as e:
+                sys.stderr.write(str(e) + "\n")
+
+    # ---- a real D-Bus client -------------------------------------------
+
+    def object(self, path):
+        return self.bus.get_object(BUS_NAME, path, introspect=False)
+
+    def call(self, path, iface, method, *args, **kw):
+        return unwrap(self.object(path).get_dbus_method(method, iface)(
+            *args, timeout=kw.get("timeout", 60)))
+
+    def managed_objects(self):
+        return self.call(ROOT, OM, "GetManagedObjects")
+
+    def get(self, path, iface, prop):
+        return self.call(path, PROPS, "Get", iface, prop)
+
+    def get_all(self, path, iface):
+        return self.call(path, PROPS, "GetAll", iface)
+
+    def manager(self, method, *args):
+        return self.call(ROOT, IFACE + "Manager", method, *args)
+
+    def manager_prop(self, prop):
+        return self.get(ROOT, IFACE + "Manager", prop)
+
+    def introspect(self, path):
+        return str(self.object(path).Introspect(
+            dbus_interface="org.freedesktop.DBus.Introspectable"))
+
+    def send_uevent(self, action, devpath, env=None, raw=None):
+        """One datagram in the kernel's wire format to --uevent-socket."""
+        if raw is None:
+            e = {"ACTION": action, "DEVPATH": devpath}
+            e.update(env or {})
+            raw = ("%s@%s\0" % (action, devpath)).encode() + b"".join(
+                ("%s=%s\0" % (k, v)).encode() for k, v in e.items())
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.sendto(raw, self.uevent_socket)
+        finally:
+            s.close()
+
+
+class SignalRecorder:
+    """Every signal from org.blkmodel1, in arrival order.
+
+    Subscribe before causing what you want to see; then wait_for(pred).
+    Entries: (interface, member, path, args) with args unwrapped.
+    """
+
+    def __init__(self, b=None):
+        self.bus = b or bus()
+        self.signals = []
+        self.match = self.bus.add_signal_receiver(
+            self._on, sender_keyword="sender", interface_keyword="iface",
+            member_keyword="member", path_keyword="path",
+            bus_name=BUS_NAME)
+        self.bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")\
+            .GetId(dbus_interface="org.freedesktop.DBus")  # match is in place
+
+    def _on(self, *args, **kw):
+        self.signals.append((kw["iface"], kw["member"], kw["path"],
+                             unwrap(list(args))))
+
+    def pump(self, seconds=0.0):
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + seconds
+        while True:
+            while ctx.pending():
+                ctx.iteration(False)
+            if time.monotonic() >= deadline:
+                return
+            ctx.iteration(False) or time.sleep(0.005)
+
+    def wait_for(self, pred, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump()
+            if pred(self.signals):
+                return self.signals
+            time.sleep(0.005)
+        raise AssertionError("timed out waiting; signals so far:\n  " +
+                             "\n  ".join(map(repr, self.signals)))
+
+    def of(self, member):
+        return [s for s in self.signals if s[1] == member]
+
+    def close(self):
+        self.match.remove()
+
+
+def ctl(*args, check=None, input=None, timeout=60):
+    """Run blkmodelctl on the test's bus; returns CompletedProcess (text)."""
+    p = subprocess.run([BLKMODELCTL, "--session"] + list(args),
+                       capture_output=True, text=True, input=input,
+                       timeout=timeout)
+    if check is not None and p.returncode != check:
+        raise AssertionError("blkmodelctl %s: exit %d, wanted %d\n"
+                             "stdout:\n%s\nstderr:\n%s"
+                             % (" ".join(args), p.returncode, check,
+                                p.stdout, p.stderr))
+    return p
+
+
+def read_attr(path):
+    """A sysfs file's text as the daemon publishes it."""
+    with open(path, "rb") as f:
+        data = f.read(4096)
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    return data.decode("utf-8", "backslashreplace")
+
+
+def main():
+    unittest.main(verbosity=2)
