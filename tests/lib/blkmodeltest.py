@@ -9,6 +9,7 @@ report, fails the test.  Meson passes the built binaries in BLKMODELD and
 BLKMODELCTL.
 """
 
+import atexit
 import os
 import shutil
 import signal
@@ -89,6 +90,7 @@ def make_fixture(parent=None, **kwargs):
     No kwargs: the standard fixture.  disks=N, partitions=P: synthetic.
     """
     d = tempfile.mkdtemp(prefix="blkmodel-fixture-", dir=parent)
+    atexit.register(shutil.rmtree, d, True)
     args = [d]
     for k, v in kwargs.items():
         args += ["--" + k.replace("_", "-"), str(v)]
