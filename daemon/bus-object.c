@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,8 +16,8 @@
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 #define IFACE_PEER "org.freedesktop.DBus.Peer"
 
-#define INTROSPECT_DOCTYPE                                                                                 \
-        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"              \
+#define INTROSPECT_DOCTYPE                                                                                  \
+        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"                \
         "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
 
 /* An object's directory, opened on first use: one open per object per request. */
@@ -56,7 +57,16 @@ typedef struct TypedProperty {
         const char *name;
         const char *signature;
         TypedGetter get;
+        /* What its value derives from: an attribute file, or one of the SOURCE_* below; NULL if only
+         * the model's structure (announced separately) decides it. */
+        const char *source;
+        /* EmitsChangedSignal, if not "true". */
+        const char *emits;
 } TypedProperty;
+
+#define SOURCE_UEVENT "uevent"
+#define SOURCE_HOLDERS "holders/"
+#define SOURCE_SLAVES "slaves/"
 
 static int read_u64(ObjDir *d, const char *file, uint64_t *ret)
 {
@@ -230,14 +240,16 @@ static int prop_device(ObjDir *d, sd_bus_message *reply)
 }
 
 /* Parses a uevent file's KEY=value lines; calls f for each. */
-static int uevent_file_foreach(ObjDir *d, int (*f)(const char *key, size_t key_len, const char *value, void *u),
+static int uevent_file_foreach(ObjDir *d,
+                               int (*f)(const char *key, size_t key_len, const char *value, void *u),
                                void *u)
 {
         _cleanup_(freep) char *v = NULL;
         char *line, *save = NULL;
         int r;
 
-        if (d->k->ktype->id != KTYPE_DISK && d->k->ktype->id != KTYPE_PARTITION && d->k->ktype->id != KTYPE_DEVICE)
+        if (d->k->ktype->id != KTYPE_DISK && d->k->ktype->id != KTYPE_PARTITION &&
+            d->k->ktype->id != KTYPE_DEVICE)
                 return 0;
         r = objdir_read(d, "uevent", &v);
         if (r < 0) {
@@ -279,7 +291,7 @@ static int find_u64_key(const char *key, size_t key_len, const char *value, void
 
 static int prop_number(ObjDir *d, sd_bus_message *reply)
 {
-        FindKey f = { .key = "PARTN" };
+        FindKey f = {.key = "PARTN"};
 
         (void) uevent_file_foreach(d, find_u64_key, &f);
         if (!f.found)
@@ -353,31 +365,45 @@ static int prop_members(ObjDir *d, sd_bus_message *reply)
 }
 
 static const TypedProperty disk_properties[] = {
-        { "Major", "u", prop_major },       { "Minor", "u", prop_minor },       { "Size", "t", prop_size },
-        { "ReadOnly", "b", prop_read_only }, { "Removable", "b", prop_removable }, { "Partitions", "ao", prop_partitions },
-        { "Holders", "ao", prop_holders },   { "Slaves", "ao", prop_slaves },     { "Queue", "o", prop_queue },
-        { "Device", "o", prop_device },      {},
+                {"Major", "u", prop_major, "dev"},
+                {"Minor", "u", prop_minor, "dev"},
+                {"Size", "t", prop_size, "size"},
+                {"ReadOnly", "b", prop_read_only, "ro"},
+                {"Removable", "b", prop_removable, "removable"},
+                {"Partitions", "ao", prop_partitions},
+                {"Holders", "ao", prop_holders, SOURCE_HOLDERS},
+                {"Slaves", "ao", prop_slaves, SOURCE_SLAVES},
+                {"Queue", "o", prop_queue, .emits = "const"},
+                {"Device", "o", prop_device, .emits = "const"},
+                {},
 };
 
 static const TypedProperty partition_properties[] = {
-        { "Major", "u", prop_major },     { "Minor", "u", prop_minor },       { "Size", "t", prop_size },
-        { "ReadOnly", "b", prop_read_only }, { "Number", "u", prop_number }, { "Start", "t", prop_start },
-        { "Holders", "ao", prop_holders }, {},
+                {"Major", "u", prop_major, "dev"},
+                {"Minor", "u", prop_minor, "dev"},
+                {"Size", "t", prop_size, "size"},
+                {"ReadOnly", "b", prop_read_only, "ro"},
+                {"Number", "u", prop_number, SOURCE_UEVENT},
+                {"Start", "t", prop_start, "start"},
+                {"Holders", "ao", prop_holders, SOURCE_HOLDERS},
+                {},
 };
 
 static const TypedProperty queue_properties[] = {
-        { "Scheduler", "s", prop_scheduler },
-        { "Schedulers", "as", prop_schedulers },
-        { "Elevator", "o", prop_elevator },
-        {},
+                {"Scheduler", "s", prop_scheduler, "scheduler"},
+                {"Schedulers", "as", prop_schedulers, "scheduler"},
+                {"Elevator", "o", prop_elevator},
+                {},
 };
 
 static const TypedProperty kset_properties[] = {
-        { "Members", "ao", prop_members },
-        {},
+                /* Thousands of paths per disk added: announced by name only, InterfacesAdded/Removed say the
+                   rest. */
+                {"Members", "ao", prop_members, .emits = "invalidates"},
+                {},
 };
 
-static const TypedProperty no_properties[] = { {} };
+static const TypedProperty no_properties[] = {{}};
 
 /* ---- interfaces of an object ----------------------------------------------------------------- */
 
@@ -391,8 +417,8 @@ typedef struct Iface {
         IfaceKind kind;
         const char *name;
         const TypedProperty *typed;
-        const AttrSet *attrs;  /* raw attributes, or NULL */
-        const char *attr_dir;  /* group directory, or NULL */
+        const AttrSet *attrs; /* raw attributes, or NULL */
+        const char *attr_dir; /* group directory, or NULL */
 } Iface;
 
 static const char *kind_interface(const Kobject *k, const TypedProperty **ret_typed)
@@ -432,26 +458,28 @@ static size_t object_n_ifaces(const Kobject *k)
 static bool object_iface(const Kobject *k, size_t i, Iface *ret)
 {
         if (i == 0) {
-                *ret = (Iface){ .kind = IFACE_KOBJECT, .name = BLKMODEL_IFACE_KOBJECT, .typed = no_properties };
+                *ret = (Iface){.kind = IFACE_KOBJECT,
+                               .name = BLKMODEL_IFACE_KOBJECT,
+                               .typed = no_properties};
                 return true;
         }
         if (i == 1) {
                 const TypedProperty *typed;
                 const char *name = kind_interface(k, &typed);
-                *ret = (Iface){ .kind = IFACE_KIND,
-                                .name = name,
-                                .typed = typed,
-                                .attrs = k->shape ? k->shape->attrs : NULL };
+                *ret = (Iface){.kind = IFACE_KIND,
+                               .name = name,
+                               .typed = typed,
+                               .attrs = k->shape ? k->shape->attrs : NULL};
                 return name != NULL;
         }
         if (!k->shape || i - 2 >= k->shape->n_groups)
                 return false;
         const Group *g = &k->shape->groups[i - 2];
-        *ret = (Iface){ .kind = IFACE_GROUP,
-                        .name = g->interface,
-                        .typed = no_properties,
-                        .attrs = g->attrs,
-                        .attr_dir = g->dir };
+        *ret = (Iface){.kind = IFACE_GROUP,
+                       .name = g->interface,
+                       .typed = no_properties,
+                       .attrs = g->attrs,
+                       .attr_dir = g->dir};
         return true;
 }
 
@@ -465,7 +493,7 @@ static bool object_find_iface(const Kobject *k, const char *name, Iface *ret)
 
 /* ---- Kobject interface ----------------------------------------------------------------------- */
 
-static const char *const kobject_property_names[] = { "Name", "DevPath", "Parent", "Kset", "Ktype", "Uevent" };
+static const char *const kobject_property_names[] = {"Name", "DevPath", "Parent", "Kset", "Ktype", "Uevent"};
 
 static int append_uevent_pair(const char *key, size_t key_len, const char *value, void *u)
 {
@@ -538,10 +566,13 @@ static int append_variant(ObjDir *d, const Iface *iface, const char *member, sd_
         if (iface->kind == IFACE_KOBJECT) {
                 for (size_t i = 0; i < ELEMENTSOF(kobject_property_names); i++)
                         if (streq(member, kobject_property_names[i])) {
-                                r = sd_bus_message_open_container(reply, 'v', kobject_property_signature(member));
+                                r = sd_bus_message_open_container(reply, 'v',
+                                                                  kobject_property_signature(member));
                                 if (r >= 0)
                                         r = append_kobject_property(d, reply, member);
-                                return r < 0 ? r : sd_bus_message_close_container(reply);
+                                if (r >= 0)
+                                        r = sd_bus_message_close_container(reply);
+                                return r < 0 ? r : 1;
                         }
                 return 0;
         }
@@ -551,7 +582,9 @@ static int append_variant(ObjDir *d, const Iface *iface, const char *member, sd_
                         r = sd_bus_message_open_container(reply, 'v', p->signature);
                         if (r >= 0)
                                 r = p->get(d, reply);
-                        return r < 0 ? r : sd_bus_message_close_container(reply);
+                        if (r >= 0)
+                                r = sd_bus_message_close_container(reply);
+                        return r < 0 ? r : 1;
                 }
 
         const Attr *a = iface->attrs ? attr_set_find(iface->attrs, member) : NULL;
@@ -563,9 +596,9 @@ static int append_variant(ObjDir *d, const Iface *iface, const char *member, sd_
         if (r < 0) {
                 /* In GetAll one bad file must not hide every other value. */
                 if (!lenient)
-                        return sd_bus_error_set_errnof(error, r, "Reading %s/%s%s%s failed: %m", d->k->devpath,
-                                                       strempty(iface->attr_dir), iface->attr_dir ? "/" : "",
-                                                       a->file);
+                        return sd_bus_error_set_errnof(error, r, "Reading %s/%s%s%s failed: %m",
+                                                       d->k->devpath, strempty(iface->attr_dir),
+                                                       iface->attr_dir ? "/" : "", a->file);
                 log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
         }
         r = sd_bus_message_append(reply, "v", "s", value ? value : "");
@@ -616,7 +649,7 @@ static int append_iface_properties(ObjDir *d, const Iface *iface, sd_bus_message
 
 int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k)
 {
-        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
         Iface iface;
         int r;
 
@@ -651,59 +684,61 @@ int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject
 /* ---- Introspect -------------------------------------------------------------------------------- */
 
 static const char standard_interfaces_xml[] =
-        " <interface name=\"org.freedesktop.DBus.Peer\">\n"
-        "  <method name=\"Ping\"/>\n"
-        "  <method name=\"GetMachineId\">\n"
-        "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
-        "  </method>\n"
-        " </interface>\n"
-        " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
-        "  <method name=\"Introspect\">\n"
-        "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
-        "  </method>\n"
-        " </interface>\n"
-        " <interface name=\"org.freedesktop.DBus.Properties\">\n"
-        "  <method name=\"Get\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
-        "  </method>\n"
-        "  <method name=\"GetAll\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
-        "  </method>\n"
-        "  <method name=\"Set\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
-        "  </method>\n"
-        "  <signal name=\"PropertiesChanged\">\n"
-        "   <arg type=\"s\" name=\"interface_name\"/>\n"
-        "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
-        "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
-        "  </signal>\n"
-        " </interface>\n";
+                " <interface name=\"org.freedesktop.DBus.Peer\">\n"
+                "  <method name=\"Ping\"/>\n"
+                "  <method name=\"GetMachineId\">\n"
+                "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
+                "  </method>\n"
+                " </interface>\n"
+                " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
+                "  <method name=\"Introspect\">\n"
+                "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
+                "  </method>\n"
+                " </interface>\n"
+                " <interface name=\"org.freedesktop.DBus.Properties\">\n"
+                "  <method name=\"Get\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
+                "  </method>\n"
+                "  <method name=\"GetAll\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
+                "  </method>\n"
+                "  <method name=\"Set\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
+                "  </method>\n"
+                "  <signal name=\"PropertiesChanged\">\n"
+                "   <arg type=\"s\" name=\"interface_name\"/>\n"
+                "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
+                "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
+                "  </signal>\n"
+                " </interface>\n";
 
 static const char object_manager_xml[] =
-        " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
-        "  <method name=\"GetManagedObjects\">\n"
-        "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" direction=\"out\"/>\n"
-        "  </method>\n"
-        "  <signal name=\"InterfacesAdded\">\n"
-        "   <arg type=\"o\" name=\"object_path\"/>\n"
-        "   <arg type=\"a{sa{sv}}\" name=\"interfaces_and_properties\"/>\n"
-        "  </signal>\n"
-        "  <signal name=\"InterfacesRemoved\">\n"
-        "   <arg type=\"o\" name=\"object_path\"/>\n"
-        "   <arg type=\"as\" name=\"interfaces\"/>\n"
-        "  </signal>\n"
-        " </interface>\n";
+                " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
+                "  <method name=\"GetManagedObjects\">\n"
+                "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" "
+                "direction=\"out\"/>\n"
+                "  </method>\n"
+                "  <signal name=\"InterfacesAdded\">\n"
+                "   <arg type=\"o\" name=\"object_path\"/>\n"
+                "   <arg type=\"a{sa{sv}}\" name=\"interfaces_and_properties\"/>\n"
+                "  </signal>\n"
+                "  <signal name=\"InterfacesRemoved\">\n"
+                "   <arg type=\"o\" name=\"object_path\"/>\n"
+                "   <arg type=\"as\" name=\"interfaces\"/>\n"
+                "  </signal>\n"
+                " </interface>\n";
 
-static void xml_property(FILE *f, const char *name, const char *signature, bool emits_change)
+static void xml_property(FILE *f, const char *name, const char *signature, const char *emits)
 {
         fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"read\">\n", name, signature);
-        fprintf(f, "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n",
-                emits_change ? "true" : "false");
+        fprintf(f,
+                "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n",
+                emits);
         fputs("  </property>\n", f);
 }
 
@@ -715,15 +750,17 @@ static void xml_iface(FILE *f, const Iface *iface)
                         /* A kobject's identity never changes; a rename is remove+add. */
                         fprintf(f,
                                 "  <property name=\"%s\" type=\"%s\" access=\"read\">\n"
-                                "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n"
+                                "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" "
+                                "value=\"%s\"/>\n"
                                 "  </property>\n",
-                                kobject_property_names[i], kobject_property_signature(kobject_property_names[i]),
+                                kobject_property_names[i],
+                                kobject_property_signature(kobject_property_names[i]),
                                 streq(kobject_property_names[i], "Uevent") ? "true" : "const");
         for (const TypedProperty *p = iface->typed; p->name; p++)
-                xml_property(f, p->name, p->signature, true);
+                xml_property(f, p->name, p->signature, p->emits ? p->emits : "true");
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++)
                 xml_property(f, iface->attrs->attrs[i].member, "s",
-                             !(iface->attrs->attrs[i].flags & ATTR_VOLATILE));
+                             iface->attrs->attrs[i].flags & ATTR_VOLATILE ? "false" : "true");
         fputs(" </interface>\n", f);
 }
 
@@ -780,7 +817,7 @@ static int method_introspect(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus
 static int method_get(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
         const char *interface, *property;
         Iface iface;
         int r;
@@ -799,15 +836,15 @@ static int method_get(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error 
         if (r < 0)
                 return r;
         if (r == 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "Interface %s has no property '%s'.",
-                                         interface, property);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY,
+                                         "Interface %s has no property '%s'.", interface, property);
         return sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_get_all(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        ObjDir d = { .manager = m, .k = k, .fd = -1 };
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
         const char *interface;
         Iface iface;
         int r;
@@ -840,8 +877,8 @@ static int method_set(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error 
         if (!object_find_iface(k, interface, &iface))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
                                          "Object %s has no interface '%s'.", k->path, interface);
-        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "Property %s.%s is read-only.", interface,
-                                 property);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "Property %s.%s is read-only.",
+                                 interface, property);
 }
 
 static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_error *error)
@@ -898,20 +935,260 @@ static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *err
         }
 
         if (is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
-                return method_introspect(m, msg, k, error);
+                return bus_check_signature(msg, "", error) ?: method_introspect(m, msg, k, error);
         if (root) {
                 if (is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
-                        return method_get_managed_objects(m, msg, error);
+                        return bus_check_signature(msg, "", error)
+                                               ?: method_get_managed_objects(m, msg, error);
                 /* The Manager interface and its properties. */
                 return bus_manager_dispatch(m, msg, error);
         }
         if (is_call(msg, IFACE_PROPERTIES, "Get"))
-                return method_get(m, msg, k, error);
+                return bus_check_signature(msg, "ss", error) ?: method_get(m, msg, k, error);
         if (is_call(msg, IFACE_PROPERTIES, "GetAll"))
-                return method_get_all(m, msg, k, error);
+                return bus_check_signature(msg, "s", error) ?: method_get_all(m, msg, k, error);
         if (is_call(msg, IFACE_PROPERTIES, "Set"))
-                return method_set(m, msg, k, error);
+                return bus_check_signature(msg, "ssv", error) ?: method_set(m, msg, k, error);
         return 0;
+}
+
+/* ---- change detection ------------------------------------------------------------------------ */
+
+/*
+ * Which properties did an event change?  The values are not kept (SPEC §9: an object costs
+ * what its shape costs), only a 64-bit fingerprint per value.  Slots: every attribute of the
+ * kind interface and of each group, in interface order, then the uevent file and the holders/
+ * and slaves/ listings, which the typed and Kobject properties derive from.
+ */
+enum { SLOT_UEVENT, SLOT_HOLDERS, SLOT_SLAVES, _SLOT_EXTRA };
+
+static uint64_t fingerprint(const void *p, size_t n, uint64_t h)
+{
+        /* FNV-1a: collisions among one attribute's successive values are not a practical worry. */
+        for (size_t i = 0; i < n; i++) {
+                h ^= ((const uint8_t *) p)[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+#define FINGERPRINT_INIT UINT64_C(0xcbf29ce484222325)
+#define FINGERPRINT_UNREADABLE UINT64_C(1)
+#define FINGERPRINT_VOLATILE UINT64_C(0)
+
+static size_t n_slots(const Kobject *k)
+{
+        size_t n = _SLOT_EXTRA;
+        Iface iface;
+
+        for (size_t i = 1; i < object_n_ifaces(k); i++)
+                if (object_iface(k, i, &iface) && iface.attrs)
+                        n += iface.attrs->n_attrs;
+        return n;
+}
+
+static uint64_t fingerprint_file(ObjDir *d, const Iface *iface, const Attr *a)
+{
+        _cleanup_(freep) char *v = NULL;
+
+        if (a->flags & ATTR_VOLATILE)
+                return FINGERPRINT_VOLATILE;
+        if (read_attr(d, iface, a, &v) < 0)
+                return FINGERPRINT_UNREADABLE;
+        return fingerprint(v, strlen(v) + 1, FINGERPRINT_INIT);
+}
+
+static uint64_t fingerprint_uevent(ObjDir *d)
+{
+        _cleanup_(freep) char *v = NULL;
+
+        if (d->k->ktype->id != KTYPE_DISK && d->k->ktype->id != KTYPE_PARTITION &&
+            d->k->ktype->id != KTYPE_DEVICE)
+                return FINGERPRINT_INIT;
+        if (objdir_read(d, "uevent", &v) < 0)
+                return FINGERPRINT_UNREADABLE;
+        return fingerprint(v, strlen(v) + 1, FINGERPRINT_INIT);
+}
+
+static uint64_t fingerprint_link_dir(ObjDir *d, const char *dir)
+{
+        SysfsEntry *e = NULL;
+        size_t n = 0;
+        uint64_t h = FINGERPRINT_INIT;
+        int fd, subfd;
+
+        if (d->k->ktype->id != KTYPE_DISK && d->k->ktype->id != KTYPE_PARTITION)
+                return h;
+        fd = objdir_fd(d);
+        subfd = fd >= 0 ? sysfs_open_subdir(fd, dir) : fd;
+        if (subfd < 0)
+                return h;
+        if (sysfs_list(subfd, &e, &n) >= 0)
+                for (size_t i = 0; i < n; i++)
+                        h = fingerprint(e[i].name, strlen(e[i].name) + 1, h);
+        close(subfd);
+        sysfs_entries_free(e, n);
+        return h;
+}
+
+static int fingerprint_object(ObjDir *d, bool links_only, const uint64_t *old, uint64_t *ret)
+{
+        size_t s = 0, n = n_slots(d->k) - _SLOT_EXTRA;
+        Iface iface;
+
+        for (size_t i = 1; i < object_n_ifaces(d->k); i++) {
+                if (!object_iface(d->k, i, &iface) || !iface.attrs)
+                        continue;
+                for (size_t j = 0; j < iface.attrs->n_attrs; j++, s++)
+                        ret[s] = links_only ? old[s] : fingerprint_file(d, &iface, &iface.attrs->attrs[j]);
+        }
+        assert(s == n);
+        ret[n + SLOT_UEVENT] = links_only ? old[n + SLOT_UEVENT] : fingerprint_uevent(d);
+        ret[n + SLOT_HOLDERS] = fingerprint_link_dir(d, "holders");
+        ret[n + SLOT_SLAVES] = fingerprint_link_dir(d, "slaves");
+        return 0;
+}
+
+static int emit_properties_changed(Manager *m, ObjDir *d, const Iface *iface, char *const *changed,
+                                   char *const *invalidated)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &s, d->k->path, IFACE_PROPERTIES, "PropertiesChanged");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "s", iface->name);
+        if (r >= 0)
+                r = sd_bus_message_open_container(s, 'a', "{sv}");
+        for (size_t i = 0; r >= 0 && changed && changed[i]; i++)
+                r = append_dict_entry(d, iface, changed[i], s);
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(s, (char **) invalidated);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, s, NULL);
+        return r;
+}
+
+static bool typed_source_changed(const TypedProperty *p, const Iface *iface, const bool *attr_changed,
+                                 const bool *extra_changed)
+{
+        if (!p->source)
+                return false;
+        if (streq(p->source, SOURCE_UEVENT))
+                return extra_changed[SLOT_UEVENT];
+        if (streq(p->source, SOURCE_HOLDERS))
+                return extra_changed[SLOT_HOLDERS];
+        if (streq(p->source, SOURCE_SLAVES))
+                return extra_changed[SLOT_SLAVES];
+        for (size_t j = 0; iface->attrs && j < iface->attrs->n_attrs; j++)
+                if (streq(iface->attrs->attrs[j].file, p->source))
+                        return attr_changed[j];
+        return false;
+}
+
+/* Emits PropertiesChanged for every property that derives from a changed slot; returns how many. */
+static int emit_changes(Manager *m, ObjDir *d, const uint64_t *old, const uint64_t *now)
+{
+        size_t s = 0, n = n_slots(d->k) - _SLOT_EXTRA;
+        bool extra_changed[_SLOT_EXTRA];
+        int count = 0, r;
+
+        for (size_t i = 0; i < _SLOT_EXTRA; i++)
+                extra_changed[i] = !old || old[n + i] != now[n + i];
+
+        for (size_t i = 0; i < object_n_ifaces(d->k); i++) {
+                _cleanup_(strv_freep) char **changed = NULL;
+                _cleanup_(freep) bool *attr_changed = NULL;
+                size_t n_changed = 0, n_attrs;
+                Iface iface;
+
+                if (!object_iface(d->k, i, &iface))
+                        continue;
+                n_attrs = iface.attrs ? iface.attrs->n_attrs : 0;
+                attr_changed = calloc(n_attrs + 1, sizeof(bool));
+                if (!attr_changed)
+                        return -ENOMEM;
+                if (iface.kind != IFACE_KOBJECT)
+                        for (size_t j = 0; j < n_attrs; j++, s++)
+                                attr_changed[j] = !(iface.attrs->attrs[j].flags & ATTR_VOLATILE) &&
+                                                  (!old || old[s] != now[s]);
+
+                if (iface.kind == IFACE_KOBJECT && extra_changed[SLOT_UEVENT]) {
+                        r = strv_extend(&changed, &n_changed, "Uevent");
+                        if (r < 0)
+                                return r;
+                }
+                for (const TypedProperty *p = iface.typed; p->name; p++)
+                        if (typed_source_changed(p, &iface, attr_changed, extra_changed)) {
+                                r = strv_extend(&changed, &n_changed, p->name);
+                                if (r < 0)
+                                        return r;
+                        }
+                for (size_t j = 0; j < n_attrs; j++)
+                        if (attr_changed[j]) {
+                                r = strv_extend(&changed, &n_changed, iface.attrs->attrs[j].member);
+                                if (r < 0)
+                                        return r;
+                        }
+                if (n_changed == 0)
+                        continue;
+                r = emit_properties_changed(m, d, &iface, changed, NULL);
+                if (r < 0)
+                        return r;
+                count += (int) n_changed;
+        }
+        return count;
+}
+
+int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how)
+{
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
+        _cleanup_(freep) uint64_t *now = NULL;
+        size_t n = n_slots(k);
+        bool have_old = k->value_hashes && k->n_value_hashes == n;
+        int r = 0;
+
+        if (how == BUS_REFRESH_LINKS && !have_old)
+                how = BUS_REFRESH_ALL; /* nothing to keep: read everything once */
+        now = calloc(n, sizeof(uint64_t));
+        if (!now)
+                return -ENOMEM;
+        fingerprint_object(&d, how == BUS_REFRESH_LINKS, k->value_hashes, now);
+
+        /* Without an earlier reading every property may have changed: say so rather than miss one. */
+        if (how != BUS_REFRESH_RECORD && m->announce && k->linked &&
+            (!have_old || memcmp(k->value_hashes, now, n * sizeof(uint64_t)) != 0))
+                r = emit_changes(m, &d, have_old ? k->value_hashes : NULL, now);
+        objdir_done(&d);
+
+        /* Stacked devices are few; live.c re-reads their links when a neighbour comes or goes. */
+        if (now[n - _SLOT_EXTRA + SLOT_HOLDERS] != FINGERPRINT_INIT ||
+            now[n - _SLOT_EXTRA + SLOT_SLAVES] != FINGERPRINT_INIT) {
+                if (k->linked && !hashmap_get(&m->stacked, k->path))
+                        (void) hashmap_put(&m->stacked, k->path, k);
+        } else
+                (void) hashmap_remove_value(&m->stacked, k->path, k);
+
+        free(k->value_hashes);
+        k->value_hashes = TAKE_PTR(now);
+        k->n_value_hashes = n;
+        return r;
+}
+
+int bus_object_emit_property_changed(Manager *m, Kobject *k, const char *property, bool with_value)
+{
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
+        char *names[] = {(char *) property, NULL};
+        Iface iface;
+        int r;
+
+        if (!m->announce || !k->linked || !object_iface(k, 1, &iface))
+                return 0;
+        r = emit_properties_changed(m, &d, &iface, with_value ? names : NULL, with_value ? NULL : names);
+        objdir_done(&d);
+        return r;
 }
 
 int bus_object_register(Manager *m)
@@ -924,7 +1201,8 @@ int bus_object_emit_added(Manager *m, Kobject *k)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesAdded");
+        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      "InterfacesAdded");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
@@ -939,7 +1217,8 @@ int bus_object_emit_removed(Manager *m, Kobject *k)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesRemoved");
+        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      "InterfacesRemoved");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)

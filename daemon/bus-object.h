@@ -22,6 +22,23 @@ int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k);
 /* Appends the as of one object's interface names. */
 int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject *k);
 
+typedef enum BusRefresh {
+        BUS_REFRESH_RECORD, /* read and remember, announce nothing */
+        BUS_REFRESH_ALL,    /* re-read everything, announce what changed */
+        BUS_REFRESH_LINKS,  /* only holders/ and slaves/ */
+} BusRefresh;
+
+/*
+ * Re-reads what an object's properties derive from and emits PropertiesChanged, per interface,
+ * for exactly the properties whose value differs from the last reading (all of them if there
+ * was none).  Returns the number of properties announced.
+ */
+int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how);
+
+/* PropertiesChanged for one typed property of the object's kind interface: with its new value,
+ * or (with_value false) as invalidated. */
+int bus_object_emit_property_changed(Manager *m, Kobject *k, const char *property, bool with_value);
+
 /* ObjectManager signals for one object. */
 int bus_object_emit_added(Manager *m, Kobject *k);
 int bus_object_emit_removed(Manager *m, Kobject *k);

@@ -76,6 +76,7 @@ static void kobject_release(Model *m, Kobject *k)
         free(k->name);
         free(k->devpath);
         free(k->path);
+        free(k->value_hashes);
         free(k);
         kobject_unref(m, parent);
 }
@@ -157,6 +158,7 @@ void model_unlink(Model *m, Kobject *k)
         if (!k->linked)
                 return;
 
+        k->unlinking = true;
         /* Children go first, so that every removal a client sees leaves a consistent tree. */
         while (k->first_child)
                 model_unlink(m, k->first_child);
@@ -193,6 +195,7 @@ void model_unlink(Model *m, Kobject *k)
         }
 
         k->linked = false;
+        k->unlinking = false;
         m->n_objects--;
         if (!k->ktype->held_by_dependents)
                 kobject_unref(m, k);

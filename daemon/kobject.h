@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hashmap.h"
 #include "shape.h"
@@ -54,6 +55,12 @@ struct Kobject {
         Kobject *device; /* disks: the hardware device of the `device` link, or NULL */
         Shape *shape;
         bool linked;
+        bool unlinking; /* model_unlink() is taking it and its children away */
+
+        /* Fingerprints of the values last seen (bus-object.c), to tell which properties a change
+         * event changed; NULL until first read.  8 bytes per attribute, not the values. */
+        uint64_t *value_hashes;
+        size_t n_value_hashes;
 
         /* The tree, for children lookups and introspection. */
         Kobject *first_child, *next_sibling, *prev_sibling;

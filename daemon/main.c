@@ -34,6 +34,7 @@ enum {
         ARG_EVENT_LOG_SIZE,
         ARG_POLL_INTERVAL,
         ARG_LOG_LEVEL,
+        ARG_UEVENT_RCVBUF,
 };
 
 static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret)
@@ -62,6 +63,8 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                 { "event-log-size", required_argument, NULL, ARG_EVENT_LOG_SIZE },
                 { "poll-interval", required_argument, NULL, ARG_POLL_INTERVAL },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                /* Not in --help: lets tests make the kernel overflow the socket on purpose. */
+                { "uevent-rcvbuf", required_argument, NULL, ARG_UEVENT_RCVBUF },
                 {},
         };
         unsigned long long v;
@@ -101,6 +104,13 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                                 return -EINVAL;
                         }
                         o->event_log_size = (size_t) v;
+                        break;
+                case ARG_UEVENT_RCVBUF:
+                        if (parse_unsigned(optarg, 1U << 30, &v) < 0) {
+                                log_error("Invalid --uevent-rcvbuf '%s': expected bytes, 0…1073741824.", optarg);
+                                return -EINVAL;
+                        }
+                        o->uevent_rcvbuf = (int) v;
                         break;
                 case ARG_POLL_INTERVAL:
                         if (parse_unsigned(optarg, 3600U * 1000U, &v) < 0) {

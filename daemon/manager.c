@@ -2,12 +2,14 @@
 #include <systemd/sd-daemon.h>
 
 #include "bus-object.h"
+#include "eventlog.h"
+#include "live.h"
 #include "log.h"
 #include "loop.h"
 #include "manager.h"
 #include "names.h"
-#include "reconcile.h"
 #include "scan.h"
+#include "uevent-source.h"
 #include "util.h"
 
 static void on_object_added(Model *model, Kobject *k, void *userdata)
@@ -27,6 +29,7 @@ static void on_object_removed(Model *model, Kobject *k, void *userdata)
         Manager *m = userdata;
         int r;
 
+        (void) hashmap_remove_value(&m->stacked, k->path, k);
         if (!m->announce)
                 return;
         r = bus_object_emit_removed(m, k);
@@ -35,8 +38,8 @@ static void on_object_removed(Model *model, Kobject *k, void *userdata)
 }
 
 static const ModelObserver manager_observer = {
-        .added = on_object_added,
-        .removed = on_object_removed,
+                .added = on_object_added,
+                .removed = on_object_removed,
 };
 
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
@@ -50,6 +53,13 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
         m->options = *o;
         m->loop = loop;
         m->sysfs.root_fd = -1;
+        hashmap_init(&m->stacked);
+
+        r = eventlog_new(o->event_log_size, &m->events);
+        if (r < 0) {
+                free(m);
+                return r;
+        }
 
         r = sysfs_open(o->sysfs_root, &m->sysfs);
         if (r < 0) {
@@ -67,8 +77,31 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
         return 0;
 }
 
-static void on_signal_close(uv_handle_t *h)
+static void on_handle_close(uv_handle_t *h)
 {
+}
+
+/* Closes every loop handle we own, so that the loop can finish; idempotent. */
+static void close_handles(Manager *m)
+{
+        uv_handle_t *handles[] = {
+                        (uv_handle_t *) &m->sigterm, (uv_handle_t *) &m->sigint,
+                        (uv_handle_t *) &m->sighup,  (uv_handle_t *) &m->drain_watch,
+                        (uv_handle_t *) &m->warmup,
+        };
+
+        if (m->handles_ready) {
+                live_warmup_stop(m);
+                for (size_t i = 0; i < ELEMENTSOF(handles); i++)
+                        if (!uv_is_closing(handles[i]))
+                                uv_close(handles[i], on_handle_close);
+                m->handles_ready = false;
+                m->drain_watch_ready = false;
+        }
+        uevent_source_free(m->uevents);
+        m->uevents = NULL;
+        bus_loop_free(m->bus_loop);
+        m->bus_loop = NULL;
 }
 
 Manager *manager_free(Manager *m)
@@ -76,9 +109,11 @@ Manager *manager_free(Manager *m)
         if (!m)
                 return NULL;
         m->announce = false;
+        close_handles(m);
         model_free(m->model);
-        bus_loop_free(m->bus_loop);
         sd_bus_flush_close_unref(m->bus);
+        eventlog_free(m->events);
+        hashmap_deinit(&m->stacked);
         sysfs_close(&m->sysfs);
         free(m);
         return NULL;
@@ -138,8 +173,14 @@ static void on_sighup(uv_signal_t *h, int signum)
                 log_error_errno(r, "Rescan failed: %m");
 }
 
-static int setup_signals(Manager *m)
+static int setup_handles(Manager *m)
 {
+        uv_prepare_init(m->loop, &m->drain_watch);
+        uv_idle_init(m->loop, &m->warmup);
+        m->drain_watch.data = m->warmup.data = m;
+        m->drain_watch_ready = true;
+        m->handles_ready = true;
+
         uv_signal_init(m->loop, &m->sigterm);
         uv_signal_init(m->loop, &m->sigint);
         uv_signal_init(m->loop, &m->sighup);
@@ -150,11 +191,49 @@ static int setup_signals(Manager *m)
         return 0;
 }
 
+/* Systemd may hand us the kernel's uevent socket (blkmodeld-uevent.socket): no CAP_NET_ADMIN, and
+ * it works under PrivateNetwork=. */
+static int passed_netlink_fd(void)
+{
+        int n = sd_listen_fds(true);
+
+        if (n <= 0)
+                return -1;
+        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++)
+                if (sd_is_socket(fd, AF_NETLINK, SOCK_RAW, -1) > 0)
+                        return fd;
+        log_warning("Got %d sockets from the service manager, none of them netlink; opening our own.", n);
+        return -1;
+}
+
+static int open_uevent_source(Manager *m)
+{
+        int r;
+
+        if (m->options.no_uevents)
+                return 0;
+        if (m->options.uevent_socket)
+                r = uevent_source_new_socket(m->loop, m->options.uevent_socket, live_on_uevent, live_on_lost,
+                                             m, &m->uevents);
+        else
+                r = uevent_source_new_netlink(m->loop, passed_netlink_fd(), m->options.uevent_rcvbuf,
+                                              live_on_uevent, live_on_lost, m, &m->uevents);
+        if (r < 0)
+                return log_error_errno(r, "Cannot listen to uevents on %s: %m",
+                                       manager_uevent_source_name(m));
+        return 0;
+}
+
 int manager_start(Manager *m)
 {
         int r;
 
-        setup_signals(m);
+        setup_handles(m);
+
+        /* Listening starts before the scan, so that nothing happening during it is missed. */
+        r = open_uevent_source(m);
+        if (r < 0)
+                return r;
 
         /* Everything is published before the name is taken: a client that sees the name sees it all. */
         r = scan_all(m->model);
@@ -172,11 +251,20 @@ int manager_start(Manager *m)
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
 
+        /* What arrived during the scan is applied before the name is taken (adding what exists is harmless).
+         */
+        if (m->uevents)
+                uevent_source_drain(m->uevents);
+
         r = sd_bus_request_name(m->bus, BLKMODEL_BUS_NAME, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME ": %m");
         m->name_taken = true;
         m->announce = true;
+
+        r = live_warmup_start(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start recording attribute values: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Publishing the block device model.");
         return 0;
@@ -191,17 +279,13 @@ void manager_stop(Manager *m, int exit_code)
                 (void) sd_bus_release_name(m->bus, BLKMODEL_BUS_NAME);
                 m->name_taken = false;
         }
-        uv_close((uv_handle_t *) &m->sigterm, on_signal_close);
-        uv_close((uv_handle_t *) &m->sigint, on_signal_close);
-        uv_close((uv_handle_t *) &m->sighup, on_signal_close);
-        bus_loop_free(m->bus_loop);
-        m->bus_loop = NULL;
+        close_handles(m);
         uv_stop(m->loop);
 }
 
 int manager_rescan(Manager *m)
 {
-        int r = reconcile_all(m->model);
+        int r = live_reconcile(m);
         if (r >= 0)
                 log_info("Rescan: %d differences.", r);
         return r;
@@ -218,10 +302,10 @@ const char *manager_uevent_source_name(const Manager *m)
 
 uint64_t manager_last_seqnum(const Manager *m)
 {
-        return 0;
+        return eventlog_last_seqnum(m->events);
 }
 
 uint64_t manager_oldest_seqnum(const Manager *m)
 {
-        return 0;
+        return eventlog_oldest_seqnum(m->events);
 }

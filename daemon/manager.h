@@ -6,10 +6,13 @@
 #include <systemd/sd-bus.h>
 #include <uv.h>
 
+#include "hashmap.h"
 #include "kobject.h"
 #include "sysfs.h"
 
 typedef struct BusLoop BusLoop;
+typedef struct EventLog EventLog;
+typedef struct UeventSource UeventSource;
 
 typedef enum BusKind {
         BUS_SYSTEM,
@@ -23,6 +26,7 @@ typedef struct ManagerOptions {
         const char *sysfs_root;
         const char *uevent_socket;
         bool no_uevents;
+        int uevent_rcvbuf; /* netlink receive buffer in bytes; 0: the default (tests shrink it) */
         size_t event_log_size;
         unsigned poll_interval_ms;
 } ManagerOptions;
@@ -41,6 +45,18 @@ typedef struct Manager {
         bool name_taken;
         int exit_code;
         uint64_t events_lost;
+
+        /* The live model (live.c). */
+        UeventSource *uevents;
+        EventLog *events;
+        Hashmap stacked; /* disks and partitions with holders/ or slaves/ links, by path */
+        uv_prepare_t drain_watch;
+        bool handles_ready;
+        bool drain_watch_ready;
+        bool paused_for_bus;
+        uv_idle_t warmup;
+        Kobject **warm;
+        size_t n_warm, warm_pos;
 } Manager;
 
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "log.h"
 #include "reconcile.h"
+#include "log.h"
 #include "scan.h"
 #include "util.h"
 
@@ -73,7 +73,55 @@ out:
         return r;
 }
 
-int reconcile_all(Model *m)
+typedef struct Gone {
+        char *devpath;
+        char *path;
+} Gone;
+
+/* Unlinks k (and its partitions) and reports each removal, children first. */
+static int remove_reporting(Model *m, Kobject *k, ReconcileDiff diff, void *userdata)
+{
+        Gone *gone;
+        size_t n = 0, max = k->n_children + 1;
+        int r = 0;
+
+        gone = calloc(max, sizeof(Gone));
+        if (!gone)
+                return -ENOMEM;
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                if (c->ktype->id == KTYPE_PARTITION && n < max - 1) {
+                        gone[n].devpath = strdup(c->devpath);
+                        gone[n].path = strdup(c->path);
+                        n++;
+                }
+        gone[n].devpath = strdup(k->devpath);
+        gone[n].path = strdup(k->path);
+        n++;
+        model_unlink(m, k);
+        for (size_t i = 0; i < n; i++) {
+                if (!gone[i].devpath || !gone[i].path)
+                        r = -ENOMEM;
+                else if (diff)
+                        diff(userdata, "remove", gone[i].devpath, gone[i].path, NULL);
+                free(gone[i].devpath);
+                free(gone[i].path);
+        }
+        free(gone);
+        return r;
+}
+
+/* Reports a new disk and each of its partitions. */
+static void report_added(Kobject *k, ReconcileDiff diff, void *userdata)
+{
+        if (!diff)
+                return;
+        diff(userdata, "add", k->devpath, k->path, k);
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                if (c->ktype->id == KTYPE_PARTITION)
+                        diff(userdata, "add", c->devpath, c->path, c);
+}
+
+int reconcile_all(Model *m, ReconcileDiff diff, void *userdata)
 {
         _cleanup_(freep) Kobject **disks = NULL;
         BlockDev *devs = NULL;
@@ -95,14 +143,18 @@ int reconcile_all(Model *m)
         for (size_t i = 0; i < n_disks; i++) {
                 Kobject *d = disks[i], *next;
                 if (!hashmap_get(&present, d->devpath)) {
-                        model_unlink(m, d);
-                        changes++;
+                        changes += 1 + (int) d->n_children;
+                        r = remove_reporting(m, d, diff, userdata);
+                        if (r < 0)
+                                goto out;
                         continue;
                 }
                 for (Kobject *c = d->first_child; c; c = next) {
                         next = c->next_sibling;
                         if (c->ktype->id == KTYPE_PARTITION && !hashmap_get(&present, c->devpath)) {
-                                model_unlink(m, c);
+                                r = remove_reporting(m, c, diff, userdata);
+                                if (r < 0)
+                                        goto out;
                                 changes++;
                         }
                 }
@@ -113,10 +165,12 @@ int reconcile_all(Model *m)
                 if (model_find_devpath(m, b->devpath))
                         continue;
                 if (!b->partition) {
-                        r = scan_add_disk(m, b->devpath, NULL);
-                        if (r >= 0)
+                        Kobject *k;
+                        r = scan_add_disk(m, b->devpath, &k);
+                        if (r >= 0) {
                                 changes++;
-                        else
+                                report_added(k, diff, userdata);
+                        } else
                                 log_warning_errno(r, "%s: cannot add the disk: %m", b->devpath);
                 }
         }
@@ -137,10 +191,12 @@ int reconcile_all(Model *m)
                 disk = model_find_devpath(m, parent);
                 if (!disk || disk->ktype->id != KTYPE_DISK)
                         continue;
-                r = scan_add_partition(m, disk, b->name, NULL);
-                if (r >= 0)
+                Kobject *k;
+                r = scan_add_partition(m, disk, b->name, &k);
+                if (r >= 0) {
                         changes++;
-                else
+                        report_added(k, diff, userdata);
+                } else
                         log_warning_errno(r, "%s: cannot add the partition: %m", b->devpath);
         }
         r = changes;

@@ -41,7 +41,10 @@ static char *join(char *const *names, size_t n, const char *sep)
 
 static int attr_cmp(const void *a, const void *b)
 {
-        return strcmp(((const Attr *) a)->member, ((const Attr *) b)->member);
+        const Attr *x = a, *y = b;
+        int c = strcmp(x->member, y->member);
+        /* qsort is not stable: the file name decides which of two same-member files comes first. */
+        return c != 0 ? c : strcmp(x->file, y->file);
 }
 
 static bool is_reserved(const char *const *reserved, const char *member)

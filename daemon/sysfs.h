@@ -52,6 +52,9 @@ int sysfs_read_attr(int dirfd, const char *name, char **ret);
 /* The same, relative to the root. */
 int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
 
+/* One write() of the whole value, no link followed; -EIO on a short write. */
+int sysfs_write_attr(int dirfd, const char *name, const char *value);
+
 /* readlinkat(), allocated. */
 int sysfs_readlink(int dirfd, const char *name, char **ret);
 

@@ -719,6 +719,13 @@ int uevent_source_new_socket(uv_loop_t *loop,
         return 0;
 }
 
+void uevent_source_drain(UeventSource *s)
+{
+        /* read_burst() is bounded so that the loop stays responsive; here we want the queue empty. */
+        for (unsigned i = 0; i < 1024 && read_burst(s); i++)
+                ;
+}
+
 void uevent_source_pause(UeventSource *s)
 {
         if (!s || s->closing)

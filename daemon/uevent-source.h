@@ -76,6 +76,13 @@ int uevent_source_new_socket(uv_loop_t *loop,
 void uevent_source_pause(UeventSource *s);
 void uevent_source_resume(UeventSource *s);
 
+/*
+ * Reads and hands over every event queued now, without waiting for the
+ * loop: at start-up the events that arrived during the scan are applied
+ * before the bus name is taken.  Stops early if a handler pauses the source.
+ */
+void uevent_source_drain(UeventSource *s);
+
 /* Datagrams dropped as truncated, malformed or unauthorized since creation. */
 uint64_t uevent_source_dropped(const UeventSource *s);
 

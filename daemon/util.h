@@ -62,6 +62,11 @@ static inline const char *startswith(const char *s, const char *prefix)
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;
 }
 
+static inline bool isempty(const char *s)
+{
+        return !s || !*s;
+}
+
 static inline const char *strempty(const char *s)
 {
         return s ? s : "";

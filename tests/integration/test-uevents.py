@@ -1,0 +1,363 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The live model on a fixture: uevents injected through --uevent-socket.
+
+Each test changes the fixture tree the way the kernel changes sysfs, sends
+the uevent the kernel would send, and checks the model, the signals and
+their order, and the event log.
+"""
+import os
+import shutil
+import signal
+import socket
+import unittest
+
+import blkmodeltest as bt
+import mksysfs
+
+DISK = bt.IFACE + "Disk"
+PARTITION = bt.IFACE + "Partition"
+MANAGER = bt.IFACE + "Manager"
+VIRT = "devices/virtual/block"
+
+
+def devpath(rel):
+    return "/" + rel
+
+
+class Fixture:
+    """Kernel-like changes to a fixture tree."""
+
+    def __init__(self, root):
+        self.root = root
+        self.b = mksysfs.Builder(mksysfs.Tree(root))
+
+    def add_loop(self, n, partitions=0):
+        name = "loop%d" % n
+        rel = self.b.disk(os.path.join(VIRT, name), name, (7, n * 16), 131072,
+                          40 + n, "[none] mq-deadline", None, diskseq=40 + n,
+                          attrs={"partscan": 1})
+        parts = []
+        for p in range(1, partitions + 1):
+            pname = "%sp%d" % (name, p)
+            parts.append(self.b.partition(rel, pname, (7, n * 16 + p), p,
+                                          2048 * p, 2048, 50 + p,
+                                          diskseq=40 + n))
+        return rel, parts
+
+    def unlink_farm(self, rel, devnum):
+        name = os.path.basename(rel)
+        for link in ("class/block/" + name, "dev/block/%d:%d" % devnum,
+                     "block/" + name):
+            try:
+                os.unlink(os.path.join(self.root, link))
+            except FileNotFoundError:
+                pass
+
+    def remove(self, rel, devnum):
+        self.unlink_farm(rel, devnum)
+        shutil.rmtree(os.path.join(self.root, rel))
+
+    def write(self, rel, value):
+        with open(os.path.join(self.root, rel), "w") as f:
+            f.write(value + "\n")
+
+
+def uevents(rec):
+    return [s[3] for s in rec.signals if s[1] == "Uevent"]
+
+
+def members(rec, *names):
+    return [s for s in rec.signals if s[1] in names]
+
+
+class LiveModel(unittest.TestCase):
+    def setUp(self):
+        self.dir = bt.make_fixture()
+        self.sys = os.path.join(self.dir, "sys")
+        self.fx = Fixture(self.sys)
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+        self.rec = bt.SignalRecorder()
+
+    def tearDown(self):
+        self.rec.close()
+        self.dm.stop()
+
+    def send(self, action, rel, **env):
+        e = {"SUBSYSTEM": "block"}
+        e.update({k: str(v) for k, v in env.items()})
+        self.dm.send_uevent(action, devpath(rel), e)
+
+    def wait_uevents(self, n):
+        return self.rec.wait_for(lambda s: len(uevents(self.rec)) >= n)
+
+    def test_add_resize_remove(self):
+        last0 = self.dm.manager_prop("LastSeqnum")
+        rel, parts = self.fx.add_loop(3, partitions=2)
+        disk_path = bt.path_of("block", "loop3")
+        p1_path = bt.path_of("block", "loop3", "loop3p1")
+
+        self.send("add", rel, DEVTYPE="disk", MAJOR=7, MINOR=48,
+                  DEVNAME="loop3")
+        for i, p in enumerate(parts, 1):
+            self.send("add", p, DEVTYPE="partition", PARTN=i, MAJOR=7,
+                      MINOR=48 + i)
+        self.wait_uevents(3)
+
+        # Published before its Uevent, with the kernel's values.
+        order = [(s[1], s[3][0] if s[1] != "Uevent" else s[3][3])
+                 for s in members(self.rec, "InterfacesAdded", "Uevent")]
+        self.assertEqual(order[0], ("InterfacesAdded", disk_path))
+        first_uevent = [i for i, o in enumerate(order) if o[0] == "Uevent"][0]
+        self.assertIn(("InterfacesAdded", p1_path), order[:first_uevent])
+        self.assertEqual(self.dm.get(disk_path, DISK, "Size"), 131072 * 512)
+        self.assertEqual(self.dm.get(p1_path, PARTITION, "Start"), 2048 * 512)
+        self.assertEqual(self.dm.get(disk_path, DISK, "Partitions"),
+                         [p1_path, bt.path_of("block", "loop3", "loop3p2")])
+
+        ev = uevents(self.rec)
+        self.assertEqual([e[0] for e in ev], [last0 + 1, last0 + 2, last0 + 3])
+        self.assertEqual([e[1] for e in ev], ["add"] * 3)
+        self.assertEqual(ev[0][2], devpath(rel))
+        self.assertEqual(ev[0][3], disk_path)
+        self.assertEqual(ev[0][4]["DEVNAME"], "loop3")
+        self.assertEqual(ev[0][4]["SUBSYSTEM"], "block")
+
+        # Resize: PropertiesChanged for exactly Size and size, then the Uevent.
+        self.rec.signals.clear()
+        self.fx.write(os.path.join(rel, "size"), "262144")
+        self.send("change", rel, RESIZE=1, DEVTYPE="disk")
+        self.wait_uevents(1)
+        changed = [s for s in self.rec.signals
+                   if s[1] == "PropertiesChanged" and s[2] == disk_path]
+        self.assertEqual(len(changed), 1, self.rec.signals)
+        self.assertEqual(changed[0][3][0], DISK)
+        self.assertEqual(changed[0][3][1], {"Size": 262144 * 512,
+                                            "size": "262144"})
+        self.assertEqual(self.rec.signals[-1][1], "Uevent")
+        self.assertEqual(self.dm.get(disk_path, DISK, "Size"), 262144 * 512)
+
+        # A change that changes nothing announces nothing but the Uevent.
+        self.rec.signals.clear()
+        self.send("change", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual([s[1] for s in self.rec.signals], ["Uevent"])
+
+        # Remove a partition: gone before its Uevent; the disk's list follows.
+        self.rec.signals.clear()
+        self.fx.remove(parts[0], (7, 49))
+        self.send("remove", parts[0], DEVTYPE="partition")
+        self.wait_uevents(1)
+        names = [s[1] for s in self.rec.signals]
+        self.assertLess(names.index("InterfacesRemoved"), names.index("Uevent"))
+        self.assertEqual(uevents(self.rec)[0][3], p1_path)
+        self.assertEqual(self.dm.get(disk_path, DISK, "Partitions"),
+                         [bt.path_of("block", "loop3", "loop3p2")])
+        part_changes = [s for s in self.rec.signals
+                        if s[1] == "PropertiesChanged" and s[2] == disk_path]
+        self.assertEqual(part_changes[0][3][1],
+                         {"Partitions": [bt.path_of("block", "loop3",
+                                                    "loop3p2")]})
+
+        # Remove the disk (the kernel sends the partition first).
+        self.rec.signals.clear()
+        self.fx.remove(rel, (7, 48))
+        self.send("remove", parts[1], DEVTYPE="partition")
+        self.send("remove", rel, DEVTYPE="disk")
+        self.wait_uevents(2)
+        objs = self.dm.managed_objects()
+        self.assertNotIn(disk_path, objs)
+        self.assertFalse([p for p in objs if p.startswith(disk_path + "/")])
+        removed = [s[3][0] for s in self.rec.signals
+                   if s[1] == "InterfacesRemoved"]
+        self.assertIn(disk_path, removed)
+        self.assertIn(disk_path + "/queue", removed)
+
+        # Gap-free, and the log replays exactly what was signalled.
+        last = self.dm.manager_prop("LastSeqnum")
+        self.assertEqual(last, last0 + 8)
+        replay = self.dm.manager("GetEvents", bt.dbus.UInt64(last0))
+        self.assertEqual([e[0] for e in replay], list(range(last0 + 1,
+                                                            last + 1)))
+        self.assertEqual([e[1] for e in replay],
+                         ["add", "add", "add", "change", "change", "remove",
+                          "remove", "remove"])
+        self.assertEqual(self.dm.manager("GetEvents", bt.dbus.UInt64(last)), [])
+
+    def test_move_renames(self):
+        rel, _ = self.fx.add_loop(4)
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        # The kernel renames the directory and its links, then sends move.
+        new_rel = os.path.join(VIRT, "loop9")
+        self.fx.unlink_farm(rel, (7, 64))
+        os.rename(os.path.join(self.sys, rel), os.path.join(self.sys, new_rel))
+        self.fx.b.farm(new_rel, "loop9", (7, 64))
+        self.rec.signals.clear()
+        self.send("move", new_rel, DEVPATH_OLD=devpath(rel), DEVTYPE="disk")
+        self.wait_uevents(1)
+        objs = self.dm.managed_objects()
+        self.assertNotIn(bt.path_of("block", "loop4"), objs)
+        self.assertIn(bt.path_of("block", "loop9"), objs)
+        self.assertEqual(objs[bt.path_of("block", "loop9")]
+                         [bt.IFACE + "Kobject"]["DevPath"], devpath(new_rel))
+        names = [s[1] for s in self.rec.signals]
+        self.assertEqual(names[-1], "Uevent")
+        self.assertIn("InterfacesRemoved", names)
+        self.assertIn("InterfacesAdded", names)
+        self.assertEqual(uevents(self.rec)[0][1], "move")
+        self.assertEqual(uevents(self.rec)[0][4]["DEVPATH_OLD"], devpath(rel))
+
+    def test_add_of_existing_is_harmless(self):
+        before = self.dm.managed_objects()
+        sda = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/" \
+              "0:0:0:0/block/sda"
+        self.assertTrue(os.path.isdir(os.path.join(self.sys, sda)))
+        self.send("add", sda, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(self.dm.managed_objects().keys(), before.keys())
+        self.assertFalse(members(self.rec, "InterfacesAdded",
+                                 "InterfacesRemoved"))
+
+    def test_event_for_vanished_device(self):
+        # add for a directory that is already gone: logged, signalled with "/".
+        self.send("add", os.path.join(VIRT, "loop7"), DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(uevents(self.rec)[0][3], "/")
+        self.assertNotIn(bt.path_of("block", "loop7"),
+                         self.dm.managed_objects())
+
+    def test_non_block_events_ignored(self):
+        last = self.dm.manager_prop("LastSeqnum")
+        self.dm.send_uevent("add", "/devices/virtual/net/lo",
+                            {"SUBSYSTEM": "net"})
+        rel, _ = self.fx.add_loop(5)
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 1)
+        self.assertEqual(uevents(self.rec)[0][2], devpath(rel))
+
+    def test_malformed_datagrams_dropped(self):
+        before = self.dm.managed_objects()
+        last = self.dm.manager_prop("LastSeqnum")
+        bad = [
+            b"",
+            b"add@/devices/virtual/block/loop0",                   # no NUL
+            b"add@/devices/virtual/block/loop0\0ACTION=add",       # no final NUL
+            b"add@/devices/../block/loop0\0ACTION=add\0DEVPATH=/devices/"
+            b"../block/loop0\0SUBSYSTEM=block\0SEQNUM=1\0",
+            b"add@/devices//virtual\0ACTION=add\0DEVPATH=/devices//virtual"
+            b"\0SUBSYSTEM=block\0SEQNUM=1\0",
+            b"explode@/devices/virtual/block/loop0\0ACTION=explode\0DEVPATH="
+            b"/devices/virtual/block/loop0\0SUBSYSTEM=block\0SEQNUM=1\0",
+            b"add@/devices/x\0" + b"A=" + b"x" * 20000 + b"\0",
+            os.urandom(512),
+            bytes(range(256)) * 4,
+        ]
+        for raw in bad:
+            self.dm.send_uevent(None, None, raw=raw)
+        # A good one after them still works: the bad ones were dropped, not queued.
+        rel, _ = self.fx.add_loop(6)
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(len(uevents(self.rec)), 1)
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 1)
+        after = self.dm.managed_objects()
+        for path, ifaces in before.items():
+            self.assertIn(path, after)
+        self.assertEqual(set(after) - set(before),
+                         {p for p in after
+                          if p.startswith(bt.path_of("block", "loop6"))})
+        self.assertIn("dropped", self.dm.output())
+
+    def test_rescan_synthesizes_differences(self):
+        # Changes with no events: a new disk, a gone disk, a resized one.
+        rel, _ = self.fx.add_loop(8, partitions=1)
+        loop0 = os.path.join(VIRT, "loop0")
+        self.fx.remove(loop0, (7, 0))
+        sr0 = [r for r, _, _ in os.walk(os.path.join(self.sys, "devices"))
+               if r.endswith("/block/sr0")][0]
+        # Let warm-up record sr0's values first.
+        self.rec.pump(0.5)
+        with open(os.path.join(sr0, "size"), "w") as f:
+            f.write("4194304\n")
+        last = self.dm.manager_prop("LastSeqnum")
+        self.dm.manager("Rescan")
+        self.wait_uevents(4)
+        ev = {(e[1], e[3]) for e in uevents(self.rec)}
+        self.assertEqual(ev, {("add", bt.path_of("block", "loop8")),
+                              ("add", bt.path_of("block", "loop8", "loop8p1")),
+                              ("remove", bt.path_of("block", "loop0")),
+                              ("change", bt.path_of("block", "sr0"))})
+        for e in uevents(self.rec):
+            self.assertEqual(e[4]["BLKMODEL_SYNTHESIZED"], "1")
+            self.assertEqual(e[4]["ACTION"], e[1])
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 4)
+        sr0_changes = [s for s in self.rec.signals
+                       if s[1] == "PropertiesChanged" and
+                       s[2] == bt.path_of("block", "sr0")]
+        self.assertEqual(sr0_changes[0][3][1],
+                         {"Size": 4194304 * 512, "size": "4194304"})
+
+        # SIGHUP runs the same reconcile: now nothing differs.
+        self.rec.signals.clear()
+        self.dm.proc.send_signal(signal.SIGHUP)
+        self.rec.pump(0.5)
+        self.assertEqual(uevents(self.rec), [])
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 4)
+
+
+class EventWindow(unittest.TestCase):
+    def test_events_expired(self):
+        d = bt.make_fixture()
+        fx = Fixture(os.path.join(d, "sys"))
+        with bt.Daemon(os.path.join(d, "sys"), uevent_socket=True,
+                       extra_args=["--event-log-size=2"]) as dm:
+            rec = bt.SignalRecorder()
+            for n in range(10, 14):
+                rel, _ = fx.add_loop(n)
+                dm.send_uevent("add", devpath(rel), {"SUBSYSTEM": "block"})
+            rec.wait_for(lambda s: len(uevents(rec)) >= 4)
+            self.assertEqual(dm.manager_prop("LastSeqnum"), 4)
+            self.assertEqual(dm.manager_prop("OldestSeqnum"), 3)
+            self.assertEqual([e[0] for e in dm.manager("GetEvents", bt.dbus.UInt64(2))], [3, 4])
+            with self.assertRaises(bt.dbus.DBusException) as cm:
+                dm.manager("GetEvents", bt.dbus.UInt64(1))
+            self.assertEqual(cm.exception.get_dbus_name(),
+                             "org.blkmodel1.Error.EventsExpired")
+            rec.close()
+
+
+class SocketPermissions(unittest.TestCase):
+    def test_socket_is_private(self):
+        d = bt.make_fixture()
+        with bt.Daemon(os.path.join(d, "sys"), uevent_socket=True) as dm:
+            st = os.stat(dm.uevent_socket)
+            self.assertEqual(st.st_mode & 0o777, 0o600)
+            # A sender of another uid is refused (run as nobody).
+            if os.geteuid() == 0:
+                raw = b"add@/devices/virtual/block/loop0\0ACTION=add\0" \
+                      b"DEVPATH=/devices/virtual/block/loop0\0" \
+                      b"SUBSYSTEM=block\0SEQNUM=1\0"
+                os.chmod(dm.tmp, 0o755)
+                os.chmod(dm.uevent_socket, 0o666)
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        os.setgid(65534)
+                        os.setuid(65534)
+                        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                        s.sendto(raw, dm.uevent_socket)
+                        os._exit(0)
+                    except BaseException:
+                        os._exit(1)
+                _, status = os.waitpid(pid, 0)
+                self.assertEqual(status, 0)
+                rec = bt.SignalRecorder()
+                rec.pump(0.5)
+                self.assertEqual(dm.manager_prop("LastSeqnum"), 0)
+                self.assertIn("dropped", dm.output())
+                rec.close()
+
+
+if __name__ == "__main__":
+    bt.main()
