@@ -1089,7 +1089,25 @@ static bool typed_source_changed(const TypedProperty *p, const Iface *iface, con
 }
 
 /* Emits PropertiesChanged for every property that derives from a changed slot; returns how many. */
-static int emit_changes(Manager *m, ObjDir *d, const uint64_t *old, const uint64_t *now)
+/* Is the interface, with the same attributes, also in shape s?  (Shapes and attribute sets are interned.) */
+static bool iface_same_in(const Iface *iface, const Shape *s)
+{
+        const Group *g;
+
+        switch (iface->kind) {
+        case IFACE_KOBJECT:
+                return true;
+        case IFACE_KIND:
+                return s && s->attrs == iface->attrs;
+        case IFACE_GROUP:
+                g = s ? shape_find_group(s, iface->name) : NULL;
+                return g && g->attrs == iface->attrs;
+        }
+        return false;
+}
+
+/* only_same_in: if not NULL, announce only interfaces that stay the same in that shape. */
+static int emit_changes(Manager *m, ObjDir *d, const uint64_t *old, const uint64_t *now, const Shape *only_same_in)
 {
         size_t s = 0, n = n_slots(d->k) - _SLOT_EXTRA;
         bool extra_changed[_SLOT_EXTRA];
@@ -1114,6 +1132,8 @@ static int emit_changes(Manager *m, ObjDir *d, const uint64_t *old, const uint64
                         for (size_t j = 0; j < n_attrs; j++, s++)
                                 attr_changed[j] = !(iface.attrs->attrs[j].flags & ATTR_VOLATILE) &&
                                                   (!old || old[s] != now[s]);
+                if (only_same_in && !iface_same_in(&iface, only_same_in))
+                        continue;
 
                 if (iface.kind == IFACE_KOBJECT && extra_changed[SLOT_UEVENT]) {
                         r = strv_extend(&changed, &n_changed, "Uevent");
@@ -1142,7 +1162,7 @@ static int emit_changes(Manager *m, ObjDir *d, const uint64_t *old, const uint64
         return count;
 }
 
-int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how)
+static int refresh(Manager *m, Kobject *k, BusRefresh how, const Shape *only_same_in)
 {
         ObjDir d = {.manager = m, .k = k, .fd = -1};
         _cleanup_(freep) uint64_t *now = NULL;
@@ -1160,7 +1180,7 @@ int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how)
         /* Without an earlier reading every property may have changed: say so rather than miss one. */
         if (how != BUS_REFRESH_RECORD && m->announce && k->linked &&
             (!have_old || memcmp(k->value_hashes, now, n * sizeof(uint64_t)) != 0))
-                r = emit_changes(m, &d, have_old ? k->value_hashes : NULL, now);
+                r = emit_changes(m, &d, have_old ? k->value_hashes : NULL, now, only_same_in);
         objdir_done(&d);
 
         /* Stacked devices are few; live.c re-reads their links when a neighbour comes or goes. */
@@ -1175,6 +1195,78 @@ int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how)
         k->value_hashes = TAKE_PTR(now);
         k->n_value_hashes = n;
         return r;
+}
+
+int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how)
+{
+        return refresh(m, k, how, NULL);
+}
+
+/* InterfacesAdded or InterfacesRemoved for the interfaces of k that are not the same in other. */
+static int emit_interfaces_not_in(Manager *m, Kobject *k, const Shape *other, bool added)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
+        size_t n = 0;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      added ? "InterfacesAdded" : "InterfacesRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0)
+                r = sd_bus_message_open_container(s, 'a', added ? "{sa{sv}}" : "s");
+        for (size_t i = 0; r >= 0 && i < object_n_ifaces(k); i++) {
+                if (!object_iface(k, i, &iface) || iface_same_in(&iface, other))
+                        continue;
+                n++;
+                if (!added) {
+                        r = sd_bus_message_append(s, "s", iface.name);
+                        continue;
+                }
+                r = sd_bus_message_open_container(s, 'e', "sa{sv}");
+                if (r >= 0)
+                        r = sd_bus_message_append(s, "s", iface.name);
+                if (r >= 0)
+                        r = append_iface_properties(&d, &iface, s);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(s);
+        }
+        objdir_done(&d);
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
+        if (r >= 0 && n > 0)
+                r = sd_bus_send(m->bus, s, NULL);
+        return r;
+}
+
+int bus_object_reshape(Manager *m, Kobject *k, Shape *shape)
+{
+        Shape *old = k->shape;
+        int r, changed;
+
+        if (shape == old) {
+                shape_unref(&m->model->shapes, shape);
+                return bus_object_refresh(m, k, BUS_REFRESH_ALL);
+        }
+
+        /* What stays is compared as usual; what goes is announced gone, what comes with its values. */
+        changed = refresh(m, k, BUS_REFRESH_ALL, shape);
+        if (m->announce && k->linked) {
+                r = emit_interfaces_not_in(m, k, shape, false);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot announce removed interfaces: %m", k->path);
+        }
+        k->shape = shape;
+        if (m->announce && k->linked) {
+                r = emit_interfaces_not_in(m, k, old, true);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot announce new interfaces: %m", k->path);
+        }
+        shape_unref(&m->model->shapes, old);
+        (void) refresh(m, k, BUS_REFRESH_RECORD, NULL);
+        return changed < 0 ? changed : changed + 1;
 }
 
 int bus_object_emit_property_changed(Manager *m, Kobject *k, const char *property, bool with_value)

@@ -35,6 +35,14 @@ typedef enum BusRefresh {
  */
 int bus_object_refresh(Manager *m, Kobject *k, BusRefresh how);
 
+/*
+ * The object's directory gained or lost attribute files or groups (a loop device's loop/ comes
+ * with its backing file): InterfacesRemoved for the interfaces that went or changed, then
+ * InterfacesAdded for those that came or changed, PropertiesChanged for the rest.  Takes over
+ * the caller's reference to shape.
+ */
+int bus_object_reshape(Manager *m, Kobject *k, Shape *shape);
+
 /* PropertiesChanged for one typed property of the object's kind interface: with its new value,
  * or (with_value false) as invalidated. */
 int bus_object_emit_property_changed(Manager *m, Kobject *k, const char *property, bool with_value);

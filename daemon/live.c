@@ -167,6 +167,20 @@ static void remove_object(Manager *m, Kobject *k)
         }
 }
 
+/* A change may bring or take attribute files and groups, not only values. */
+static int reread(Manager *m, Kobject *k)
+{
+        Shape *shape = NULL;
+        int r;
+
+        r = scan_shape(m->model, k, &shape);
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot re-read the directory: %m", k->devpath);
+                return bus_object_refresh(m, k, BUS_REFRESH_ALL);
+        }
+        return bus_object_reshape(m, k, shape);
+}
+
 /* Applies the event to the model; returns the object it is about, NULL if none (yet or any more). */
 static Kobject *apply(Manager *m, const Uevent *u, char **ret_path)
 {
@@ -216,7 +230,7 @@ static Kobject *apply(Manager *m, const Uevent *u, char **ret_path)
                                 record_values(m, k);
                         return k;
                 }
-                (void) bus_object_refresh(m, k, BUS_REFRESH_ALL);
+                (void) reread(m, k);
                 return k;
 
         case _UEVENT_ACTION_MAX:
@@ -336,7 +350,7 @@ int live_reconcile(Manager *m)
                         (void) bus_object_refresh(m, k, BUS_REFRESH_RECORD);
                         continue;
                 }
-                r = bus_object_refresh(m, k, BUS_REFRESH_ALL);
+                r = reread(m, k);
                 if (r > 0) {
                         changes++;
                         (void) synthesize(m, "change", k->devpath, k->path, k);

@@ -364,6 +364,27 @@ int scan_add_disk(Model *m, const char *devpath, Kobject **ret)
         return 0;
 }
 
+int scan_shape(Model *m, Kobject *k, Shape **ret)
+{
+        const char *const *special = k->ktype->id == KTYPE_DISK        ? disk_special
+                                     : k->ktype->id == KTYPE_PARTITION ? partition_special
+                                     : k->ktype->id == KTYPE_QUEUE     ? queue_special
+                                                                       : no_special;
+        DirScan d;
+        int fd, r;
+
+        fd = sysfs_open_dir(m->sysfs, k->devpath);
+        if (fd < 0)
+                return fd;
+        r = dir_scan(fd, special, k->devpath, &d);
+        close(fd);
+        if (r < 0)
+                return r;
+        r = shape_get(&m->shapes, &d.shape, k->ktype->name, k->ktype->typed_names, k->devpath, ret);
+        dir_scan_done(&d);
+        return r;
+}
+
 int scan_all(Model *m)
 {
         SysfsEntry *e = NULL;

@@ -12,6 +12,9 @@
 /* Enumerates every block device under class/block; returns the number of disks added. */
 int scan_all(Model *m);
 
+/* Reads an object's directory again: the shape it has now, with a new reference. */
+int scan_shape(Model *m, Kobject *k, Shape **ret);
+
 /* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors)
  * from its devpath.  -EEXIST if it is already in the model. */
 int scan_add_disk(Model *m, const char *devpath, Kobject **ret);

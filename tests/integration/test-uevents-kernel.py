@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The live model against the real kernel: loop devices, partx, netlink.
+
+Needs root (CI is root) and loop device support.  The kernels here have
+no partition parsers built in, so partitions are added from user space
+with `partx -a` (NOTES.md), each with its own uevent.
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import blkmodeltest as bt
+
+DISK = bt.IFACE + "Disk"
+PARTITION = bt.IFACE + "Partition"
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_image(directory, size_mib=64, partitions=2):
+    img = os.path.join(directory, "disk.img")
+    with open(img, "wb") as f:
+        f.truncate(size_mib << 20)
+    layout = "label: gpt\n" + "".join(
+        "size=%dMiB, type=linux\n" % (size_mib // (partitions + 1))
+        for _ in range(partitions))
+    subprocess.run(["sfdisk", "--quiet", img], input=layout, text=True,
+                   check=True, capture_output=True)
+    return img
+
+
+def attach(img):
+    dev = run("losetup", "-fP", "--show", img)
+    # No partition parsers in this kernel: add them the way udisks/partx do.
+    subprocess.run(["partx", "-a", dev], capture_output=True)
+    return dev
+
+
+def detach(dev):
+    subprocess.run(["partx", "-d", dev], capture_output=True)
+    subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def sysfs_block_devices():
+    return set(os.listdir("/sys/class/block"))
+
+
+def published_block_devices(dm):
+    names = set()
+    for path, ifaces in dm.managed_objects().items():
+        k = ifaces.get(bt.IFACE + "Kobject")
+        if k and k["Ktype"] in ("disk", "partition"):
+            names.add(k["Name"])
+    return names
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
+class Kernel(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="blkmodel-kernel-")
+        self.devs = []
+
+    def tearDown(self):
+        for d in self.devs:
+            detach(d)
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def test_loop_with_partitions_comes_and_goes(self):
+        img = make_image(self.tmp)
+        with bt.Daemon("/sys", no_uevents=False) as dm:
+            self.assertEqual(dm.manager_prop("UeventSource"), "netlink")
+            rec = bt.SignalRecorder()
+            dev = attach(img)
+            self.devs.append(dev)
+            name = os.path.basename(dev)
+            disk = bt.path_of("block", name)
+            parts = [bt.path_of("block", name, "%sp%d" % (name, i))
+                     for i in (1, 2)]
+
+            def added(signals):
+                return {s[3][3] for s in signals
+                        if s[1] == "Uevent" and s[3][1] == "add"}
+            # The partitions' add events come last (partx -a).
+            rec.wait_for(lambda s: set(parts) <= added(s))
+            objs = dm.managed_objects()
+            self.assertIn(disk, objs)
+            self.assertTrue(all(p in objs for p in parts))
+
+            sysdir = "/sys/class/block/" + name
+            self.assertEqual(dm.get(disk, DISK, "Size"),
+                             int(bt.read_attr(sysdir + "/size")) * 512)
+            maj, mn = map(int, bt.read_attr(sysdir + "/dev").split(":"))
+            self.assertEqual((dm.get(disk, DISK, "Major"),
+                              dm.get(disk, DISK, "Minor")), (maj, mn))
+            for i, p in enumerate(parts, 1):
+                pdir = "%s/%sp%d" % (sysdir, name, i)
+                self.assertEqual(dm.get(p, PARTITION, "Start"),
+                                 int(bt.read_attr(pdir + "/start")) * 512)
+                self.assertEqual(dm.get(p, PARTITION, "Size"),
+                                 int(bt.read_attr(pdir + "/size")) * 512)
+                self.assertEqual(dm.get(p, PARTITION, "Number"), i)
+            self.assertEqual(sorted(dm.get(disk, DISK, "Partitions")), parts)
+
+            # Every add came as a Uevent, after the object was there.
+            ups = [s for s in rec.signals if s[1] == "Uevent"]
+            seqs = [u[3][0] for u in ups]
+            self.assertEqual(seqs, list(range(seqs[0], seqs[0] + len(seqs))))
+            for u in ups:
+                self.assertIn("SEQNUM", u[3][4])  # the kernel's own
+
+            self.assertIn(bt.IFACE + "Group.loop", objs[disk])
+            self.assertEqual(objs[disk][bt.IFACE + "Group.loop"]["backing_file"],
+                             img)
+
+            # Detached, the loop device stays (unbound, empty): its partitions
+            # and its loop/ group go.
+            rec.signals.clear()
+            detach(dev)
+            self.devs.remove(dev)
+            rec.wait_for(lambda _: not set(parts) & set(dm.managed_objects()))
+            removed = {s[3][0] for s in rec.signals
+                       if s[1] == "InterfacesRemoved"}
+            self.assertTrue(set(parts) <= removed)
+            rec.wait_for(lambda _: dm.get(disk, DISK, "Size") == 0)
+            rec.wait_for(lambda s: any(
+                x[1] == "InterfacesRemoved" and x[3][0] == disk and
+                bt.IFACE + "Group.loop" in x[3][1] for x in s))
+            self.assertNotIn(bt.IFACE + "Group.loop",
+                             dm.managed_objects()[disk])
+            rec.close()
+
+    def test_overflow_is_healed(self):
+        """A tiny receive buffer and a stopped daemon make the kernel drop
+        events; after SIGCONT the daemon notices, rescans, and the model
+        equals sysfs again."""
+        images = []
+        for i in range(6):
+            d = os.path.join(self.tmp, str(i))
+            os.mkdir(d)
+            images.append(make_image(d, 8, 3))
+        with bt.Daemon("/sys", no_uevents=False,
+                       extra_args=["--uevent-rcvbuf=1"]) as dm:
+            self.assertEqual(dm.manager_prop("EventsLost"), 0)
+            dm.proc.send_signal(signal.SIGSTOP)
+            try:
+                for img in images:
+                    self.devs.append(attach(img))
+            finally:
+                dm.proc.send_signal(signal.SIGCONT)
+            rec = bt.SignalRecorder()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                rec.pump(0.1)
+                if dm.manager_prop("EventsLost") > 0 and \
+                        published_block_devices(dm) == sysfs_block_devices():
+                    break
+            self.assertGreater(dm.manager_prop("EventsLost"), 0,
+                               dm.output()[-2000:])
+            self.assertEqual(published_block_devices(dm),
+                             sysfs_block_devices())
+            rec.close()
+            for d in list(self.devs):
+                detach(d)
+                self.devs.remove(d)
+            # And back in step after the detach storm too.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and \
+                    published_block_devices(dm) != sysfs_block_devices():
+                time.sleep(0.1)
+            self.assertEqual(published_block_devices(dm),
+                             sysfs_block_devices())
+
+
+if __name__ == "__main__":
+    bt.main()
