@@ -118,6 +118,22 @@ class Kernel(unittest.TestCase):
             self.assertEqual(objs[disk][bt.IFACE + "Group.loop"]["backing_file"],
                              img)
 
+            # Trigger writes to the uevent file; the kernel answers with the event.
+            rec.signals.clear()
+            dm.manager("Trigger", bt.dbus.ObjectPath(parts[0]), "change")
+            ev = rec.wait_for(lambda s: any(
+                x[1] == "Uevent" and x[3][3] == parts[0] for x in s))
+            ev = [x[3] for x in ev if x[1] == "Uevent" and x[3][3] == parts[0]]
+            self.assertEqual(ev[0][1], "change")
+            self.assertNotIn("BLKMODEL_SYNTHESIZED", ev[0][4])
+            for bad in [(parts[0], "explode"), (disk + "/queue", "change"),
+                        (bt.path_of("block", "nosuchdisk"), "change")]:
+                with self.assertRaises(bt.dbus.DBusException) as cm:
+                    dm.manager("Trigger", bt.dbus.ObjectPath(bad[0]), bad[1])
+                self.assertIn(cm.exception.get_dbus_name(),
+                              ("org.freedesktop.DBus.Error.InvalidArgs",
+                               "org.blkmodel1.Error.NoSuchObject"))
+
             # Detached, the loop device stays (unbound, empty): its partitions
             # and its loop/ group go.
             rec.signals.clear()
