@@ -2,6 +2,7 @@
 #include <assert.h>
 
 #include "kobject.h"
+#include "log.h"
 #include "names.h"
 #include "pathcodec.h"
 #include "util.h"
@@ -36,7 +37,15 @@ const Ktype *ktype_from_id(KtypeId id)
 int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset, const char *devpath,
                 Kobject **ret)
 {
-        Kobject *k = calloc(1, sizeof(Kobject));
+        Kobject *k;
+
+        /* D-Bus strings are UTF-8: one such name in GetManagedObjects would fail the whole reply. */
+        if (!utf8_is_valid(name) || !utf8_is_valid(devpath)) {
+                log_warning("A kobject whose name is not UTF-8 cannot be published, skipped.");
+                return -EILSEQ;
+        }
+
+        k = calloc(1, sizeof(Kobject));
         if (!k)
                 return -ENOMEM;
         k->n_ref = 1;

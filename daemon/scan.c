@@ -91,7 +91,8 @@ static int dir_scan(int dirfd, const char *const *special, const char *what, Dir
                         log_debug_errno(r, "%s: cannot list '%s', skipped: %m", what, e->name);
                         continue;
                 }
-                if (entries_have_file(sub, n_sub, "uevent"))
+                /* A partition is a kobject even if its uevent file is missing or unreadable. */
+                if (entries_have_file(sub, n_sub, "uevent") || entries_have_file(sub, n_sub, "partition"))
                         r = strv_extend(&d.kobject_dirs, &d.n_kobject_dirs, e->name);
                 else {
                         bool has_files = false;
@@ -307,6 +308,10 @@ static int disk_device(Model *m, const char *devpath, const DirScan *d, Kobject 
         r = sysfs_resolve_relative(devpath, target, &resolved);
         if (r < 0)
                 return r;
+        /* The hardware is above the disk, never the disk itself or below it. */
+        const char *rest = startswith(resolved, devpath);
+        if (rest && (*rest == 0 || *rest == '/'))
+                return -ELOOP;
         return device_get(m, resolved, 0, ret);
 }
 

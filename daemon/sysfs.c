@@ -214,6 +214,16 @@ bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len)
         return true;
 }
 
+bool utf8_is_valid(const char *s)
+{
+        size_t len = strlen(s), n;
+
+        for (size_t i = 0; i < len; i += n)
+                if (!utf8_valid_prefix((const unsigned char *) s + i, len - i, &n))
+                        return false;
+        return true;
+}
+
 char *sysfs_value_escape(const char *buf, size_t len)
 {
         const unsigned char *s = (const unsigned char *) buf;

@@ -66,3 +66,5 @@ int sysfs_resolve_relative(const char *base_dir, const char *target, char **ret)
 /* Escapes one value; exposed for unit tests. */
 char *sysfs_value_escape(const char *buf, size_t len);
 bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len);
+/* The whole NUL-terminated string is valid UTF-8. */
+bool utf8_is_valid(const char *s);

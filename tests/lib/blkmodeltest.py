@@ -144,7 +144,8 @@ class Daemon:
 
     def output(self):
         self.log.flush()
-        with open(self.log_path) as f:
+        # The daemon logs odd names as they are: not always UTF-8.
+        with open(self.log_path, errors="backslashreplace") as f:
             return f.read()
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
@@ -296,3 +297,119 @@ def read_attr(path):
 
 def main():
     unittest.main(verbosity=2)
+
+
+# ---- the model's rules, written out independently of the daemon ------------
+# (doc/model.md "Attributes"): what an object directory should publish.
+
+KIND_IFACE = {"kset": "Kset", "disk": "Disk", "partition": "Partition",
+              "queue": "Queue", "elevator": "Elevator", "device": "Device"}
+
+TYPED_PROPERTIES = {
+    "Disk": ("Major", "Minor", "Size", "ReadOnly", "Removable", "Partitions",
+             "Holders", "Slaves", "Queue", "Device"),
+    "Partition": ("Major", "Minor", "Size", "ReadOnly", "Number", "Start",
+                  "Holders"),
+    "Queue": ("Scheduler", "Schedulers", "Elevator"),
+    "Kset": ("Members",),
+    "Elevator": (),
+    "Device": (),
+}
+
+# Subdirectories a kind handles itself: never attribute groups.
+SPECIAL_DIRS = {"disk": ("queue", "holders", "slaves", "mq"),
+                "partition": ("holders",), "queue": ("iosched",)}
+
+
+def member_name(filename):
+    """A file name as a D-Bus member: [A-Za-z0-9_] kept, the rest '_',
+    '_' before a leading digit."""
+    s = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_"
+                for c in filename)
+    if s[:1].isdigit():
+        s = "_" + s
+    return s
+
+
+def _regular_files(dirpath):
+    out = []
+    for e in sorted(os.listdir(dirpath)):
+        p = os.path.join(dirpath, e)
+        if not os.path.islink(p) and os.path.isfile(p):
+            out.append(e)
+    return out
+
+
+def _members(files, reserved=()):
+    """{member: file}; of two files with one member the first by file name
+    order stays, files mapping to a typed property's name are left out."""
+    m = {}
+    for f in sorted(files):
+        if f == "uevent":
+            continue
+        n = member_name(f)
+        if n in reserved or n in m:
+            continue
+        m[n] = f
+    return m
+
+
+def expected_interfaces(dirpath, ktype):
+    """What an object whose directory is dirpath should publish besides
+    Kobject: {interface: {member: relative file path}} for the kind's raw
+    attributes and for each attribute group."""
+    kind = IFACE + KIND_IFACE[ktype]
+    out = {kind: {k: f for k, f in _members(
+        _regular_files(dirpath),
+        TYPED_PROPERTIES[KIND_IFACE[ktype]]).items()}}
+    if ktype == "kset":
+        return out
+    special = SPECIAL_DIRS.get(ktype, ())
+    for e in sorted(os.listdir(dirpath)):
+        p = os.path.join(dirpath, e)
+        if e in special or os.path.islink(p) or not os.path.isdir(p):
+            continue
+        if os.path.lexists(os.path.join(p, "uevent")):
+            continue                       # a kobject of its own
+        files = _regular_files(p)
+        if not files:
+            continue                       # mq/, class glue: not published
+        iface = IFACE + "Group." + member_name(e)
+        if iface in out:
+            continue
+        out[iface] = {k: os.path.join(e, f)
+                      for k, f in _members(files).items()}
+    return out
+
+
+def published_value(data):
+    """Bytes of an attribute file → the string the daemon publishes: at most
+    4096 bytes, one trailing newline dropped, NUL and bytes outside valid
+    UTF-8 written as \\xNN."""
+    data = data[:4096]
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    return data.decode("utf-8", "backslashreplace").replace("\0", "\\x00")
+
+
+def read_published(path):
+    """A file's value as the daemon publishes it ("" for a file with no
+    read permission bits, as kernfs refuses to open those)."""
+    if os.stat(path).st_mode & 0o444 == 0:
+        return ""
+    with open(path, "rb") as f:
+        return published_value(f.read(4096))
+
+
+def parse_uevent(path):
+    try:
+        with open(path, "rb") as f:
+            text = f.read(4096).decode("utf-8", "backslashreplace")
+    except OSError:
+        return {}
+    env = {}
+    for line in text.split("\n"):
+        k, sep, v = line.partition("=")
+        if sep and k:
+            env[k] = v
+    return env

@@ -1,0 +1,606 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The core model on the standard fixture (issue 2, SPEC §3-§5).
+
+Every object, every Kobject property, every typed value, every raw
+attribute (compared with the fixture's files), escaped names, the Manager's
+properties and Resolve, property errors and introspection.
+"""
+import os
+import subprocess
+import unittest
+import xml.etree.ElementTree as ET
+
+import dbus
+
+import blkmodeltest as bt
+
+P = bt.path_of
+KOBJ = bt.IFACE + "Kobject"
+DISK = bt.IFACE + "Disk"
+PART = bt.IFACE + "Partition"
+QUEUE = bt.IFACE + "Queue"
+KSET = bt.IFACE + "Kset"
+MANAGER = bt.IFACE + "Manager"
+ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
+
+SDA_DEV = "/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0"
+SR0_DEV = "/devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0"
+NVME_DEV = "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0"
+CCISS_DEV = "/devices/pci0000:00/0000:00:03.0/cciss0/c0d0"
+VIRT = "/devices/virtual/block"
+
+# What the fixture builder writes (tests/fixtures/mksysfs.py), by hand.
+DISKS = {
+    "sda": dict(dev=(8, 0), size=976773168, ro=False, rm=False,
+                parts=["sda1", "sda2", "sda3"], slaves=[],
+                sched="mq-deadline",
+                scheds=["none", "mq-deadline", "kyber", "bfq"],
+                device=SDA_DEV, devpath=SDA_DEV + "/block/sda"),
+    "sr0": dict(dev=(11, 0), size=2097152, ro=True, rm=True, parts=[],
+                slaves=[], sched="bfq",
+                scheds=["none", "mq-deadline", "kyber", "bfq"],
+                device=SR0_DEV, devpath=SR0_DEV + "/block/sr0"),
+    "nvme0n1": dict(dev=(259, 0), size=1953525168, ro=False, rm=False,
+                    parts=["nvme0n1p1", "nvme0n1p2"], slaves=[],
+                    sched="none", scheds=["none", "mq-deadline"],
+                    device=NVME_DEV, devpath=NVME_DEV + "/nvme0n1"),
+    "cciss!c0d0": dict(dev=(104, 0), size=286677120, ro=False, rm=False,
+                       parts=["cciss!c0d0p1"], slaves=[], sched="kyber",
+                       scheds=["none", "mq-deadline", "kyber", "bfq"],
+                       device=CCISS_DEV,
+                       devpath=CCISS_DEV + "/block/cciss!c0d0"),
+    "loop0": dict(dev=(7, 0), size=2097152, ro=False, rm=False, parts=[],
+                  slaves=[], sched="none",
+                  scheds=["none", "mq-deadline", "kyber", "bfq"],
+                  device=None, devpath=VIRT + "/loop0"),
+    # md on 6.x: a bio-based queue without a scheduler file.
+    "md0": dict(dev=(9, 0), size=8380416, ro=False, rm=False, parts=[],
+                slaves=["nvme0n1p2", "sda3"], sched="", scheds=[],
+                device=None, devpath=VIRT + "/md0"),
+    # "none" alone, unbracketed.
+    "dm-0": dict(dev=(253, 0), size=209711104, ro=False, rm=False, parts=[],
+                 slaves=["sda2"], sched="none", scheds=["none"],
+                 device=None, devpath=VIRT + "/dm-0"),
+}
+HOLDERS = {"sda2": ["dm-0"], "sda3": ["md0"], "nvme0n1p2": ["md0"]}
+PARTS = {
+    "sda1": dict(disk="sda", dev=(8, 1), n=1, start=2048, size=1048576),
+    "sda2": dict(disk="sda", dev=(8, 2), n=2, start=1050624, size=209715200),
+    "sda3": dict(disk="sda", dev=(8, 3), n=3, start=210765824, size=8388608),
+    "nvme0n1p1": dict(disk="nvme0n1", dev=(259, 1), n=1, start=2048,
+                      size=1048576),
+    "nvme0n1p2": dict(disk="nvme0n1", dev=(259, 2), n=2, start=1050624,
+                      size=8388608),
+    "cciss!c0d0p1": dict(disk="cciss!c0d0", dev=(104, 1), n=1, start=2048,
+                         size=286675072),
+}
+ELEVATORS = {"sda": "mq-deadline", "sr0": "bfq", "cciss!c0d0": "kyber"}
+
+
+def dev_path(devpath):
+    """Object path of a Device object from its devpath."""
+    return P("devices", *devpath.split("/")[2:])
+
+
+def ancestors(devpath):
+    """devpath and each parent up to (not including) /devices."""
+    out = []
+    while devpath != "/devices":
+        out.append(devpath)
+        devpath = os.path.dirname(devpath)
+    return out
+
+
+def expected_objects():
+    """{object path: (ktype, name, devpath, parent, kset)}."""
+    block, devices = P("block"), P("devices")
+    e = {block: ("kset", "block", "/block", "/", "/"),
+         devices: ("kset", "devices", "/devices", "/", "/")}
+    for name, d in DISKS.items():
+        e[P("block", name)] = ("disk", name, d["devpath"], block, block)
+        q = P("block", name, "queue")
+        e[q] = ("queue", "queue", d["devpath"] + "/queue", P("block", name),
+                "/")
+        if name in ELEVATORS:
+            e[P("block", name, "queue", "iosched")] = (
+                "elevator", "iosched", d["devpath"] + "/queue/iosched", q, "/")
+        for part in d["parts"]:
+            e[P("block", name, part)] = (
+                "partition", part, d["devpath"] + "/" + part,
+                P("block", name), block)
+        if d["device"]:
+            for a in ancestors(d["device"]):
+                parent = os.path.dirname(a)
+                e[dev_path(a)] = ("device", os.path.basename(a), a,
+                                  devices if parent == "/devices"
+                                  else dev_path(parent), devices)
+    return e
+
+
+def signature_of(xml, iface, prop):
+    for i in ET.fromstring(xml).findall("interface"):
+        if i.get("name") == iface:
+            for p in i.findall("property"):
+                if p.get("name") == prop:
+                    return p.get("type")
+    return None
+
+
+class Model(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = bt.make_fixture()
+        cls.root = cls.dir + "/sys"
+        cls.dm = bt.Daemon(cls.root)
+        cls.objs = cls.dm.managed_objects()
+        cls.expected = expected_objects()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dm.stop()
+
+    def assertDBusError(self, name, fn, *args):
+        with self.assertRaises(dbus.exceptions.DBusException) as cm:
+            fn(*args)
+        self.assertEqual(cm.exception.get_dbus_name(), name,
+                         "%r: %s" % (args, cm.exception))
+
+    # ---- objects and Kobject --------------------------------------------
+
+    def test_every_object_present(self):
+        self.assertEqual(sorted(self.objs), sorted(self.expected))
+        # 2 ksets, 7 disks, 7 queues, 3 schedulers, 6 partitions, and the
+        # ancestors of the four disks on hardware.
+        self.assertEqual(len([p for p, e in self.expected.items()
+                              if e[0] == "device"]), 17)
+        self.assertEqual(len(self.objs), 42)
+
+    def test_kobject_properties(self):
+        for path, (ktype, name, devpath, parent, kset) in \
+                self.expected.items():
+            with self.subTest(path=path):
+                k = self.objs[path][KOBJ]
+                self.assertEqual(k["Name"], name)
+                self.assertEqual(k["DevPath"], devpath)
+                self.assertEqual(k["Parent"], parent)
+                self.assertEqual(k["Kset"], kset)
+                self.assertEqual(k["Ktype"], ktype)
+                if ktype in ("disk", "partition", "device"):
+                    want = bt.parse_uevent(self.root + devpath + "/uevent")
+                else:
+                    want = {}
+                self.assertEqual(k["Uevent"], want)
+                # Get agrees with GetManagedObjects.
+                self.assertEqual(self.dm.get_all(path, KOBJ), k)
+
+    def test_uevent_values(self):
+        self.assertEqual(self.objs[P("block", "sda")][KOBJ]["Uevent"],
+                         {"MAJOR": "8", "MINOR": "0", "DEVNAME": "sda",
+                          "DEVTYPE": "disk", "DISKSEQ": "1"})
+        self.assertEqual(self.objs[P("block", "sda", "sda2")][KOBJ]["Uevent"],
+                         {"MAJOR": "8", "MINOR": "2", "DEVNAME": "sda2",
+                          "DEVTYPE": "partition", "DISKSEQ": "1",
+                          "PARTN": "2"})
+        u = self.objs[P("block", "nvme0n1", "nvme0n1p1")][KOBJ]["Uevent"]
+        self.assertEqual(u["PARTNAME"], "EFI System Partition")
+        u = self.objs[P("block", "cciss!c0d0")][KOBJ]["Uevent"]
+        self.assertEqual(u["DEVNAME"], "cciss/c0d0")
+        u = self.objs[dev_path(SDA_DEV)][KOBJ]["Uevent"]
+        self.assertEqual(u["DEVTYPE"], "scsi_device")
+        self.assertEqual(u["DRIVER"], "sd")
+
+    # ---- typed values ------------------------------------------------
+
+    def test_disk_typed(self):
+        for name, d in DISKS.items():
+            with self.subTest(disk=name):
+                v = self.objs[P("block", name)][DISK]
+                self.assertEqual((v["Major"], v["Minor"]), d["dev"])
+                self.assertEqual(v["Size"], d["size"] * 512)
+                self.assertIs(v["ReadOnly"], d["ro"])
+                self.assertIs(v["Removable"], d["rm"])
+                self.assertEqual(v["Partitions"],
+                                 [P("block", name, p) for p in d["parts"]])
+                self.assertEqual(v["Holders"], [])
+                self.assertEqual(sorted(v["Slaves"]),
+                                 sorted(P("block", PARTS[s]["disk"], s)
+                                        for s in d["slaves"]))
+                self.assertEqual(v["Queue"], P("block", name, "queue"))
+                self.assertEqual(v["Device"], dev_path(d["device"])
+                                 if d["device"] else "/")
+                self.assertEqual(self.dm.get_all(P("block", name), DISK), v)
+
+    def test_partition_typed(self):
+        for name, d in PARTS.items():
+            with self.subTest(partition=name):
+                path = P("block", d["disk"], name)
+                v = self.objs[path][PART]
+                self.assertEqual((v["Major"], v["Minor"]), d["dev"])
+                self.assertEqual(v["Size"], d["size"] * 512)
+                self.assertEqual(v["Start"], d["start"] * 512)
+                self.assertEqual(v["Number"], d["n"])
+                self.assertIs(v["ReadOnly"], False)
+                self.assertEqual(v["Holders"], [P("block", h) for h in
+                                                HOLDERS.get(name, [])])
+                self.assertEqual(self.dm.get_all(path, PART), v)
+
+    def test_stacking_both_ways(self):
+        # dm-0 over sda2, md0 over sda3 + nvme0n1p2.
+        self.assertEqual(self.dm.get(P("block", "dm-0"), DISK, "Slaves"),
+                         [P("block", "sda", "sda2")])
+        self.assertEqual(self.dm.get(P("block", "sda", "sda2"), PART,
+                                     "Holders"), [P("block", "dm-0")])
+        self.assertEqual(sorted(self.dm.get(P("block", "md0"), DISK,
+                                            "Slaves")),
+                         [P("block", "nvme0n1", "nvme0n1p2"),
+                          P("block", "sda", "sda3")])
+
+    def test_queue_typed(self):
+        for name, d in DISKS.items():
+            with self.subTest(disk=name):
+                q = P("block", name, "queue")
+                v = self.objs[q][QUEUE]
+                self.assertEqual(v["Scheduler"], d["sched"])
+                self.assertEqual(v["Schedulers"], d["scheds"])
+                self.assertEqual(v["Elevator"], P("block", name, "queue",
+                                                  "iosched")
+                                 if name in ELEVATORS else "/")
+                if name in ELEVATORS:
+                    self.assertEqual(d["sched"], ELEVATORS[name])
+
+    def test_typed_signatures(self):
+        """The wire types, not only the values (unwrap hides them)."""
+        want = {DISK: {"Major": "u", "Minor": "u", "Size": "t",
+                       "ReadOnly": "b", "Removable": "b", "Partitions": "ao",
+                       "Holders": "ao", "Slaves": "ao", "Queue": "o",
+                       "Device": "o"},
+                PART: {"Major": "u", "Minor": "u", "Size": "t",
+                       "ReadOnly": "b", "Number": "u", "Start": "t",
+                       "Holders": "ao"},
+                QUEUE: {"Scheduler": "s", "Schedulers": "as",
+                        "Elevator": "o"},
+                KOBJ: {"Name": "s", "DevPath": "s", "Parent": "o",
+                       "Kset": "o", "Ktype": "s", "Uevent": "a{ss}"}}
+        paths = {DISK: P("block", "sda"), PART: P("block", "sda", "sda1"),
+                 QUEUE: P("block", "sda", "queue"), KOBJ: P("block", "sda")}
+        for iface, props in want.items():
+            xml = self.dm.introspect(paths[iface])
+            for prop, sig in props.items():
+                self.assertEqual(signature_of(xml, iface, prop), sig,
+                                 "%s.%s" % (iface, prop))
+        raw = self.dm.object(P("block", "sda")).Get(
+            DISK, "Size", dbus_interface=bt.PROPS)
+        self.assertIsInstance(raw, dbus.UInt64)
+        raw = self.dm.object(P("block", "sda")).Get(
+            DISK, "Major", dbus_interface=bt.PROPS)
+        self.assertIsInstance(raw, dbus.UInt32)
+        raw = self.dm.object(P("block", "sr0")).Get(
+            DISK, "ReadOnly", dbus_interface=bt.PROPS)
+        self.assertIsInstance(raw, dbus.Boolean)
+
+    def test_kset_members(self):
+        block = self.objs[P("block")][KSET]["Members"]
+        names = sorted(list(DISKS) + list(PARTS))
+        self.assertEqual(block, [P("block", n) if n in DISKS
+                                 else P("block", PARTS[n]["disk"], n)
+                                 for n in names])
+        devices = self.objs[P("devices")][KSET]["Members"]
+        self.assertEqual(sorted(devices), sorted(
+            p for p, e in self.expected.items() if e[0] == "device"))
+        self.assertEqual(len(devices), len(set(devices)))
+
+    # ---- raw attributes ------------------------------------------------
+
+    def test_raw_attributes_equal_files(self):
+        """Walk each object's fixture directory: every regular file is a
+        property of its kind interface or of Group.<dir>, with the file's
+        content; nothing else is published."""
+        checked = 0
+        for path, (ktype, _, devpath, _, _) in self.expected.items():
+            dirpath = self.root + devpath
+            want = bt.expected_interfaces(dirpath, ktype)
+            got = self.objs[path]
+            with self.subTest(path=path):
+                self.assertEqual(sorted(got), sorted([KOBJ] + list(want)))
+                for iface, members in want.items():
+                    typed = bt.TYPED_PROPERTIES.get(
+                        iface[len(bt.IFACE):], ())
+                    values = {k: v for k, v in got[iface].items()
+                              if k not in typed}
+                    self.assertEqual(
+                        values,
+                        {m: bt.read_published(os.path.join(dirpath, f))
+                         for m, f in members.items()}, iface)
+                    # GetAll says the same as GetManagedObjects.
+                    self.assertEqual(self.dm.get_all(path, iface),
+                                     got[iface], iface)
+                    checked += len(members)
+        self.assertGreater(checked, 900)
+
+    def test_raw_attribute_get(self):
+        """Get, one property at a time, on a few objects of every kind."""
+        for path in (P("block", "sda"), P("block", "sda", "sda1"),
+                     P("block", "sda", "queue"),
+                     P("block", "sda", "queue", "iosched"),
+                     P("block", "dm-0"), P("block", "loop0"),
+                     dev_path("/devices/pci0000:00/0000:00:1f.2")):
+            ktype, _, devpath, _, _ = self.expected[path]
+            dirpath = self.root + devpath
+            for iface, members in bt.expected_interfaces(
+                    dirpath, ktype).items():
+                for m, f in members.items():
+                    self.assertEqual(
+                        self.dm.get(path, iface, m),
+                        bt.read_published(os.path.join(dirpath, f)),
+                        "%s %s.%s" % (path, iface, m))
+
+    def test_raw_attribute_spots(self):
+        """A few values by hand, so the test doesn't only trust its walker."""
+        sda = self.objs[P("block", "sda")]
+        self.assertEqual(sda[DISK]["size"], "976773168")
+        self.assertEqual(sda[DISK]["dev"], "8:0")
+        self.assertEqual(sda[DISK]["inflight"], "       0        0")
+        self.assertEqual(len(sda[DISK]["stat"].split()), 17)
+        self.assertEqual(sda[bt.IFACE + "Group.power"]["control"], "auto")
+        q = self.objs[P("block", "sda", "queue")][QUEUE]
+        self.assertEqual(q["scheduler"], "none [mq-deadline] kyber bfq ")
+        self.assertEqual(q["logical_block_size"], "512")
+        self.assertEqual(q["write_cache"], "write back")
+        io = self.objs[P("block", "sda", "queue", "iosched")]
+        self.assertEqual(io[bt.IFACE + "Elevator"]["read_expire"], "500")
+        loop = self.objs[P("block", "loop0")][bt.IFACE + "Group.loop"]
+        self.assertEqual(loop["backing_file"], "/var/lib/images/disk.img")
+        dm0 = self.objs[P("block", "dm-0")][bt.IFACE + "Group.dm"]
+        self.assertEqual(dm0["name"], "vg0-root")
+        md = self.objs[P("block", "md0")][bt.IFACE + "Group.md"]
+        self.assertEqual(md["level"], "raid1")
+        self.assertNotIn("dev_sda3", md)      # a deeper directory
+        nv = self.objs[P("block", "nvme0n1")]
+        self.assertEqual(nv[bt.IFACE + "Group.integrity"]["format"], "none")
+        self.assertEqual(nv[DISK]["wwid"], "eui.0025385b71b0c1e4")
+        ahci = self.objs[dev_path("/devices/pci0000:00/0000:00:1f.2")]
+        dev = ahci[bt.IFACE + "Device"]
+        self.assertEqual(dev["vendor"], "0x8086")
+        self.assertEqual(dev["device"], "0x2922")
+        self.assertEqual(dev["remove"], "")        # mode 0220
+        self.assertEqual(dev["rescan"], "")        # mode 0200
+        # The binary config space: NULs and non-UTF-8 as \xNN.
+        self.assertTrue(dev["config"].startswith(
+            '\\x86\\x80")\x07\x04\x10\\x00'), dev["config"])
+        self.assertIn("\\x00", dev["config"])
+        # msi_irqs/27: a group whose file names start with a digit.
+        self.assertEqual(ahci[bt.IFACE + "Group.msi_irqs"], {"_27": "msi"})
+        nvme = self.objs[dev_path(NVME_DEV)][bt.IFACE + "Device"]
+        self.assertEqual(nvme["serial"], "S4EWNX0R123456      ")
+        # Not attributes: uevent, links, kobject subdirectories.
+        for gone in ("uevent", "device", "subsystem", "bdi", "holders",
+                     "slaves", "queue", "mq", "sda1"):
+            self.assertNotIn(gone, sda[DISK])
+        self.assertNotIn(bt.IFACE + "Group.mq", sda)
+        self.assertNotIn(bt.IFACE + "Group.queue", sda)
+        self.assertNotIn(bt.IFACE + "Group.holders", sda)
+
+    def test_values_are_live(self):
+        """Values are read when asked for (the fixture is ours to change)."""
+        f = self.root + DISKS["loop0"]["devpath"] + "/loop/offset"
+        with open(f) as fh:
+            old = fh.read()
+        try:
+            with open(f, "w") as fh:
+                fh.write("4096\n")
+            self.assertEqual(self.dm.get(P("block", "loop0"),
+                                         bt.IFACE + "Group.loop", "offset"),
+                             "4096")
+        finally:
+            with open(f, "w") as fh:
+                fh.write(old)
+        self.assertEqual(self.dm.get(P("block", "loop0"),
+                                     bt.IFACE + "Group.loop", "offset"), "0")
+
+    # ---- names -------------------------------------------------------------
+
+    def test_escaped_names(self):
+        cases = [("/org/blkmodel1/block/dm_2d0", "dm-0",
+                  P("block", "dm-0")),
+                 ("/org/blkmodel1/block/cciss_21c0d0", "cciss!c0d0",
+                  P("block", "cciss!c0d0")),
+                 ("/org/blkmodel1/block/cciss_21c0d0/cciss_21c0d0p1",
+                  "cciss!c0d0p1", P("block", "cciss!c0d0", "cciss!c0d0p1")),
+                 ("/org/blkmodel1/devices/pci0000_3a00/_30000_3a00_3a1f_2e2",
+                  "0000:00:1f.2",
+                  dev_path("/devices/pci0000:00/0000:00:1f.2"))]
+        for literal, name, computed in cases:
+            self.assertEqual(literal, computed)
+            self.assertIn(literal, self.objs)
+            self.assertEqual(self.dm.get(literal, KOBJ, "Name"), name)
+            self.assertEqual(self.dm.manager("Resolve", literal), literal)
+        self.assertEqual(self.dm.manager("Resolve", "dm-0"),
+                         "/org/blkmodel1/block/dm_2d0")
+        self.assertEqual(self.dm.manager("Resolve", "cciss!c0d0p1"),
+                         "/org/blkmodel1/block/cciss_21c0d0/cciss_21c0d0p1")
+        self.assertEqual(
+            self.dm.manager("Resolve", "/devices/pci0000:00/0000:00:1f.2"),
+            "/org/blkmodel1/devices/pci0000_3a00/_30000_3a00_3a1f_2e2")
+        # A node with a SCSI address name, escapes at both ends.
+        self.assertIn(P("devices", "pci0000:00", "0000:00:1f.2", "ata1",
+                        "host0", "target0:0:0", "0:0:0:0"), self.objs)
+
+    # ---- Manager ---------------------------------------------------------
+
+    def test_manager_properties(self):
+        version = subprocess.run([bt.BLKMODELD, "--version"],
+                                 capture_output=True, text=True,
+                                 check=True).stdout.split()[-1]
+        self.assertEqual(self.dm.manager_prop("Version"), version)
+        self.assertRegex(version, r"^\d+\.\d+")
+        self.assertEqual(self.dm.manager_prop("SysfsRoot"), self.root)
+        self.assertEqual(self.dm.manager_prop("ObjectCount"), len(self.objs))
+        props = self.dm.get_all(bt.ROOT, MANAGER)
+        for name in ("Version", "SysfsRoot", "UeventSource", "LastSeqnum",
+                     "OldestSeqnum", "EventsLost", "ObjectCount"):
+            self.assertIn(name, props)
+        self.assertEqual(props["ObjectCount"], len(self.objs))
+        self.assertEqual(props["SysfsRoot"], self.root)
+        self.assertEqual(props["EventsLost"], 0)
+        self.assertNotIn(bt.ROOT, self.objs)
+
+    def test_resolve_forms(self):
+        sda1 = P("block", "sda", "sda1")
+        cases = {
+            "sda1": sda1,
+            "/dev/sda1": sda1,
+            "8:1": sda1,
+            "/dev/block/8:1": sda1,
+            "/sys/block/sda/queue": P("block", "sda", "queue"),
+            "/sys/block/sda/queue/": P("block", "sda", "queue"),
+            "/sys/class/block/sda1": sda1,
+            self.root + "/block/sda/sda1": sda1,
+            "sda/queue/iosched": P("block", "sda", "queue", "iosched"),
+            "sda": P("block", "sda"),
+            "8:0/queue": P("block", "sda", "queue"),
+            "259:2": P("block", "nvme0n1", "nvme0n1p2"),
+            SDA_DEV + "/block/sda/sda1": sda1,
+            SDA_DEV + "/block/sda/queue/iosched":
+                P("block", "sda", "queue", "iosched"),
+            SDA_DEV: dev_path(SDA_DEV),
+            "/sys" + SDA_DEV: dev_path(SDA_DEV),
+            VIRT + "/dm-0": P("block", "dm-0"),
+            sda1: sda1,
+            P("block", "dm-0", "queue"): P("block", "dm-0", "queue"),
+            "/dev/cciss/c0d0": P("block", "cciss!c0d0"),
+            "/dev/cciss/c0d0p1": P("block", "cciss!c0d0", "cciss!c0d0p1"),
+            "cciss!c0d0": P("block", "cciss!c0d0"),
+            "/dev/dm-0": P("block", "dm-0"),
+            "/sys/block": P("block"),
+            bt.ROOT: bt.ROOT,
+        }
+        for spec, want in cases.items():
+            with self.subTest(spec=spec):
+                self.assertEqual(self.dm.manager("Resolve", spec), want)
+
+    def test_resolve_errors(self):
+        bad = ["sdz", "/dev/sdz", "99:99", "8:1:2", "8:", ":1",
+               "/sys/block/sda/nothing", "sda/queue/nothing",
+               "sda/sda1/queue", "/org/blkmodel1/block/nothing",
+               "/org/blkmodel1/block/dm-0", "/org/blkmodel1/block/dm_2D0",
+               "/devices/pci0000:00/nothing", "/nothing", "", "/",
+               "../../etc/passwd", "/sys/../etc/passwd", "/dev/",
+               "x" * 5000, "sda\n", "queue", "iosched"]
+        for spec in bad:
+            with self.subTest(spec=spec):
+                self.assertDBusError(bt.IFACE + "Error.NoSuchObject",
+                                     self.dm.manager, "Resolve", spec)
+        # Still alive and right after all that.
+        self.assertEqual(self.dm.manager("Resolve", "sda1"),
+                         P("block", "sda", "sda1"))
+
+    # ---- errors ------------------------------------------------------------
+
+    def test_property_errors(self):
+        sda = P("block", "sda")
+        unknown_prop = "org.freedesktop.DBus.Error.UnknownProperty"
+        unknown_iface = "org.freedesktop.DBus.Error.UnknownInterface"
+        self.assertDBusError(unknown_prop, self.dm.get, sda, DISK, "NoSuch")
+        self.assertDBusError(unknown_prop, self.dm.get, sda, DISK, "Start")
+        self.assertDBusError(unknown_prop, self.dm.get, sda, KOBJ, "size")
+        self.assertDBusError(unknown_prop, self.dm.get, sda, DISK, "uevent")
+        self.assertDBusError(unknown_prop, self.dm.get, sda,
+                             bt.IFACE + "Group.power", "size")
+        self.assertDBusError(unknown_prop, self.dm.get, bt.ROOT, MANAGER,
+                             "NoSuch")
+        self.assertDBusError(unknown_iface, self.dm.get, sda, PART, "Size")
+        self.assertDBusError(unknown_iface, self.dm.get, sda,
+                             bt.IFACE + "Group.loop", "offset")
+        self.assertDBusError(unknown_iface, self.dm.get_all, sda,
+                             "org.example.Nothing")
+        with self.assertRaises(dbus.exceptions.DBusException):
+            self.dm.call(sda, bt.PROPS, "Set", DISK, "Size",
+                         dbus.UInt64(1))
+        self.assertEqual(self.dm.get(sda, DISK, "Size"), 976773168 * 512)
+
+    def test_unknown_object(self):
+        """A path below the root that is no object: UnknownObject, so that
+        a client can tell a vanished object from a missing property."""
+        for path in (P("block", "nothing"), P("block", "sda", "nothing"),
+                     P("devices", "nothing")):
+            with self.subTest(path=path):
+                self.assertDBusError(
+                    "org.freedesktop.DBus.Error.UnknownObject",
+                    self.dm.get, path, DISK, "Size")
+                self.assertDBusError(
+                    "org.freedesktop.DBus.Error.UnknownObject",
+                    self.dm.get_all, path, DISK)
+
+    # ---- introspection ---------------------------------------------------
+
+    def nodes(self, path):
+        return [n.get("name") for n in
+                ET.fromstring(self.dm.introspect(path)).findall("node")]
+
+    def test_introspection_children(self):
+        self.assertEqual(sorted(self.nodes(bt.ROOT)), ["block", "devices"])
+        self.assertEqual(sorted(self.nodes(P("block"))),
+                         sorted(bt.encode(n) for n in DISKS))
+        self.assertEqual(sorted(self.nodes(P("block", "sda"))),
+                         ["queue", "sda1", "sda2", "sda3"])
+        self.assertEqual(self.nodes(P("block", "sda", "queue")), ["iosched"])
+        self.assertEqual(self.nodes(P("block", "nvme0n1", "queue")), [])
+        self.assertEqual(self.nodes(P("block", "sda", "queue", "iosched")),
+                         [])
+        self.assertEqual(sorted(self.nodes(P("block", "cciss!c0d0"))),
+                         ["cciss_21c0d0p1", "queue"])
+        self.assertEqual(self.nodes(P("devices")), ["pci0000_3a00"])
+        self.assertEqual(sorted(self.nodes(P("devices", "pci0000:00"))),
+                         ["_30000_3a00_3a03_2e0", "_30000_3a00_3a1d_2e0",
+                          "_30000_3a00_3a1f_2e2"])
+        # Every object is reachable by walking the nodes from the root.
+        seen, todo = set(), [bt.ROOT]
+        while todo:
+            p = todo.pop()
+            for n in self.nodes(p):
+                c = p + "/" + n
+                seen.add(c)
+                todo.append(c)
+        self.assertEqual(seen, set(self.objs))
+
+    def test_introspection_properties(self):
+        for path in (P("block", "sda"), P("block", "sda", "sda2"),
+                     P("block", "md0", "queue"),
+                     P("block", "sr0", "queue", "iosched"),
+                     dev_path(NVME_DEV)):
+            root = ET.fromstring(self.dm.introspect(path))
+            ifaces = {i.get("name"): i for i in root.findall("interface")}
+            self.assertEqual(
+                set(ifaces) - {"org.freedesktop.DBus.Peer",
+                               "org.freedesktop.DBus.Introspectable",
+                               "org.freedesktop.DBus.Properties"},
+                set(self.objs[path]), path)
+            for name, props in self.objs[path].items():
+                self.assertEqual(
+                    sorted(p.get("name")
+                           for p in ifaces[name].findall("property")),
+                    sorted(props), "%s %s" % (path, name))
+
+    def test_emits_changed_signal(self):
+        for path, iface in ((P("block", "sda"), DISK),
+                            (P("block", "sda", "sda1"), PART),
+                            (P("block", "dm-0"), DISK)):
+            root = ET.fromstring(self.dm.introspect(path))
+            i = [x for x in root.findall("interface")
+                 if x.get("name") == iface][0]
+            ecs = {}
+            for p in i.findall("property"):
+                for a in p.findall("annotation"):
+                    if a.get("name") == ECS:
+                        ecs[p.get("name")] = a.get("value")
+            self.assertEqual(ecs["stat"], "false", path)
+            self.assertEqual(ecs["inflight"], "false", path)
+            # "true" is the default and left out of the XML.
+            self.assertEqual(ecs.get("size", "true"), "true", path)
+            self.assertEqual(ecs.get("Size", "true"), "true", path)
+            self.assertEqual([n for n, v in ecs.items() if v == "false"],
+                             ["inflight", "stat"])
+
+
+if __name__ == "__main__":
+    bt.main()

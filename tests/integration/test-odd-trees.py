@@ -1,0 +1,562 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Odd trees (issue 2, "bad input"): the standard fixture with one kind of
+damage each, made before the daemon starts.  Each time the daemon starts,
+publishes everything else, logs what it skipped, answers, and exits 0 on
+SIGTERM without a sanitizer report (bt.Daemon.stop checks the last two)."""
+import os
+import shutil
+import sys
+import unittest
+import xml.etree.ElementTree as ET
+
+import dbus
+
+import blkmodeltest as bt
+
+P = bt.path_of
+KOBJ = bt.IFACE + "Kobject"
+DISK = bt.IFACE + "Disk"
+PART = bt.IFACE + "Partition"
+QUEUE = bt.IFACE + "Queue"
+KSET = bt.IFACE + "Kset"
+DEVICE = bt.IFACE + "Device"
+
+SDA_DEV = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0"
+SR0_DEV = "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0"
+SDA = SDA_DEV + "/block/sda"
+SR0 = SR0_DEV + "/block/sr0"
+LOOP0 = "devices/virtual/block/loop0"
+DM0 = "devices/virtual/block/dm-0"
+
+Daemon = bt.Daemon
+
+
+# The standard fixture's 42 objects: every test below names what it took
+# away from them, and everything else must still be there.
+_STANDARD = {}
+
+
+def standard_paths():
+    if not _STANDARD:
+        d = bt.make_fixture()
+        with bt.Daemon(d + "/sys") as dm:
+            _STANDARD.update(dm.managed_objects())
+    return set(_STANDARD)
+
+
+class OddTrees(unittest.TestCase):
+    def setUp(self):
+        self.dir = bt.make_fixture()
+        self.root = self.dir + "/sys"
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def p(self, rel):
+        return os.path.join(self.root, rel)
+
+    def write(self, rel, data, mode=0o444):
+        path = self.p(rel)
+        if os.path.lexists(path):
+            os.unlink(path)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+        os.chmod(path, mode)
+
+    def relink(self, rel, target):
+        path = self.p(rel)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+
+    def run_daemon(self, check, missing=(), extra=()):
+        """Start the daemon on the damaged tree, compare its objects with the
+        standard set minus `missing` plus `extra`, run check(dm, objs), and
+        return the daemon's log once it has exited 0."""
+        want = (standard_paths() - set(missing)) | set(extra)
+        dm = Daemon(self.root)
+        try:
+            objs = dm.managed_objects()
+            self.assertEqual((sorted(set(objs) - want),
+                              sorted(want - set(objs))), ([], []),
+                             "objects published unexpectedly / missing")
+            self.assertEqual(dm.manager_prop("ObjectCount"), len(objs))
+            # The block kset's members are exactly the published devices.
+            self.assertEqual(
+                sorted(objs[P("block")][KSET]["Members"]),
+                sorted(p for p, o in objs.items()
+                       if o[KOBJ]["Ktype"] in ("disk", "partition")))
+            # Untouched objects are intact.
+            self.assertEqual(objs[P("block", "nvme0n1")][DISK]["Size"],
+                             1953525168 * 512)
+            check(dm, objs)
+            # Still answering after whatever check() did.
+            self.assertEqual(dm.manager("Resolve", "nvme0n1p2"),
+                             P("block", "nvme0n1", "nvme0n1p2"))
+            self.assertEqual(len(dm.managed_objects()), len(objs))
+        except BaseException:
+            # Don't mask the test's own failure with a shutdown complaint.
+            try:
+                dm.stop()
+            except AssertionError as e:
+                sys.stderr.write(str(e) + "\n")
+            raise
+        return dm.stop()
+
+    # ---- missing and unreadable files --------------------------------------
+
+    def test_missing_files(self):
+        os.unlink(self.p(SDA + "/size"))
+        os.unlink(self.p(SDA + "/sda1/start"))
+        os.unlink(self.p(LOOP0 + "/dev"))
+        os.unlink(self.p(SDA + "/queue/scheduler"))
+
+        def check(dm, objs):
+            sda = objs[P("block", "sda")][DISK]
+            self.assertEqual(sda["Size"], 0)
+            self.assertNotIn("size", sda)
+            self.assertEqual(sda["ro"], "0")
+            self.assertEqual(sda["Partitions"],
+                             [P("block", "sda", "sda%d" % i)
+                              for i in (1, 2, 3)])
+            sda1 = objs[P("block", "sda", "sda1")][PART]
+            self.assertEqual(sda1["Start"], 0)
+            self.assertNotIn("start", sda1)
+            self.assertEqual(sda1["Size"], 1048576 * 512)
+            loop = objs[P("block", "loop0")][DISK]
+            self.assertEqual((loop["Major"], loop["Minor"]), (0, 0))
+            self.assertNotIn("dev", loop)
+            q = objs[P("block", "sda", "queue")][QUEUE]
+            self.assertEqual(q["Scheduler"], "")
+            self.assertEqual(q["Schedulers"], [])
+            self.assertNotIn("scheduler", q)
+            # The iosched directory is still there: the object too.
+            self.assertEqual(q["Elevator"],
+                             P("block", "sda", "queue", "iosched"))
+
+        log = self.run_daemon(check)
+        self.assertIn("block/sda/size: unreadable, reported as 0", log)
+        self.assertIn("block/sda/sda1/start: unreadable, reported as 0", log)
+        self.assertIn("loop0/dev: unreadable, Major reported as 0", log)
+
+    def test_partition_without_uevent(self):
+        """A partition directory whose uevent is missing is still the
+        partition (its `partition` file and class/block link say so; Number
+        then comes from `partition`), never an attribute group of its disk."""
+        os.unlink(self.p(SDA + "/sda2/uevent"))
+
+        def check(dm, objs):
+            sda2 = objs[P("block", "sda", "sda2")]
+            self.assertEqual(sda2[KOBJ]["Ktype"], "partition")
+            self.assertEqual(sda2[PART]["Number"], 2)
+            self.assertEqual(sda2[PART]["Start"], 1050624 * 512)
+            self.assertEqual(sda2[KOBJ]["Uevent"], {})
+            self.assertEqual(sda2[PART]["Holders"], [P("block", "dm-0")])
+            self.assertNotIn(bt.IFACE + "Group.sda2", objs[P("block", "sda")])
+
+        self.run_daemon(check)
+
+    def test_mode_000_files(self):
+        """A file with no read permission bits publishes "" (as kernfs's
+        write-only files do), even though root could open it here."""
+        for rel in (SDA + "/ro", SDA + "/power/control",
+                    SDA + "/queue/nr_requests",
+                    SDA + "/queue/iosched/fifo_batch", SDA + "/sda1/size",
+                    SDA_DEV + "/model"):
+            os.chmod(self.p(rel), 0)
+        # Content in a write-only file is not shown either.
+        self.write(SDA + "/secret", "hidden\n", 0o200)
+
+        def check(dm, objs):
+            sda = objs[P("block", "sda")]
+            self.assertEqual(sda[DISK]["ro"], "")
+            self.assertEqual(sda[DISK]["secret"], "")
+            self.assertIs(sda[DISK]["ReadOnly"], False)
+            self.assertEqual(sda[bt.IFACE + "Group.power"]["control"], "")
+            self.assertEqual(
+                sda[bt.IFACE + "Group.power"]["runtime_status"],
+                "unsupported")
+            q = objs[P("block", "sda", "queue")][QUEUE]
+            self.assertEqual(q["nr_requests"], "")
+            self.assertEqual(q["read_ahead_kb"], "128")
+            io = objs[P("block", "sda", "queue", "iosched")]
+            self.assertEqual(io[bt.IFACE + "Elevator"]["fifo_batch"], "")
+            self.assertEqual(io[bt.IFACE + "Elevator"]["read_expire"], "500")
+            sda1 = objs[P("block", "sda", "sda1")][PART]
+            self.assertEqual(sda1["size"], "")
+            self.assertEqual(sda1["Size"], 0)
+            dev = objs[P("devices", *SDA_DEV.split("/")[1:])][DEVICE]
+            self.assertEqual(dev["model"], "")
+            self.assertEqual(dev["vendor"], "ATA     ")
+            # GetAll agrees with GetManagedObjects.
+            self.assertEqual(dm.get_all(P("block", "sda"), DISK),
+                             sda[DISK])
+
+        self.run_daemon(check)
+
+    def test_file_vanishes_after_scan(self):
+        """A file or a whole device gone between the scan and a Get: Get
+        fails with ReadFailed, GetAll and GetManagedObjects show "" for it
+        and everything else as before."""
+        def check(dm, objs):
+            os.unlink(self.p(SDA + "/ro"))
+            os.unlink(self.p(SDA + "/power/control"))
+            self.assertEqual(dm.get_all(P("block", "sda"), DISK)["ro"], "")
+            self.assertEqual(dm.get_all(P("block", "sda"),
+                                        bt.IFACE + "Group.power")["control"],
+                             "")
+            now = dm.managed_objects()
+            self.assertEqual(now[P("block", "sda")][DISK]["ro"], "")
+            self.assertEqual(now[P("block", "sda")][DISK]["dev"], "8:0")
+            self.assertIs(now[P("block", "sda")][DISK]["ReadOnly"], False)
+            # A whole device directory gone (no uevent yet to say so).
+            shutil.rmtree(self.p(LOOP0))
+            now = dm.managed_objects()
+            self.assertEqual(sorted(now), sorted(objs))
+            loop = now[P("block", "loop0")]
+            self.assertEqual(loop[DISK]["size"], "")
+            self.assertEqual(loop[DISK]["Size"], 0)
+            self.assertEqual(loop[KOBJ]["Name"], "loop0")
+            self.assertEqual(loop[KOBJ]["Uevent"], {})
+            self.assertEqual(loop[bt.IFACE + "Group.loop"]["backing_file"],
+                             "")
+            self.assertEqual(now[P("block", "loop0", "queue")][QUEUE]
+                             ["Scheduler"], "")
+            nodes = ET.fromstring(dm.introspect(P("block", "loop0")))
+            self.assertEqual([n.get("name") for n in nodes.findall("node")],
+                             ["queue"])
+            # Get of one such file: org.blkmodel1.Error.ReadFailed.
+            errors = []
+            for path, iface, prop in ((P("block", "sda"), DISK, "ro"),
+                                      (P("block", "sda"),
+                                       bt.IFACE + "Group.power", "control"),
+                                      (P("block", "loop0"), DISK, "size")):
+                with self.assertRaises(dbus.exceptions.DBusException) as cm:
+                    dm.get(path, iface, prop)
+                errors.append(cm.exception.get_dbus_name())
+            self.assertEqual(errors, [bt.IFACE + "Error.ReadFailed"] * 3,
+                             str(cm.exception))
+
+        self.run_daemon(check)
+
+    # ---- unexpected entries ------------------------------------------------
+
+    def test_unexpected_entries(self):
+        for name, value in (("foo-bar", "1"), ("1abc", "2"), ("x.y", "3"),
+                            ("a-b", "first"), ("a_b", "second"),
+                            ("has space", "4"), ("Size", "5"),
+                            ("Major", "6")):
+            self.write(SDA + "/" + name, value + "\n")
+        # A group with odd file names, one whose name needs escaping, and
+        # directories that are no group.
+        for d in ("weird", "my-group", "weird/deeper", "empty",
+                  "onlydirs/sub", "mystery"):
+            os.makedirs(self.p(SDA + "/" + d), exist_ok=True)
+        self.write(SDA + "/weird/foo-bar", "a\n")
+        self.write(SDA + "/weird/1abc", "b\n")
+        self.write(SDA + "/weird/deeper/z", "c\n")
+        self.write(SDA + "/my-group/v", "d\n")
+        self.write(SDA + "/onlydirs/sub/f", "e\n")
+        # A kobject directory (it has uevent) that is not a partition.
+        self.write(SDA + "/mystery/uevent", "FOO=bar\n", 0o644)
+        self.write(SDA + "/mystery/attr", "x\n")
+        # Not regular files: a FIFO (must not block), a link, a socket-ish.
+        os.mkfifo(self.p(SDA + "/fifo"))
+        self.relink(SDA + "/linkfile", "size")
+        # In a queue, a subdirectory that is a group; in a partition too.
+        os.makedirs(self.p(SDA + "/queue/extra"))
+        self.write(SDA + "/queue/extra/knob", "7\n")
+        os.makedirs(self.p(SDA + "/sda1/odd-dir"))
+        self.write(SDA + "/sda1/odd-dir/v", "8\n")
+
+        def check(dm, objs):
+            sda = objs[P("block", "sda")]
+            disk = sda[DISK]
+            self.assertEqual(disk["foo_bar"], "1")
+            self.assertEqual(disk["_1abc"], "2")
+            self.assertEqual(disk["x_y"], "3")
+            self.assertEqual(disk["a_b"], "first")   # the first by name
+            self.assertEqual(disk["has_space"], "4")
+            # Typed names win over files.
+            self.assertEqual(disk["Size"], 976773168 * 512)
+            self.assertEqual(disk["Major"], 8)
+            for gone in ("foo-bar", "1abc", "fifo", "linkfile", "mystery",
+                         "weird", "empty", "onlydirs"):
+                self.assertNotIn(gone, disk)
+            self.assertEqual(sda[bt.IFACE + "Group.weird"],
+                             {"foo_bar": "a", "_1abc": "b"})
+            self.assertEqual(sda[bt.IFACE + "Group.my_group"], {"v": "d"})
+            for g in ("empty", "onlydirs", "mystery", "deeper"):
+                self.assertNotIn(bt.IFACE + "Group." + g, sda)
+            self.assertEqual(sorted(sda), sorted(
+                [KOBJ, DISK] + [bt.IFACE + "Group." + g for g in
+                                ("power", "trace", "weird", "my_group")]))
+            self.assertEqual(disk["Partitions"],
+                             [P("block", "sda", "sda%d" % i)
+                              for i in (1, 2, 3)])
+            q = objs[P("block", "sda", "queue")]
+            self.assertEqual(q[bt.IFACE + "Group.extra"], {"knob": "7"})
+            part = objs[P("block", "sda", "sda1")]
+            self.assertEqual(part[bt.IFACE + "Group.odd_dir"], {"v": "8"})
+            # The walker of the other tests agrees on the whole object.
+            want = bt.expected_interfaces(self.p(SDA), "disk")
+            for iface, members in want.items():
+                self.assertEqual(
+                    {k: v for k, v in sda[iface].items()
+                     if k not in bt.TYPED_PROPERTIES["Disk"]},
+                    {m: bt.read_published(os.path.join(self.p(SDA), f))
+                     for m, f in members.items()})
+            xml = dm.introspect(P("block", "sda"))
+            self.assertIn('<property name="foo_bar" type="s"', xml)
+            self.assertNotIn('name="mystery"', xml)
+
+        log = self.run_daemon(check)
+        self.assertIn("collides with the typed property Size", log)
+        self.assertIn("collides with the typed property Major", log)
+        self.assertIn("'a-b' and 'a_b' share the property name a_b", log)
+        self.assertIn("mystery: a kobject that is not a partition", log)
+
+    # ---- links -------------------------------------------------------------
+
+    def test_dangling_device_link(self):
+        self.relink(SDA + "/device", "../../nonexistent")
+        # Absolute, and pointing out of /devices: refused the same way.
+        self.relink(SR0 + "/device", "/etc")
+        # sda's and sr0's hardware (the ata ports and below, and the AHCI
+        # controller only they sit on) is no longer published.
+        gone = [P("devices", *a.split("/")[1:]) for a in (
+            "devices/pci0000:00/0000:00:1f.2",
+            "devices/pci0000:00/0000:00:1f.2/ata1",
+            "devices/pci0000:00/0000:00:1f.2/ata1/host0",
+            "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0",
+            SDA_DEV,
+            "devices/pci0000:00/0000:00:1f.2/ata2",
+            "devices/pci0000:00/0000:00:1f.2/ata2/host1",
+            "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0",
+            SR0_DEV)]
+
+        def check(dm, objs):
+            for name in ("sda", "sr0"):
+                self.assertEqual(objs[P("block", name)][DISK]["Device"], "/")
+                self.assertEqual(objs[P("block", name)][KOBJ]["DevPath"],
+                                 "/" + (SDA if name == "sda" else SR0))
+            self.assertEqual(objs[P("block", "sda")][DISK]["Partitions"],
+                             [P("block", "sda", "sda%d" % i)
+                              for i in (1, 2, 3)])
+            self.assertEqual(len(objs[P("devices")][KSET]["Members"]), 8)
+
+        log = self.run_daemon(check, missing=gone)
+        self.assertIn("block/sda: cannot follow the 'device' link", log)
+        self.assertIn("block/sr0: cannot follow the 'device' link", log)
+
+    def test_device_link_into_itself(self):
+        """A `device` link to the disk's own directory or below it: the disk
+        is published without hardware, not lost."""
+        self.relink(SR0 + "/device", ".")
+        self.relink(SDA + "/device", "sda1")
+        gone = [P("devices", *a.split("/")[1:]) for a in (
+            "devices/pci0000:00/0000:00:1f.2",
+            "devices/pci0000:00/0000:00:1f.2/ata1",
+            "devices/pci0000:00/0000:00:1f.2/ata1/host0",
+            "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0",
+            SDA_DEV,
+            "devices/pci0000:00/0000:00:1f.2/ata2",
+            "devices/pci0000:00/0000:00:1f.2/ata2/host1",
+            "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0",
+            SR0_DEV)]
+
+        def check(dm, objs):
+            for name in ("sda", "sr0"):
+                self.assertEqual(objs[P("block", name)][DISK]["Device"], "/")
+            self.assertEqual(objs[P("block", "sr0")][DISK]["Size"],
+                             2097152 * 512)
+            self.assertEqual(objs[P("block", "sda", "sda1")][KOBJ]["Ktype"],
+                             "partition")
+
+        self.run_daemon(check, missing=gone)
+
+    def test_dangling_holders_and_slaves(self):
+        self.relink(SDA + "/sda1/holders/ghost", "../../../nowhere/ghost")
+        self.relink(SDA + "/holders/dm-9", "../../nowhere/dm-9")
+        # A link to an existing directory that is no block device.
+        self.relink(DM0 + "/slaves/power", "../power")
+        # A holders/ that is a file, not a directory.
+        shutil.rmtree(self.p(SDA + "/sda3/holders"))
+        self.write(SDA + "/sda3/holders", "junk\n")
+
+        def check(dm, objs):
+            self.assertEqual(objs[P("block", "sda", "sda1")][PART]["Holders"],
+                             [])
+            self.assertEqual(objs[P("block", "sda")][DISK]["Holders"], [])
+            self.assertEqual(objs[P("block", "dm-0")][DISK]["Slaves"],
+                             [P("block", "sda", "sda2")])
+            self.assertEqual(objs[P("block", "sda", "sda2")][PART]["Holders"],
+                             [P("block", "dm-0")])
+            self.assertEqual(objs[P("block", "sda", "sda3")][PART]["Holders"],
+                             [])
+            self.assertEqual(sorted(objs[P("block", "md0")][DISK]["Slaves"]),
+                             [P("block", "nvme0n1", "nvme0n1p2"),
+                              P("block", "sda", "sda3")])
+
+        log = self.run_daemon(check)
+        self.assertIn("sda1/holders/ghost: not a published block device", log)
+        self.assertIn("sda/holders/dm-9: not a published block device", log)
+
+    def test_odd_class_block_entries(self):
+        cb = "class/block/"
+        self.relink(cb + "ghost", "../../devices/virtual/block/ghost")
+        self.relink(cb + "wrongname", "../../" + LOOP0)
+        self.relink(cb + "escape", "../../../../../../../../etc")
+        self.relink(cb + "absolute", "/sys/devices/virtual/block/loop0")
+        self.relink(cb + "loopy", "loopy")
+        self.write(cb + "regular", "not a link\n")
+        os.makedirs(self.p(cb + "adir"))
+        # A "disk" directory with nothing in it.
+        os.makedirs(self.p("devices/virtual/block/bare"))
+        self.relink(cb + "bare", "../../devices/virtual/block/bare")
+
+        def check(dm, objs):
+            names = sorted(o[KOBJ]["Name"] for o in objs.values()
+                           if o[KOBJ]["Ktype"] in ("disk", "partition"))
+            self.assertNotIn("ghost", names)
+            self.assertNotIn("wrongname", names)
+            self.assertEqual(names.count("loop0"), 1)
+            bare = objs[P("block", "bare")]
+            self.assertEqual(bare[KOBJ]["Ktype"], "disk")
+            self.assertEqual(bare[DISK]["Size"], 0)
+            self.assertEqual((bare[DISK]["Major"], bare[DISK]["Minor"]),
+                             (0, 0))
+            self.assertEqual(bare[DISK]["Queue"], "/")
+            self.assertEqual(bare[DISK]["Device"], "/")
+            self.assertEqual(bare[KOBJ]["Uevent"], {})
+            self.assertEqual(sorted(bare), [DISK, KOBJ])
+
+        # class/block says it is a block device: an empty one, then.
+        log = self.run_daemon(check, extra=[P("block", "bare")])
+        self.assertIn("class/block/ghost", log)
+        self.assertIn("class/block/wrongname points to", log)
+        self.assertIn("class/block/escape: unusable link", log)
+        self.assertIn("class/block/absolute: unusable link", log)
+        self.assertIn("class/block/regular is not a link", log)
+        self.assertIn("class/block/adir is not a link", log)
+
+    def test_non_utf8_device_name(self):
+        """A block device whose name is not UTF-8 (D-Bus strings must be):
+        it may be skipped with a log line or published with an escaped Name,
+        but it must not make GetManagedObjects fail for everything."""
+        bad = b"sd\xff"
+        virt = os.path.join(self.root, "devices/virtual/block").encode()
+        shutil.copytree(os.path.join(self.root, LOOP0).encode(),
+                        os.path.join(virt, bad), symlinks=True)
+        os.symlink(b"../../devices/virtual/block/" + bad,
+                   os.path.join(self.root, "class/block").encode() + b"/" +
+                   bad)
+        dm = Daemon(self.root)
+        try:
+            objs = dm.managed_objects()
+            self.assertEqual(sorted(standard_paths() - set(objs)), [])
+            extra = set(objs) - standard_paths()
+            badpath = bt.ROOT + "/block/sd_ff"
+            self.assertEqual(sorted(p for p in extra if p != badpath
+                                    and not p.startswith(badpath + "/")), [])
+            if badpath in objs:
+                self.assertEqual(objs[badpath][KOBJ]["Name"], "sd\\xff")
+                self.assertEqual(dm.get(badpath, KOBJ, "Name"), "sd\\xff")
+            self.assertEqual(dm.manager_prop("ObjectCount"), len(objs))
+        except BaseException:
+            try:
+                dm.stop()
+            except AssertionError as e:
+                sys.stderr.write(str(e) + "\n")
+            raise
+        dm.stop()
+
+    # ---- values -------------------------------------------------------------
+
+    def test_binary_values(self):
+        raw = b"a\x00b\xff\xfe\xc3\x28 \xe2\x82\xac ok\xed\xa0\x80\n"
+        self.write(SDA + "/binary", raw)
+        self.write(SDA + "/nul", b"\x00\x00\x00")
+        self.write(SDA + "/utf8", "caf\u00e9 \u2603\n")
+        self.write(SDA + "/twolines", "one\ntwo\n\n")
+        # uevent values become a{ss}: they must be valid UTF-8 too.
+        with open(self.p(SDA + "/uevent"), "ab") as f:
+            f.write(b"WEIRD=\xff\x00x\nNOVALUE=\n=novar\nNOEQUALS\n")
+        # A file name that is not UTF-8.
+        self.write_bytes_name(SDA, b"bad\xffname", b"v\n")
+
+        def check(dm, objs):
+            disk = objs[P("block", "sda")][DISK]
+            self.assertEqual(disk["binary"],
+                             "a\\x00b\\xff\\xfe\\xc3( \u20ac ok"
+                             "\\xed\\xa0\\x80")
+            self.assertEqual(disk["nul"], "\\x00\\x00\\x00")
+            self.assertEqual(disk["utf8"], "caf\u00e9 \u2603")
+            self.assertEqual(disk["twolines"], "one\ntwo\n")
+            self.assertEqual(disk["bad_name"], "v")
+            self.assertEqual(dm.get_all(P("block", "sda"), DISK)["binary"],
+                             disk["binary"])
+            u = objs[P("block", "sda")][KOBJ]["Uevent"]
+            self.assertEqual(u["WEIRD"], "\\xff\\x00x")
+            self.assertEqual(u["NOVALUE"], "")
+            self.assertEqual(u["MAJOR"], "8")
+            self.assertNotIn("", u)
+            self.assertNotIn("NOEQUALS", u)
+            self.assertEqual(bt.read_published(self.p(SDA + "/binary")),
+                             disk["binary"])
+
+        self.run_daemon(check)
+
+    def write_bytes_name(self, reldir, name, data):
+        path = os.path.join(self.root.encode(), reldir.encode(), name)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, 0o444)
+
+    def test_big_attribute(self):
+        big = "".join(chr(ord("a") + i % 26) for i in range(10 * 1024))
+        self.write(SDA + "/big", big + "\n")
+        self.write(SDA + "/queue/iosched/big", big)
+        # Exactly a page with the newline at its end: the newline goes.
+        self.write(SDA + "/page", big[:4095] + "\n")
+        # A multibyte character cut by the page boundary.
+        self.write(SDA + "/cut", "x" * 4095 + "\u20ac")
+        # A huge uevent file.
+        with open(self.p(SDA + "/uevent"), "a") as f:
+            f.write("".join("K%d=%s\n" % (i, "v" * 90) for i in range(100)))
+
+        def check(dm, objs):
+            disk = objs[P("block", "sda")][DISK]
+            self.assertEqual(disk["big"], big[:4096])
+            self.assertEqual(disk["page"], big[:4095])
+            self.assertEqual(disk["cut"], "x" * 4095 + "\\xe2")
+            self.assertEqual(objs[P("block", "sda", "queue", "iosched")]
+                             [bt.IFACE + "Elevator"]["big"], big[:4096])
+            self.assertEqual(dm.get_all(P("block", "sda"), DISK)["big"],
+                             big[:4096])
+            u = objs[P("block", "sda")][KOBJ]["Uevent"]
+            self.assertEqual(u["MAJOR"], "8")
+
+        self.run_daemon(check)
+
+    def test_disk_without_queue_and_partition_dirs(self):
+        """A disk with no queue/, a partition directory without its
+        `partition` file, a queue whose iosched is a file."""
+        shutil.rmtree(self.p(LOOP0 + "/queue"))
+        shutil.rmtree(self.p(SDA + "/queue/iosched"))
+        self.write(SDA + "/queue/iosched", "not a directory\n")
+
+        def check(dm, objs):
+            self.assertEqual(objs[P("block", "loop0")][DISK]["Queue"], "/")
+            self.assertEqual(objs[P("block", "sda", "queue")][QUEUE]
+                             ["Elevator"], "/")
+            self.assertEqual(objs[P("block", "sda", "queue")][QUEUE]
+                             ["Scheduler"], "mq-deadline")
+
+        self.run_daemon(check, missing=[
+            P("block", "loop0", "queue"),
+            P("block", "sda", "queue", "iosched")])
+
+
+if __name__ == "__main__":
+    bt.main()

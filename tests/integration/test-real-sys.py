@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""blkmodeld on this machine's own /sys (root only; CI runs as root).
+
+A 64 MiB image with a GPT of two partitions is attached as a loop device
+(partx adds the partitions: the kernels here have no partition parsers)
+and switched to mq-deadline, so that there is an I/O scheduler object.
+Then the daemon must publish the loop disk and both partitions with the
+kernel's MAJ:MIN, size and start, and for every disk, partition, queue and
+queue/iosched directory every attribute file must be a property with the
+file's value (compared where two reads of the file agree: stat and
+friends move).  The loop device is always detached afterwards.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import blkmodeltest as bt
+
+SYS = "/sys"
+KOBJ = bt.IFACE + "Kobject"
+DISK = bt.IFACE + "Disk"
+PART = bt.IFACE + "Partition"
+QUEUE = bt.IFACE + "Queue"
+KSET = bt.IFACE + "Kset"
+
+MiB = 1024 * 1024
+# sfdisk script: the starts and sizes below in 512-byte sectors.
+LAYOUT = [(2048, 20 * MiB // 512), (2048 + 20 * MiB // 512, 30 * MiB // 512)]
+
+
+def run(*args):
+    p = subprocess.run(list(args), capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout.strip(), p.stderr.strip()
+
+
+def read_value(path):
+    """(True, published value) or (False, errno) for a real sysfs file."""
+    try:
+        return True, bt.read_published(path)
+    except OSError as e:
+        return False, e.errno
+
+
+def is_partition_dir(path):
+    return os.path.isfile(os.path.join(path, "partition"))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for a loop device")
+class RealSys(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("losetup", "sfdisk", "partx"):
+            if not shutil.which(tool):
+                raise AssertionError(tool + " (util-linux) is required")
+        cls.tmp = tempfile.mkdtemp(prefix="blkmodel-realsys-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.img = os.path.join(cls.tmp, "disk.img")
+        with open(cls.img, "wb") as f:
+            f.truncate(64 * MiB)
+        script = "label: gpt\n" + "".join(
+            "start=%d, size=%d, type=linux\n" % p for p in LAYOUT)
+        p = subprocess.run(["sfdisk", "-q", cls.img], input=script,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise AssertionError("sfdisk: " + p.stderr)
+
+        rc, out, err = run("losetup", "-fP", "--show", cls.img)
+        if rc != 0:
+            raise AssertionError("losetup: " + err)
+        cls.dev = out                          # /dev/loopN
+        cls.addClassCleanup(cls.detach)
+        cls.name = os.path.basename(cls.dev)
+        cls.sysdir = os.path.realpath(os.path.join(SYS, "block", cls.name))
+        cls.parts = ["%sp%d" % (cls.name, i + 1) for i in range(len(LAYOUT))]
+        if not all(os.path.isdir(os.path.join(cls.sysdir, p))
+                   for p in cls.parts):
+            rc, out, err = run("partx", "-a", cls.dev)
+            if rc != 0:
+                raise AssertionError("partx -a %s: %s" % (cls.dev, err))
+        deadline = time.monotonic() + 10
+        while not all(os.path.isdir(os.path.join(cls.sysdir, p))
+                      for p in cls.parts):
+            if time.monotonic() > deadline:
+                raise AssertionError("%s: partitions did not appear: %s" % (
+                    cls.dev, os.listdir(cls.sysdir)))
+            time.sleep(0.05)
+        # An I/O scheduler with tunables, so that iosched/ exists.
+        cls.sched = None
+        try:
+            with open(os.path.join(cls.sysdir, "queue/scheduler"), "w") as f:
+                f.write("mq-deadline")
+            cls.sched = "mq-deadline"
+        except OSError:
+            pass
+
+        cls.dm = bt.Daemon(SYS)
+        cls.addClassCleanup(cls.dm.stop)
+
+    @classmethod
+    def detach(cls):
+        run("partx", "-d", cls.dev)
+        rc, _, err = run("losetup", "-d", cls.dev)
+        if rc != 0:
+            raise AssertionError("losetup -d %s: %s" % (cls.dev, err))
+
+    # ---- the loop device ---------------------------------------------------
+
+    def test_loop_device(self):
+        objs = self.dm.managed_objects()
+        path = bt.path_of("block", self.name)
+        self.assertIn(path, objs)
+        o = objs[path]
+        self.assertEqual(o[KOBJ]["Ktype"], "disk")
+        self.assertEqual(o[KOBJ]["DevPath"],
+                         "/devices/virtual/block/" + self.name)
+        self.assertEqual(o[KOBJ]["Parent"], bt.path_of("block"))
+        with open(os.path.join(self.sysdir, "dev")) as f:
+            major, minor = map(int, f.read().split(":"))
+        self.assertEqual(major, 7)
+        self.assertEqual((o[DISK]["Major"], o[DISK]["Minor"]), (major, minor))
+        self.assertEqual(o[KOBJ]["Uevent"]["MAJOR"], str(major))
+        self.assertEqual(o[DISK]["Size"], 64 * MiB)
+        self.assertIs(o[DISK]["ReadOnly"], False)
+        self.assertEqual(o[DISK]["Device"], "/")
+        self.assertEqual(o[bt.IFACE + "Group.loop"]["backing_file"],
+                         self.img)
+        self.assertEqual(o[DISK]["Partitions"],
+                         [bt.path_of("block", self.name, p)
+                          for p in self.parts])
+        self.assertEqual(self.dm.manager("Resolve", self.dev), path)
+        self.assertEqual(self.dm.manager("Resolve", "%d:%d" % (major, minor)),
+                         path)
+
+        for i, (pname, (start, size)) in enumerate(zip(self.parts, LAYOUT)):
+            with self.subTest(partition=pname):
+                ppath = bt.path_of("block", self.name, pname)
+                p = objs[ppath]
+                pdir = os.path.join(self.sysdir, pname)
+                with open(os.path.join(pdir, "dev")) as f:
+                    pmaj, pmin = map(int, f.read().split(":"))
+                self.assertEqual((p[PART]["Major"], p[PART]["Minor"]),
+                                 (pmaj, pmin))
+                self.assertEqual(p[PART]["Start"], start * 512)
+                self.assertEqual(p[PART]["Size"], size * 512)
+                self.assertEqual(p[PART]["Number"], i + 1)
+                self.assertEqual(p[PART]["start"], str(start))
+                self.assertEqual(p[KOBJ]["Parent"], path)
+                self.assertEqual(p[KOBJ]["Kset"], bt.path_of("block"))
+                self.assertEqual(self.dm.manager("Resolve", "/dev/" + pname),
+                                 ppath)
+                self.assertEqual(self.dm.manager(
+                    "Resolve", "%d:%d" % (pmaj, pmin)), ppath)
+
+        q = objs[bt.path_of("block", self.name, "queue")][QUEUE]
+        with open(os.path.join(self.sysdir, "queue/scheduler")) as f:
+            text = f.read()
+        self.assertEqual(q["scheduler"], text.rstrip("\n"))
+        if self.sched:
+            self.assertEqual(q["Scheduler"], self.sched)
+            self.assertEqual(q["Elevator"], bt.path_of(
+                "block", self.name, "queue", "iosched"))
+            self.assertIn(bt.path_of("block", self.name, "queue", "iosched"),
+                          objs)
+
+    # ---- every block device against its directory -------------------------
+
+    def block_devices(self):
+        """{name: sysfs directory} of class/block, disks and partitions."""
+        out = {}
+        for name in os.listdir(os.path.join(SYS, "class/block")):
+            d = os.path.realpath(os.path.join(SYS, "class/block", name))
+            if os.path.isdir(d):
+                out[name] = d
+        return out
+
+    def test_same_block_devices(self):
+        before = self.block_devices()
+        objs = self.dm.managed_objects()
+        after = self.block_devices()
+        published = {o[KOBJ]["Name"]: o for o in objs.values()
+                     if o[KOBJ]["Ktype"] in ("disk", "partition")}
+        # Devices that came or went meanwhile (another test's loop device)
+        # are left out of the comparison.
+        stable = set(before) & set(after)
+        self.assertGreaterEqual(len(stable), 3)
+        self.assertEqual(sorted(stable - set(published)), [])
+        for name in stable:
+            with self.subTest(device=name):
+                o = published[name]
+                d = after[name]
+                self.assertEqual(SYS + o[KOBJ]["DevPath"], d)
+                self.assertEqual(o[KOBJ]["Ktype"], "partition"
+                                 if is_partition_dir(d) else "disk")
+                typed = o[PART] if PART in o else o[DISK]
+                ok, dev = read_value(os.path.join(d, "dev"))
+                self.assertTrue(ok)
+                self.assertEqual("%d:%d" % (typed["Major"], typed["Minor"]),
+                                 dev)
+                ok, size = read_value(os.path.join(d, "size"))
+                if ok and size == typed["size"]:
+                    self.assertEqual(typed["Size"], int(size) * 512)
+                if PART not in o:
+                    self.assertEqual(
+                        sorted(typed["Partitions"]),
+                        sorted(bt.path_of("block", name, p)
+                               for p in os.listdir(d)
+                               if is_partition_dir(os.path.join(d, p))))
+        for name in set(published) - set(after):
+            self.assertNotIn(name, before)
+
+    def compare_object(self, path, ktype, dirpath):
+        """Read every attribute file, GetAll every interface, read again;
+        returns (compared, changed) counts."""
+        want = bt.expected_interfaces(dirpath, ktype)
+        first = {iface: {m: read_value(os.path.join(dirpath, f))
+                         for m, f in members.items()}
+                 for iface, members in want.items()}
+        got = {iface: self.dm.get_all(path, iface) for iface in want}
+        second = {iface: {m: read_value(os.path.join(dirpath, f))
+                          for m, f in members.items()}
+                  for iface, members in want.items()}
+        compared = changed = 0
+        for iface, members in want.items():
+            typed = bt.TYPED_PROPERTIES[bt.KIND_IFACE[ktype]] \
+                if iface == bt.IFACE + bt.KIND_IFACE[ktype] else ()
+            self.assertEqual(sorted(k for k in got[iface] if k not in typed),
+                             sorted(members), "%s %s" % (path, iface))
+            for m, f in members.items():
+                a, b = first[iface][m], second[iface][m]
+                if a != b:
+                    changed += 1
+                    continue
+                ok, value = a
+                full = os.path.join(dirpath, f)
+                if os.stat(full).st_mode & 0o444 == 0:
+                    # Write-only (remove, rescan …): kernfs shows nothing.
+                    self.assertEqual(got[iface][m], "", full)
+                    continue
+                # A file the kernel refuses to read is "" in GetAll.
+                want_value = value if ok else ""
+                if got[iface][m] != want_value:
+                    # Equal reads around a different answer: the value may
+                    # have moved and come back (inflight during I/O).  Ask
+                    # again, one file at a time, a few times.
+                    got_value, want_value = self.recheck(path, iface, m, full)
+                    if got_value is None:
+                        changed += 1
+                        continue
+                    self.assertEqual(got_value, want_value, full)
+                compared += 1
+        return compared, changed
+
+    def recheck(self, path, iface, member, full):
+        """(published, file) from a read-Get-read where both reads agree
+        and the answer matches, else from the last such try; (None, None)
+        if the file never held still."""
+        last = (None, None)
+        for _ in range(5):
+            a = read_value(full)
+            try:
+                got = self.dm.get(path, iface, member)
+            except Exception:
+                got = ""     # ReadFailed: what GetAll shows as ""
+            b = read_value(full)
+            if a != b:
+                continue
+            last = (got, a[1] if a[0] else "")
+            if last[0] == last[1]:
+                break
+        return last
+
+    def test_every_attribute(self):
+        objs = self.dm.managed_objects()
+        compared = changed = 0
+        kinds = set()
+        for path, o in sorted(objs.items()):
+            ktype = o[KOBJ]["Ktype"]
+            if ktype not in ("disk", "partition", "queue", "elevator"):
+                continue
+            dirpath = SYS + o[KOBJ]["DevPath"]
+            if not os.path.isdir(dirpath):
+                continue                # gone meanwhile
+            with self.subTest(path=path):
+                self.assertEqual(sorted(o), sorted(
+                    [KOBJ] + list(bt.expected_interfaces(dirpath, ktype))))
+                c, ch = self.compare_object(path, ktype, dirpath)
+                compared += c
+                changed += ch
+                kinds.add(ktype)
+        self.assertEqual(kinds, {"disk", "partition", "queue", "elevator"}
+                         if self.sched else {"disk", "partition", "queue"})
+        self.assertGreater(compared, 300)
+        self.assertLess(changed, compared / 10)
+
+    def test_exact_set_of_objects_below_loop(self):
+        """The loop disk's subtree is exactly its directories: the disk, its
+        partitions, the queue, the scheduler; no more."""
+        objs = self.dm.managed_objects()
+        prefix = bt.path_of("block", self.name)
+        mine = sorted(p for p in objs if p == prefix
+                      or p.startswith(prefix + "/"))
+        want = [prefix] + [bt.path_of("block", self.name, p)
+                           for p in self.parts]
+        want.append(bt.path_of("block", self.name, "queue"))
+        if self.sched:
+            want.append(bt.path_of("block", self.name, "queue", "iosched"))
+        self.assertEqual(mine, sorted(want))
+        self.assertEqual(self.dm.manager_prop("SysfsRoot"), SYS)
+        self.assertEqual(self.dm.manager_prop("ObjectCount"), len(objs))
+
+
+if __name__ == "__main__":
+    bt.main()
