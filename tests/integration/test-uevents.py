@@ -207,6 +207,41 @@ class LiveModel(unittest.TestCase):
         self.assertEqual(uevents(self.rec)[0][1], "move")
         self.assertEqual(uevents(self.rec)[0][4]["DEVPATH_OLD"], devpath(rel))
 
+    def test_holders_and_slaves_follow_stacking(self):
+        rel, parts = self.fx.add_loop(5, partitions=1)
+        self.send("add", rel, DEVTYPE="disk")
+        self.send("add", parts[0], DEVTYPE="partition", PARTN=1)
+        self.wait_uevents(2)
+        lower = bt.path_of("block", "loop5", "loop5p1")
+        self.assertEqual(self.dm.get(lower, PARTITION, "Holders"), [])
+
+        # A dm device appears over loop5p1: the kernel links both ways.
+        dm_rel = self.fx.b.disk(os.path.join(VIRT, "dm-1"), "dm-1", (253, 1),
+                                2048, 60, "[none] mq-deadline", None)
+        self.fx.b.stack(parts[0], dm_rel)
+        upper = bt.path_of("block", "dm-1")
+        self.rec.signals.clear()
+        self.send("add", dm_rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(self.dm.get(upper, DISK, "Slaves"), [lower])
+        self.assertEqual(self.dm.get(lower, PARTITION, "Holders"), [upper])
+        holders = [s[3][1] for s in self.rec.signals
+                   if s[1] == "PropertiesChanged" and s[2] == lower]
+        self.assertEqual(holders, [{"Holders": [upper]}])
+        names = [s[1] for s in self.rec.signals]
+        self.assertLess(names.index("PropertiesChanged"), names.index("Uevent"))
+
+        # And goes: the lower device's Holders follow.
+        self.rec.signals.clear()
+        os.unlink(os.path.join(self.sys, parts[0], "holders", "dm-1"))
+        self.fx.remove(dm_rel, (253, 1))
+        self.send("remove", dm_rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(self.dm.get(lower, PARTITION, "Holders"), [])
+        holders = [s[3][1] for s in self.rec.signals
+                   if s[1] == "PropertiesChanged" and s[2] == lower]
+        self.assertEqual(holders, [{"Holders": []}])
+
     def test_add_of_existing_is_harmless(self):
         before = self.dm.managed_objects()
         sda = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/" \
