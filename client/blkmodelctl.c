@@ -27,15 +27,26 @@
 static const char *program = "blkmodelctl";
 
 int ctl_fail(const char *fmt, ...) {
+        char *msg = NULL;
         va_list ap;
+        int r;
 
         /* Whatever went to stdout so far must not interleave with this. */
         fflush(stdout);
-        fprintf(stderr, "%s: ", program);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        r = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", program, fmt);
+                return EXIT_FAIL;
+        }
+        /* One line, whatever a daemon's error message contains: scripts
+         * read exactly one line of stderr per failure. */
+        for (char *p = msg; *p; p++)
+                if (*p == '\n' || *p == '\r')
+                        *p = ' ';
+        fprintf(stderr, "%s: %s\n", program, msg);
+        free(msg);
         return EXIT_FAIL;
 }
 

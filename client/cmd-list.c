@@ -50,7 +50,6 @@ typedef struct ListContext {
         Ctl *ctl;
         json_object *model;
         Table *table;
-        unsigned major_width;
         TreePrefix prefix;
 } ListContext;
 
@@ -153,30 +152,27 @@ static char *list_scheduler(ListContext *lc, json_object *disk) {
         return strndup(open + 1, (size_t) (close - open - 1));
 }
 
-static json_object *devno_model;
-
-static uint64_t list_devno(const char *path) {
-        json_object *o = model_object(devno_model, path);
+static uint64_t list_devno(json_object *model, const char *path) {
+        json_object *o = model_object(model, path);
         const char *iface = model_has_iface(o, BLKMODEL_IFACE_PARTITION) ?
                             BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
 
         return model_u64(o, iface, BLKMODEL_PROP_MAJOR) << 32 | model_u64(o, iface, BLKMODEL_PROP_MINOR);
 }
 
-static int list_compare(const void *a, const void *b) {
+static int list_compare(const void *a, const void *b, void *userdata) {
         const char *pa = *(const char *const *) a, *pb = *(const char *const *) b;
-        uint64_t da = list_devno(pa), db = list_devno(pb);
+        json_object *model = userdata;
+        uint64_t da = list_devno(model, pa), db = list_devno(model, pb);
 
         if (da != db)
                 return da < db ? -1 : 1;
-        return strverscmp(model_name(devno_model, pa), model_name(devno_model, pb));
+        return strverscmp(model_name(model, pa), model_name(model, pb));
 }
 
-/* lsblk's order: by MAJ:MIN (single-threaded, so a static is fine for qsort). */
+/* lsblk's order: by MAJ:MIN. */
 static void list_sort(ListContext *lc, const char **paths, size_t n) {
-        devno_model = lc->model;
-        qsort(paths, n, sizeof(char *), list_compare);
-        devno_model = NULL;
+        qsort_r(paths, n, sizeof(char *), list_compare, lc->model);
 }
 
 /* Children in lsblk's order: partitions first, then holders, each by name. */
@@ -287,7 +283,8 @@ static int list_device(ListContext *lc, const char *path, json_object *jparent,
                 goto finish;
         }
 
-        if (asprintf(&majmin, "%*" PRIu32 ":%" PRIu32, (int) lc->major_width, major, minor) < 0) {
+        /* lsblk's own format, so that the columns line up as in lsblk. */
+        if (asprintf(&majmin, "%3" PRIu32 ":%-3" PRIu32, major, minor) < 0) {
                 majmin = NULL;
                 goto finish;
         }
@@ -327,13 +324,14 @@ finish:
 }
 
 int cmd_list(Ctl *ctl, char **args, int n_args) {
+        /* Minimum widths are lsblk's width hints, for equal tables. */
         static const TableColumn columns[] = {
-                { "NAME", ALIGN_LEFT },
-                { "MAJ:MIN", ALIGN_LEFT },
-                { "SIZE", ALIGN_RIGHT },
-                { "RO", ALIGN_RIGHT },
-                { "TYPE", ALIGN_LEFT },
-                { "SCHEDULER", ALIGN_LEFT },
+                { "NAME", ALIGN_LEFT, 0 },
+                { "MAJ:MIN", ALIGN_LEFT, 0 },
+                { "SIZE", ALIGN_RIGHT, 5 },
+                { "RO", ALIGN_RIGHT, 0 },
+                { "TYPE", ALIGN_LEFT, 4 },
+                { "SCHEDULER", ALIGN_LEFT, 0 },
         };
         sd_bus_error error = SD_BUS_ERROR_NULL;
         ListContext lc = { .ctl = ctl };
@@ -358,21 +356,9 @@ int cmd_list(Ctl *ctl, char **args, int n_args) {
         if (!roots)
                 goto oom;
         json_object_object_foreach(lc.model, path, obj) {
-                bool disk = model_has_iface(obj, BLKMODEL_IFACE_DISK);
                 json_object *slaves;
-                unsigned w = 1;
 
-                if (!disk && !model_has_iface(obj, BLKMODEL_IFACE_PARTITION))
-                        continue;
-
-                /* MAJ:MIN lines up on the colon, as in lsblk. */
-                for (uint64_t m = model_u64(obj, disk ? BLKMODEL_IFACE_DISK : BLKMODEL_IFACE_PARTITION,
-                                            BLKMODEL_PROP_MAJOR); m >= 10; m /= 10)
-                        w++;
-                if (w > lc.major_width)
-                        lc.major_width = w;
-
-                if (!disk)
+                if (!model_has_iface(obj, BLKMODEL_IFACE_DISK))
                         continue;
                 slaves = model_prop(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_SLAVES);
                 if (slaves && json_object_array_length(slaves) > 0)

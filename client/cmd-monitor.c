@@ -291,16 +291,15 @@ static int monitor_subscribe(Monitor *mon) {
         return sd_bus_add_match(mon->bus, NULL, NAME_OWNER_CHANGED_MATCH, on_name_owner_changed, mon);
 }
 
-/* Whether blkmodeld is there, asked in a way that also starts it if the
- * bus can activate it. */
-static int monitor_check_daemon(Monitor *mon) {
+/* The daemon's LastSeqnum, asked in a way that also starts it if the bus
+ * can activate it, and that tells a daemon which is not there. */
+static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t last;
         int r;
 
         r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM,
-                                        &error, 't', &last);
+                                        &error, 't', ret_last);
         if (r < 0)
                 r = bus_report_error(&error, r, "Failed to reach blkmodeld");
         else
@@ -341,6 +340,7 @@ static int monitor_reconnect(Monitor *mon, int sigfd) {
 
 int cmd_monitor(Ctl *ctl, char **args, int n_args) {
         Monitor mon = { .ctl = ctl };
+        uint64_t last = 0;
         int sigfd = -1, r;
 
         r = ctl_bus(ctl, &mon.bus);
@@ -358,20 +358,39 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args) {
                 goto finish;
         }
 
+        /* Then make sure there is a daemon at all: one failure line now
+         * beats waiting silently for one that may never come. */
+        r = monitor_check_daemon(&mon, &last);
+        if (r != EXIT_OK)
+                goto finish;
+
         if (ctl->since_set) {
+                uint64_t since = ctl->since;
+
+                /* A seqnum the daemon never reached comes from an earlier
+                 * daemon; taken as it is, it would hide every event up to it. */
+                if (since > last) {
+                        json_object *j = json_object_new_object();
+
+                        if (j) {
+                                json_object_object_add(j, "since", json_object_new_uint64(since));
+                                json_object_object_add(j, "last", json_object_new_uint64(last));
+                        }
+                        monitor_notice(&mon, "future", j,
+                                       "seqnum %" PRIu64 " is ahead of blkmodeld's last (%" PRIu64
+                                       "); it has restarted since? going on from %" PRIu64,
+                                       since, last, last);
+                        since = last;
+                }
                 mon.have_last = true;
-                mon.last = ctl->since;
-                r = monitor_replay(&mon, ctl->since, UINT64_MAX);
+                mon.last = since;
+                r = monitor_replay(&mon, since, UINT64_MAX);
                 if (r == 1)
-                        r = monitor_expired(&mon, ctl->since);
+                        r = monitor_expired(&mon, since);
                 if (r < 0) {
                         r = EXIT_FAIL;
                         goto finish;
                 }
-        } else {
-                r = monitor_check_daemon(&mon);
-                if (r != EXIT_OK)
-                        goto finish;
         }
 
         for (;;) {

@@ -53,6 +53,11 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
         json_object_object_foreach(props, key, value) {
                 if (model_prop_is_typed(iface, key) != typed)
                         continue;
+                /* An empty value gets no padding: no trailing blanks. */
+                if (output_value_is_empty(value)) {
+                        printf("%*s%s\n", (int) indent, "", key);
+                        continue;
+                }
                 printf("%*s%-*s  ", (int) indent, "", (int) width, key);
                 output_value(stdout, value, indent + width + 2);
         }

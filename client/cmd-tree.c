@@ -221,6 +221,11 @@ int cmd_tree(Ctl *ctl, char **args, int n_args) {
                         r = bus_report_resolve_error(&error, r, args[0]);
                         goto finish;
                 }
+                /* The manager is no kobject: below it is the whole model. */
+                if (strcmp(start, BLKMODEL_ROOT_PATH) == 0) {
+                        free(start);
+                        start = NULL;
+                }
         }
 
         r = bus_get_managed_objects(bus, tree_filter, NULL, &tc.model, &error);

@@ -27,6 +27,7 @@ typedef struct Waiter {
         const char *spec;
         bool dirty;             /* something changed: look again */
         char *path;             /* the object, while it exists */
+        bool no_daemon;         /* the last look found no blkmodeld */
 } Waiter;
 
 static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
@@ -36,13 +37,15 @@ static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         return 0;
 }
 
-/* Returns 1 when the wait is over, 0 to go on, or an EXIT_* code < 0 ... */
+/* Returns 1 when the wait is over, 0 to go on, or -1 after it stored the
+ * exit code of a failure (already reported) in ret_exit. */
 static int waiter_check(Waiter *w, int *ret_exit) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         char *path = NULL;
         int r;
 
         r = bus_resolve(w->ctl->bus, w->spec, &path, &error);
+        w->no_daemon = r < 0 && bus_error_is_not_running(&error);
         if (r >= 0) {
                 free(w->path);
                 w->path = path;
@@ -112,8 +115,10 @@ int cmd_wait(Ctl *ctl, char **args, int n_args) {
 
                 r = bus_wait_event(bus, sigfd, deadline);
                 if (r == -ETIMEDOUT) {
-                        code = ctl_fail("Timed out waiting for %s %s", w.spec,
-                                        ctl->removed ? "to be removed" : "to appear");
+                        /* Say why nothing could appear, if that is why. */
+                        code = ctl_fail("Timed out waiting for %s %s%s", w.spec,
+                                        ctl->removed ? "to be removed" : "to appear",
+                                        w.no_daemon ? " (blkmodeld is not running on this bus)" : "");
                         goto finish;
                 }
                 if (r == 1) {

@@ -66,21 +66,17 @@ const char *model_name(json_object *model, const char *path) {
         return slash ? slash + 1 : path;
 }
 
-static json_object *sort_model;
-
-static int compare_paths(const void *a, const void *b) {
+static int compare_paths(const void *a, const void *b, void *userdata) {
         const char *pa = *(const char *const *) a, *pb = *(const char *const *) b;
+        json_object *model = userdata;
         int r;
 
-        r = strverscmp(model_name(sort_model, pa), model_name(sort_model, pb));
+        r = strverscmp(model_name(model, pa), model_name(model, pb));
         return r != 0 ? r : strcmp(pa, pb);
 }
 
 void model_sort_paths(json_object *model, const char **paths, size_t n) {
-        /* qsort has no userdata; the client is single-threaded. */
-        sort_model = model;
-        qsort(paths, n, sizeof(char *), compare_paths);
-        sort_model = NULL;
+        qsort_r(paths, n, sizeof(char *), compare_paths, model);
 }
 
 static const struct {

@@ -198,7 +198,8 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour) {
                 return;
 
         for (size_t c = 0; c < t->n_columns; c++) {
-                if (legend)
+                widths[c] = t->columns[c].min_width;
+                if (legend && output_width(t->columns[c].header) > widths[c])
                         widths[c] = output_width(t->columns[c].header);
                 for (size_t r = 0; r < t->n_rows; r++) {
                         size_t w = output_width(t->cells[r * t->n_columns + c]);
@@ -257,6 +258,18 @@ static void output_scalar(FILE *f, json_object *v) {
         else
                 fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
                                                         JSON_C_TO_STRING_NOSLASHESCAPE), f);
+}
+
+bool output_value_is_empty(json_object *v) {
+        if (!v)
+                return true;
+        if (json_object_is_type(v, json_type_string))
+                return json_object_get_string_len(v) == 0;
+        if (json_object_is_type(v, json_type_array))
+                return json_object_array_length(v) == 0;
+        if (json_object_is_type(v, json_type_object))
+                return json_object_object_length(v) == 0;
+        return false;
 }
 
 void output_value(FILE *f, json_object *v, size_t indent) {

@@ -57,6 +57,7 @@ typedef enum Align {
 typedef struct TableColumn {
         const char *header;
         Align align;
+        size_t min_width;       /* 0: as wide as the widest cell */
 } TableColumn;
 
 typedef struct Table Table;
@@ -76,6 +77,9 @@ void output_json(json_object *j, bool pretty);
  * indented by indent columns.
  */
 void output_value(FILE *f, json_object *v, size_t indent);
+
+/* "", [] or {}: nothing to print. */
+bool output_value_is_empty(json_object *v);
 
 /* Display width of a UTF-8 string (code points; our glyphs are narrow). */
 size_t output_width(const char *s);

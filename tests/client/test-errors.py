@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Exit status and messages: every failure exits 1 with exactly one line
+on stderr naming the D-Bus error and nothing on stdout; every usage error
+exits 2 with one line; with no daemon on the bus each command says
+"blkmodeld is not running on this bus"; --help for the tool and for each
+command; colour only on a terminal, and never with NO_COLOR."""
+import os
+import pty
+import subprocess
+import time
+import unittest
+
+import blkmodeltest as bt
+import clienttest as ct
+
+COMMANDS = ("list", "tree", "show", "get", "set", "monitor", "wait",
+            "events", "dump", "trigger")
+NOT_RUNNING = "blkmodeld is not running on this bus"
+
+
+def on_tty(*args, environ):
+    """blkmodelctl with stdout on a pseudo-terminal; returns its output."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([bt.BLKMODELCTL, "--session"] + list(args),
+                         stdout=slave, stderr=subprocess.PIPE, env=environ)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:         # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.wait(60)
+    p.stderr.close()
+    return p.returncode, out.decode()
+
+
+class NoDaemon(unittest.TestCase):
+    """The bus has no blkmodeld (the other class's daemon has stopped)."""
+
+    def setUp(self):
+        deadline = time.monotonic() + 10
+        while bt.bus().name_has_owner(bt.BUS_NAME):
+            self.assertLess(time.monotonic(), deadline, "a daemon is there")
+            time.sleep(0.02)
+
+    def test_not_running(self):
+        for args in (("list",), ("tree",), ("tree", "sda"), ("show", "sda"),
+                     ("get", "sda", "Size"), ("set", "sda", "ro", "1"),
+                     ("monitor",), ("monitor", "--since=0"), ("events",),
+                     ("dump",), ("trigger", "sda"), ("--json", "list")):
+            with self.subTest(args=args):
+                p = ct.run(*args, timeout=30)
+                ct.assert_one_line_failure(self, p, contains=(
+                    NOT_RUNNING, "org.freedesktop.DBus.Error.ServiceUnknown"))
+
+    def test_no_bus(self):
+        p = ct.run("--address=unix:path=/nonexistent/bus", "list", bus=None)
+        ct.assert_one_line_failure(self, p, contains=(
+            "unix:path=/nonexistent/bus",))
+
+
+class Errors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sys = bt.make_fixture() + "/sys"
+        cls.dm = bt.Daemon(cls.sys)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dm.stop()
+
+    def test_no_such_object(self):
+        for args in (("show", "nosuchdisk"), ("get", "nosuchdisk", "Size"),
+                     ("set", "nosuchdisk", "ro", "1"),
+                     ("tree", "nosuchdisk"), ("trigger", "nosuchdisk"),
+                     ("--json", "show", "nosuchdisk")):
+            with self.subTest(args=args):
+                line = ct.assert_one_line_failure(self, ct.run(*args))
+                self.assertEqual(line, "blkmodelctl: No such object: "
+                                 "nosuchdisk (org.blkmodel1.Error."
+                                 "NoSuchObject)")
+
+    def test_other_failures(self):
+        cases = [
+            (("get", "sda", "nosuchattr"), ("nosuchattr", "UnknownProperty")),
+            (("get", "sda", "power/nosuchattr"), ("UnknownProperty",)),
+            (("set", "sda", "size", "1"), ("size", "org.freedesktop.DBus")),
+            (("set", "sda", "Size", "x"), ("InvalidArgs",)),
+            (("set", "sda", "Partitions", "x"), ("InvalidArgs",)),
+            (("trigger", "sda/queue"), ("InvalidArgs",)),
+            (("wait", "nosuchdisk", "--timeout=0.1"), ("Timed out",)),
+        ]
+        for args, contains in cases:
+            with self.subTest(args=args):
+                ct.assert_one_line_failure(self, ct.run(*args),
+                                           contains=contains)
+
+    def test_usage(self):
+        for args in ((), ("frobnicate",), ("list", "extra"), ("show",),
+                     ("get", "sda"), ("set", "sda", "ro"),
+                     ("tree", "a", "b"), ("wait",),
+                     ("monitor", "--since=abc"), ("monitor", "--since=-1"),
+                     ("monitor", "--action=frob"),
+                     ("monitor", "--action=add,,remove"),
+                     ("events", "--timeout=1"), ("list", "--since=1"),
+                     ("wait", "sda", "--timeout=soon"),
+                     ("wait", "sda", "--timeout"), ("--bogus", "list"),
+                     ("list", "-x"), ("trigger", "sda", "frobnicate"),
+                     ("help", "frobnicate")):
+            with self.subTest(args=args):
+                ct.assert_one_line_failure(self, ct.run(*args), code=2)
+        p = ct.run("--address=", "list", bus=None)
+        ct.assert_one_line_failure(self, p, code=2)
+
+    def test_help(self):
+        for args in (("--help",), ("-h",), ("help",)):
+            p = ct.run(*args, check=0)
+            self.assertEqual(p.stderr, "")
+            for c in COMMANDS:
+                self.assertIn("\n  " + c + " ", p.stdout)
+        for c in COMMANDS:
+            for args in ((c, "--help"), ("help", c), ("--json", c, "-h")):
+                with self.subTest(args=args):
+                    p = ct.run(*args, check=0)
+                    self.assertEqual(p.stderr, "")
+                    self.assertTrue(p.stdout.startswith(
+                        "blkmodelctl [OPTIONS] " + c), p.stdout)
+        self.assertIn("--since=SEQ", ct.run("monitor", "--help").stdout)
+        self.assertIn("--removed", ct.run("wait", "--help").stdout)
+        self.assertIn("--bytes", ct.run("list", "--help").stdout)
+
+    def test_colour(self):
+        code, out = on_tty("list", environ=ct.env(NO_COLOR=None, TERM="xterm"))
+        self.assertEqual(code, 0)
+        self.assertIn("\033[1m", out)
+        for e in (ct.env(NO_COLOR="1", TERM="xterm"),
+                  ct.env(NO_COLOR=None, TERM="dumb")):
+            code, out = on_tty("list", environ=e)
+            self.assertEqual(code, 0)
+            self.assertNotIn("\033", out)
+            self.assertIn("sda", out)
+        # Not a terminal: no colour even without NO_COLOR.
+        p = ct.run("list", check=0, environ=ct.env(NO_COLOR=None,
+                                                    TERM="xterm"))
+        self.assertNotIn("\033", p.stdout)
+        p = ct.run("monitor", "--since=0", "--action=frob",
+                   environ=ct.env(NO_COLOR=None))
+        self.assertNotIn("\033", p.stderr)
+
+    def test_closed_stdout(self):
+        # A reader that went away is a failure, not a silent success.
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([bt.BLKMODELCTL, "--session", "dump"],
+                               stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(len(p.stderr.strip().split("\n")), 1, p.stderr)
+
+
+if __name__ == "__main__":
+    bt.main()

@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""monitor and events against uevents injected through --uevent-socket:
+--since replays GetEvents and continues live with no gap and no repeat
+while events keep coming; --action filters; --properties prints the
+environment; an expired --since and a --since the daemon never reached
+are reported and the stream goes on; a daemon restart is reported and
+the stream goes on with the new daemon's events; SIGINT ends it with 0."""
+import json
+import threading
+import time
+import unittest
+
+import blkmodeltest as bt
+import clienttest as ct
+
+MD0 = "/devices/virtual/block/md0"
+
+
+def seqnums(lines):
+    return [j["seqnum"] for j in map(json.loads, lines)
+            if j["type"] == "event"]
+
+
+class Monitor(unittest.TestCase):
+    def setUp(self):
+        self.sys = bt.make_fixture() + "/sys"
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+
+    def tearDown(self):
+        self.dm.stop()
+
+    def last(self):
+        return self.dm.manager_prop("LastSeqnum")
+
+    def wait_last(self, n, timeout=30):
+        """Until the daemon has handled n events in all."""
+        deadline = time.monotonic() + timeout
+        while self.last() < n:
+            if time.monotonic() > deadline:
+                raise AssertionError("daemon stuck at seqnum %d of %d"
+                                     % (self.last(), n))
+            time.sleep(0.01)
+
+    def test_since_replays_without_gap_or_repeat(self):
+        # Events keep coming while monitor starts: some are replayed from
+        # GetEvents, some arrive live, some both ways; each is printed
+        # exactly once, in order.
+        total = 400
+        started = threading.Event()
+
+        def sender():
+            for i in range(total):
+                ct.send_change(self.dm, ct.LOOP0 if i % 2 else MD0)
+                if i == total // 4:
+                    started.set()
+                time.sleep(0.001)
+
+        th = threading.Thread(target=sender)
+        th.start()
+        started.wait(30)
+        with ct.Background("--json", "monitor", "--since=0") as mon:
+            th.join()
+            self.wait_last(total)
+            lines = mon.wait_lines(lambda ls: len(ls) >= total)
+            time.sleep(0.2)               # nothing more may come
+            code, err = mon.stop()
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(seqnums(mon.lines), list(range(1, total + 1)))
+        self.assertEqual(len(lines), total)       # no notices either
+
+        # From the middle: only what came after.
+        with ct.Background("monitor", "--since=%d" % (total - 3)) as mon:
+            lines = mon.wait_lines(lambda ls: len(ls) >= 3)
+            ct.send_change(self.dm)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 4)
+            self.assertEqual(mon.stop(), (0, ""))
+        self.assertEqual([ln.split()[0] for ln in lines],
+                         ["[%d]" % n for n in range(total - 2, total + 2)])
+        self.assertEqual(lines[-1].split()[1:], ["change", ct.LOOP0])
+
+    def test_live_without_since(self):
+        with ct.Background("--json", "monitor") as mon:
+            # Not knowing when the client has subscribed, poke until it
+            # prints; from then on nothing may be missing.
+            deadline = time.monotonic() + 30
+            while not mon.lines and time.monotonic() < deadline:
+                ct.send_change(self.dm)
+                time.sleep(0.05)
+                mon._read()
+            first = seqnums(mon.wait_lines(lambda ls: len(ls) >= 1))[0]
+            time.sleep(0.1)
+            n = self.last()
+            for _ in range(20):
+                ct.send_change(self.dm)
+            self.wait_last(n + 20)
+            lines = mon.wait_lines(lambda ls: seqnums(ls)[-1:] == [n + 20])
+            self.assertEqual(mon.stop(), (0, ""))
+        self.assertEqual(seqnums(lines), list(range(first, n + 21)))
+
+    def test_action_filter_and_properties(self):
+        base = self.last()
+        with ct.Background("monitor", "--since=%d" % base,
+                           "--action=add,remove", "-p") as mon:
+            ct.add_loop(self.sys, 1)
+            ct.send_loop_uevent(self.dm, "add", 1)
+            ct.send_change(self.dm)
+            ct.remove_loop(self.sys, 1)
+            ct.send_loop_uevent(self.dm, "remove", 1)
+            self.wait_last(base + 3)
+            lines = mon.wait_lines(lambda ls: any(
+                ln.startswith("[%d] remove" % (base + 3)) for ln in ls) and
+                ls[-1] == "")
+            self.assertEqual(mon.stop(), (0, ""))
+        heads = [ln for ln in lines if ln.startswith("[")]
+        loop1 = "/devices/virtual/block/loop1"
+        self.assertEqual(heads, ["[%d] add     %s" % (base + 1, loop1),
+                                 "[%d] remove  %s" % (base + 3, loop1)])
+        # Each event is followed by its environment and a blank line.
+        block = lines[lines.index(heads[0]) + 1:lines.index(heads[1])]
+        self.assertIn("ACTION=add", block)
+        self.assertIn("DEVNAME=loop1", block)
+        self.assertEqual(block[-1], "")
+
+    def test_events(self):
+        ct.send_change(self.dm)
+        ct.send_change(self.dm, MD0)
+        self.wait_last(2)
+        p = ct.run("events", check=0)
+        self.assertEqual(p.stdout, "[1] change  %s\n[2] change  %s\n"
+                         % (ct.LOOP0, MD0))
+        p = ct.run("events", "--since=1", "--action=change", check=0)
+        self.assertEqual(p.stdout, "[2] change  %s\n" % MD0)
+        p = ct.run("events", "--action=add", check=0)
+        self.assertEqual(p.stdout, "")
+
+    def test_expired(self):
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, uevent_socket=True,
+                            extra_args=["--event-log-size=4"])
+        for _ in range(10):
+            ct.send_change(self.dm)
+        self.wait_last(10)
+        self.assertEqual(self.dm.manager_prop("OldestSeqnum"), 7)
+
+        p = ct.run("events", "--since=2")
+        ct.assert_one_line_failure(self, p, contains=(
+            "org.blkmodel1.Error.EventsExpired",))
+        self.assertEqual(len(ct.run("events", "--since=6",
+                                    check=0).stdout.split("\n")), 5)
+
+        # monitor says so (a JSON notice on stdout; with text on stderr)
+        # and goes on from the oldest event retained.
+        with ct.Background("--json", "monitor", "--since=2") as mon:
+            lines = mon.wait_lines(lambda ls: len(ls) >= 5)
+            ct.send_change(self.dm)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 6)
+            self.assertEqual(mon.stop(), (0, ""))
+        notice = json.loads(lines[0])
+        self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
+                         ("expired", 2, 7))
+        self.assertEqual(seqnums(lines), [7, 8, 9, 10, 11])
+
+        with ct.Background("monitor", "--since=0") as mon:
+            lines = mon.wait_lines(lambda ls: len(ls) >= 4)  # 8..11 kept
+            code, err = mon.stop()
+        self.assertEqual(code, 0)
+        self.assertEqual([ln.split()[0] for ln in lines],
+                         ["[8]", "[9]", "[10]", "[11]"])
+        self.assertIn("events after 0 have expired (oldest retained: 8)",
+                      err)
+        self.assertEqual(len(err.strip().split("\n")), 1)
+
+    def test_since_ahead_of_daemon(self):
+        # A seqnum from an earlier daemon: said, and the stream goes on.
+        with ct.Background("--json", "monitor", "--since=1000") as mon:
+            lines = mon.wait_lines(lambda ls: len(ls) >= 1)
+            self.assertEqual(json.loads(lines[0])["type"], "future")
+            ct.send_change(self.dm)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 2)
+            self.assertEqual(mon.stop(), (0, ""))
+        self.assertEqual(seqnums(lines), [1])
+
+    def test_daemon_restart(self):
+        ct.send_change(self.dm)
+        self.wait_last(1)
+        with ct.Background("--json", "monitor", "--since=0") as mon:
+            mon.wait_lines(lambda ls: len(ls) >= 1)
+            self.dm.stop()
+            mon.wait_lines(lambda ls: len(ls) >= 2)
+            self.dm = bt.Daemon(self.sys, uevent_socket=True)
+            mon.wait_lines(lambda ls: len(ls) >= 3)
+            ct.send_change(self.dm, MD0)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 4)
+            self.assertEqual(mon.stop(), (0, ""))
+        types = [json.loads(ln)["type"] for ln in lines]
+        self.assertEqual(types, ["event", "daemon-stopped", "daemon-started",
+                                 "event"])
+        # The new daemon counts from 1 again.
+        self.assertEqual(seqnums(lines), [1, 1])
+        self.assertEqual(json.loads(lines[3])["devpath"], MD0)
+
+    def test_sigterm_ends_cleanly(self):
+        with ct.Background("monitor") as mon:
+            time.sleep(0.3)
+            mon.proc.terminate()
+            self.assertEqual(mon.wait(), (0, ""))
+
+
+if __name__ == "__main__":
+    bt.main()

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""wait: returns when a device injected through --uevent-socket appears
+(by name and by MAJ:MIN, which no object path gives in advance), or with
+--removed when it is gone; times out with exit 1 and one line; returns
+at once for what already is (or is not) there; and, race-free, never
+misses an object that appears while it starts."""
+import time
+import unittest
+
+import blkmodeltest as bt
+import clienttest as ct
+
+
+class Wait(unittest.TestCase):
+    def setUp(self):
+        self.sys = bt.make_fixture() + "/sys"
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+
+    def tearDown(self):
+        self.dm.stop()
+
+    def add(self, n):
+        ct.add_loop(self.sys, n)
+        ct.send_loop_uevent(self.dm, "add", n)
+
+    def remove(self, n):
+        ct.remove_loop(self.sys, n)
+        ct.send_loop_uevent(self.dm, "remove", n)
+
+    def test_appears(self):
+        with ct.Background("wait", "loop1", "--timeout=30") as by_name, \
+                ct.Background("--json", "wait", "7:1", "-t", "30") as by_num:
+            time.sleep(0.3)      # both are waiting (or the test is weaker)
+            self.assertIsNone(by_name.proc.poll())
+            self.assertIsNone(by_num.proc.poll())
+            self.add(1)
+            self.assertEqual(by_name.wait(), (0, ""))
+            code, err = by_num.wait()
+            self.assertEqual((code, err), (0, ""))
+            self.assertIn('"object": "%s"' % bt.path_of("block", "loop1"),
+                          "\n".join(by_num.lines))
+
+    def test_removed(self):
+        self.add(2)
+        ct.run("wait", "loop2", "--timeout=30", check=0)
+        with ct.Background("wait", "--removed", "/dev/loop2",
+                           "--timeout=30") as w:
+            time.sleep(0.3)
+            self.assertIsNone(w.proc.poll())
+            self.remove(2)
+            self.assertEqual(w.wait(), (0, ""))
+        p = ct.run("get", "loop2", "Name")
+        ct.assert_one_line_failure(self, p, contains=(
+            "No such object: loop2", "NoSuchObject"))
+
+    def test_already_there_or_gone(self):
+        t = time.monotonic()
+        ct.run("wait", "sda1", check=0)
+        ct.run("wait", "--removed", "loop7", check=0)
+        self.assertLess(time.monotonic() - t, 10)
+
+    def test_timeout(self):
+        t = time.monotonic()
+        p = ct.run("wait", "loop3", "--timeout=0.5")
+        ct.assert_one_line_failure(self, p, contains=("Timed out", "loop3"))
+        self.assertGreaterEqual(time.monotonic() - t, 0.5)
+        p = ct.run("wait", "--removed", "sda", "--timeout=0.2")
+        ct.assert_one_line_failure(self, p, contains=("Timed out", "sda",
+                                                      "removed"))
+
+    def test_no_race_at_start(self):
+        # The device appears while the client starts: before, between or
+        # after its subscription and its first Resolve.  It must return
+        # in every case.
+        for n in range(4, 10):
+            with ct.Background("wait", "loop%d" % n, "--timeout=30") as w:
+                time.sleep(0.002 * (n - 4))
+                self.add(n)
+                self.assertEqual(w.wait(), (0, ""), "loop%d" % n)
+
+    def test_waits_for_the_daemon(self):
+        # With no daemon, wait waits for one: --timeout then says why.
+        self.dm.stop()
+        p = ct.run("wait", "sda", "--timeout=0.3")
+        ct.assert_one_line_failure(self, p, contains=(
+            "Timed out", "blkmodeld is not running on this bus"))
+        with ct.Background("wait", "sda", "--timeout=60") as w:
+            time.sleep(0.3)
+            self.assertIsNone(w.proc.poll())
+            self.dm = bt.Daemon(self.sys, uevent_socket=True)
+            self.assertEqual(w.wait(), (0, ""))
+
+
+if __name__ == "__main__":
+    bt.main()
