@@ -6,6 +6,7 @@
 
 #include "bus-manager.h"
 #include "bus-object.h"
+#include "live.h"
 #include "log.h"
 #include "names.h"
 #include "sysfs.h"
@@ -62,6 +63,7 @@ typedef struct TypedProperty {
         const char *source;
         /* EmitsChangedSignal, if not "true". */
         const char *emits;
+        bool writable;
 } TypedProperty;
 
 #define SOURCE_UEVENT "uevent"
@@ -390,7 +392,7 @@ static const TypedProperty partition_properties[] = {
 };
 
 static const TypedProperty queue_properties[] = {
-                {"Scheduler", "s", prop_scheduler, "scheduler"},
+                {"Scheduler", "s", prop_scheduler, "scheduler", .writable = true},
                 {"Schedulers", "as", prop_schedulers, "scheduler"},
                 {"Elevator", "o", prop_elevator},
                 {},
@@ -735,17 +737,19 @@ static const char object_manager_xml[] =
 
 /* "true" is the default of EmitsChangedSignal: left out, which keeps `busctl tree` over 100,000
  * objects from parsing megabytes of annotations. */
-static void xml_property(FILE *f, const char *name, const char *signature, const char *emits)
+static void xml_property(FILE *f, const char *name, const char *signature, bool writable, const char *emits)
 {
+        const char *access = writable ? "readwrite" : "read";
+
         if (!emits || streq(emits, "true")) {
-                fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"read\"/>\n", name, signature);
+                fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"%s\"/>\n", name, signature, access);
                 return;
         }
         fprintf(f,
-                "  <property name=\"%s\" type=\"%s\" access=\"read\">\n"
+                "  <property name=\"%s\" type=\"%s\" access=\"%s\">\n"
                 "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n"
                 "  </property>\n",
-                name, signature, emits);
+                name, signature, access, emits);
 }
 
 static void xml_iface(FILE *f, const Iface *iface)
@@ -755,14 +759,17 @@ static void xml_iface(FILE *f, const Iface *iface)
                 for (size_t i = 0; i < ELEMENTSOF(kobject_property_names); i++)
                         /* A kobject's identity never changes; a rename is remove+add. */
                         xml_property(f, kobject_property_names[i], kobject_property_signature(kobject_property_names[i]),
-                                     streq(kobject_property_names[i], "Uevent") ? "true" : "const");
+                                     false, streq(kobject_property_names[i], "Uevent") ? "true" : "const");
         for (const TypedProperty *p = iface->typed; p->name; p++)
-                xml_property(f, p->name, p->signature, p->emits);
-        for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++)
-                xml_property(f, iface->attrs->attrs[i].member, "s",
-                             iface->attrs->attrs[i].flags & ATTR_VOLATILE ? "false" : "true");
+                xml_property(f, p->name, p->signature, p->writable, p->emits);
+        for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
+                const Attr *a = &iface->attrs->attrs[i];
+                xml_property(f, a->member, "s", a->flags & ATTR_WRITABLE, a->flags & ATTR_VOLATILE ? "false" : "true");
+        }
         fputs(" </interface>\n", f);
 }
+
+static void learn_modes(ObjDir *d, const Iface *iface);
 
 static int introspect(Manager *m, const char *path, Kobject *k, char **ret)
 {
@@ -784,10 +791,14 @@ static int introspect(Manager *m, const char *path, Kobject *k, char **ret)
                 fputs(bus_manager_introspection_xml, f);
                 fprintf(f, " <node name=\"block\"/>\n <node name=\"devices\"/>\n");
         } else {
+                ObjDir d = {.manager = m, .k = k, .fd = -1};
                 Iface iface;
                 for (size_t i = 0; i < object_n_ifaces(k); i++)
-                        if (object_iface(k, i, &iface))
+                        if (object_iface(k, i, &iface)) {
+                                learn_modes(&d, &iface);
                                 xml_iface(f, &iface);
+                        }
+                objdir_done(&d);
                 r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
                 for (size_t i = 0; r >= 0 && i < n_children; i++)
                         fprintf(f, " <node name=\"%s\"/>\n", strrchr(children[i]->path, '/') + 1);
@@ -865,20 +876,138 @@ static int method_get_all(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_er
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ---- writes ------------------------------------------------------------------------------------ */
+
+/* An attribute's file, relative to the object's directory. */
+static char *attr_relpath(const Iface *iface, const Attr *a)
+{
+        return iface->attr_dir ? path_join(iface->attr_dir, a->file) : strdup(a->file);
+}
+
+static void learn_modes(ObjDir *d, const Iface *iface)
+{
+        AttrSet *set = (AttrSet *) iface->attrs; /* shared, and only ever learned once */
+        int fd;
+
+        if (!set || set->modes_learned || (fd = objdir_fd(d)) < 0)
+                return;
+        for (size_t i = 0; i < set->n_attrs; i++) {
+                _cleanup_(freep) char *rel = attr_relpath(iface, &set->attrs[i]);
+                int mode = rel ? sysfs_file_mode(fd, rel) : -ENOMEM;
+                if (mode >= 0 && (mode & 0222))
+                        set->attrs[i].flags |= ATTR_WRITABLE;
+        }
+        set->modes_learned = true;
+}
+
+/* NOTES.md: an unknown name makes the kernel request_module("%s-iosched") first; allow only listed ones. */
+static int check_scheduler(ObjDir *d, const char *value, sd_bus_error *error)
+{
+        _cleanup_(strv_freep) char **all = NULL;
+        int r;
+
+        r = parse_scheduler(d, &all, NULL);
+        if (r < 0)
+                return sd_bus_error_setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/scheduler failed: %s",
+                                         d->k->devpath, strerror(-r));
+        for (char **s = all; s && *s; s++)
+                if (streq(*s, value))
+                        return 0;
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                 "'%s' is not an I/O scheduler %s offers (see Schedulers).", value, d->k->path);
+}
+
 static int method_set(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
-        const char *interface, *property;
+        _cleanup_(freep) char *rel = NULL;
+        ObjDir d = {.manager = m, .k = k, .fd = -1};
+        const char *interface, *property, *value;
+        const Attr *a = NULL;
+        bool scheduler;
         Iface iface;
-        int r;
+        int fd, r;
 
         r = sd_bus_message_read(msg, "ss", &interface, &property);
         if (r < 0)
                 return r;
         if (!object_find_iface(k, interface, &iface))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
-                                         "Object %s has no interface '%s'.", k->path, interface);
-        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "Property %s.%s is read-only.",
-                                 interface, property);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.",
+                                         k->path, interface);
+
+        /* Names come from the model, never from the caller: the file is the one the scan found. */
+        scheduler = k->ktype->id == KTYPE_QUEUE && iface.kind == IFACE_KIND && streq(property, "Scheduler");
+        if (!scheduler) {
+                bool known = false;
+                for (size_t i = 0; iface.kind == IFACE_KOBJECT && i < ELEMENTSOF(kobject_property_names); i++)
+                        known = known || streq(kobject_property_names[i], property);
+                for (const TypedProperty *p = iface.typed; !known && p->name; p++)
+                        known = streq(p->name, property);
+                if (known)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "Property %s.%s is read-only.",
+                                                 interface, property);
+                a = iface.attrs ? attr_set_find(iface.attrs, property) : NULL;
+                if (!a)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY,
+                                                 "Interface %s has no property '%s'.", interface, property);
+        }
+
+        r = sd_bus_message_enter_container(msg, 'v', "s");
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s.%s takes a string.", interface, property);
+        r = sd_bus_message_read(msg, "s", &value);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+
+        rel = scheduler ? strdup("scheduler") : attr_relpath(&iface, a);
+        if (!rel)
+                return -ENOMEM;
+        fd = objdir_fd(&d);
+        if (fd < 0) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "%s is gone: %s", k->path, strerror(-fd));
+                goto out;
+        }
+        r = sysfs_file_mode(fd, rel);
+        if (r < 0 || !(r & 0222)) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s/%s is not writable.", k->devpath, rel);
+                goto out;
+        }
+        r = bus_check_privileged(m, msg, error);
+        if (r < 0)
+                goto out;
+        if (strlen(value) >= 4096) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Values are at most 4095 bytes.");
+                goto out;
+        }
+        scheduler = k->ktype->id == KTYPE_QUEUE && streq(rel, "scheduler");
+        if (scheduler) {
+                r = check_scheduler(&d, value, error);
+                if (r < 0)
+                        goto out;
+        }
+
+        /* Without a reading from before, the announcement after would have to list everything. */
+        if (!k->value_hashes)
+                (void) bus_object_refresh(m, k, BUS_REFRESH_RECORD);
+
+        r = sysfs_write_attr(fd, rel, value);
+        if (r < 0) {
+                r = sd_bus_error_setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s", value,
+                                      k->devpath, rel, strerror(-r));
+                goto out;
+        }
+        log_info("%s/%s set to '%s'.", k->devpath, rel, value);
+
+        /* sd-bus would not announce it either: what the kernel stored is read back and announced. */
+        if (scheduler)
+                live_scheduler_switched(m, k);
+        (void) bus_object_refresh(m, k, BUS_REFRESH_ALL);
+        r = sd_bus_reply_method_return(msg, NULL);
+out:
+        objdir_done(&d);
+        return r;
 }
 
 static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_error *error)

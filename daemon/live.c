@@ -262,6 +262,21 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         uevent_free(u);
 }
 
+void live_scheduler_switched(Manager *m, Kobject *queue)
+{
+        Kobject *old = kobject_find_child_type(queue, KTYPE_ELEVATOR), *now = NULL;
+        int r;
+
+        /* The kernel replaced the directory: a new kobject, even when the same name comes back. */
+        if (old)
+                model_unlink(m->model, old);
+        r = scan_add_elevator(m->model, queue, &now);
+        if (r < 0)
+                log_warning_errno(r, "%s/iosched: cannot read the new scheduler: %m", queue->devpath);
+        if (old || now)
+                (void) bus_object_emit_property_changed(m, queue, "Elevator", true);
+}
+
 /* ---- self-healing ----------------------------------------------------------------------------------- */
 
 typedef struct SynthEnv {

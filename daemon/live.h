@@ -15,6 +15,9 @@
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);
 void live_on_lost(UeventSource *s, void *userdata);
 
+/* A queue's scheduler was switched: its iosched kobject is replaced (or gone under "none"). */
+void live_scheduler_switched(Manager *m, Kobject *queue);
+
 /* Rescans sysfs and announces every difference; returns their number. */
 int live_reconcile(Manager *m);
 

@@ -16,6 +16,7 @@
 
 typedef enum AttrFlags {
         ATTR_VOLATILE = 1 << 0, /* changes without an event: no PropertiesChanged */
+        ATTR_WRITABLE = 1 << 1, /* has a write bit (learned on first introspection) */
 } AttrFlags;
 
 typedef struct Attr {
@@ -29,6 +30,9 @@ typedef struct AttrSet {
         char *key;    /* interning key: the file names joined by '/' */
         size_t n_attrs;
         Attr *attrs;  /* sorted by member */
+        /* File modes are not part of the interning key (listing a directory gives names, not modes):
+         * the first object introspected tells them for all, as one kernel attribute has one mode. */
+        bool modes_learned;
 } AttrSet;
 
 typedef struct Group {

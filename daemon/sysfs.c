@@ -317,7 +317,8 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value)
         /* kernfs takes the whole value in the first write(), and nothing past a page. */
         if (l > 4096)
                 return -E2BIG;
-        fd = openat_beneath(dirfd, name, O_WRONLY | O_NOCTTY | O_NONBLOCK, true);
+        /* O_TRUNC: a no-op on kernfs, but what a plain file (a fixture) needs to end up holding exactly value. */
+        fd = openat_beneath(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK, true);
         if (fd < 0)
                 return fd;
         k = write(fd, value, l);

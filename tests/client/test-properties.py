@@ -126,11 +126,6 @@ class Properties(unittest.TestCase):
         else:
             self.assertEqual((p.stdout, p.stderr), ("", ""))
 
-    # The daemon's Properties.Set always answers PropertyReadOnly so far
-    # (daemon/bus-object.c method_set): sysfs writes (SPEC §6 "Writes")
-    # are not implemented.  Remove expectedFailure once they are; an
-    # "unexpected success" fails the suite to remind us.
-    @unittest.expectedFailure
     def test_set_round_trip(self):
         f = self.sys + "/block/sda/queue/read_ahead_kb"
         self.assertEqual(bt.read_attr(f), "128")

@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Properties.Set: writable raw attributes and Queue.Scheduler (SPEC §6).
+
+On a fixture the files are plain files, so a write is stored as written;
+on the real kernel (a loop device) the kernel's own checks and rounding
+come back.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+
+import dbus
+import blkmodeltest as bt
+
+QUEUE = bt.IFACE + "Queue"
+DISK = bt.IFACE + "Disk"
+PROPS = bt.PROPS
+
+
+def find_dir(root, suffix):
+    for d, _, _ in os.walk(os.path.join(root, "devices")):
+        if d.endswith(suffix):
+            return d
+    raise AssertionError("no %s in %s" % (suffix, root))
+
+
+class FixtureWrites(unittest.TestCase):
+    def setUp(self):
+        self.dir = bt.make_fixture()
+        self.sys = os.path.join(self.dir, "sys")
+        self.dm = bt.Daemon(self.sys)
+        self.rec = bt.SignalRecorder()
+        self.queue = bt.path_of("block", "sda", "queue")
+        self.qdir = find_dir(self.sys, "/block/sda/queue")
+
+    def tearDown(self):
+        self.rec.close()
+        self.dm.stop()
+
+    def set(self, path, iface, prop, value):
+        return self.dm.call(path, PROPS, "Set", iface, prop,
+                            dbus.String(value, variant_level=1))
+
+    def test_raw_attribute_round_trip(self):
+        self.set(self.queue, QUEUE, "read_ahead_kb", "256")
+        self.assertEqual(bt.read_attr(self.qdir + "/read_ahead_kb"), "256")
+        self.assertEqual(self.dm.get(self.queue, QUEUE, "read_ahead_kb"), "256")
+        changed = self.rec.wait_for(lambda s: any(
+            x[1] == "PropertiesChanged" and x[2] == self.queue for x in s))
+        changed = [x[3] for x in changed if x[1] == "PropertiesChanged"]
+        # Exactly the written property, with what was stored.
+        self.assertEqual(changed, [[QUEUE, {"read_ahead_kb": "256"}, []]])
+
+    def test_introspection_marks_writable(self):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(self.dm.introspect(self.queue))
+        q = [i for i in root.findall("interface") if i.get("name") == QUEUE][0]
+        access = {p.get("name"): p.get("access") for p in q.findall("property")}
+        self.assertEqual(access["read_ahead_kb"], "readwrite")
+        self.assertEqual(access["scheduler"], "readwrite")
+        self.assertEqual(access["Scheduler"], "readwrite")
+        self.assertEqual(access["hw_sector_size"], "read")
+        self.assertEqual(access["Schedulers"], "read")
+
+    def test_scheduler_switch_replaces_iosched(self):
+        iosched = self.queue + "/iosched"
+        self.assertEqual(self.dm.get(self.queue, QUEUE, "Scheduler"),
+                         "mq-deadline")
+        # A fixture is no kernel: take iosched/ away as the kernel's switch
+        # to "none" does, then switch.
+        subprocess.run(["rm", "-rf", self.qdir + "/iosched"], check=True)
+        self.rec.signals.clear()
+        self.set(self.queue, QUEUE, "Scheduler", "none")
+        self.assertEqual(bt.read_attr(self.qdir + "/scheduler"), "none")
+        self.rec.wait_for(lambda s: any(
+            x[1] == "InterfacesRemoved" and x[3][0] == iosched for x in s))
+        self.assertNotIn(iosched, self.dm.managed_objects())
+        self.assertEqual(self.dm.get(self.queue, QUEUE, "Elevator"), "/")
+        self.assertEqual(self.dm.get(self.queue, QUEUE, "Scheduler"), "none")
+        changed = {}
+        self.rec.wait_for(lambda s: any(
+            x[1] == "PropertiesChanged" and "Elevator" in x[3][1] for x in s))
+        for x in self.rec.signals:
+            if x[1] == "PropertiesChanged" and x[2] == self.queue:
+                changed.update(x[3][1])
+        self.assertEqual(changed, {"Elevator": "/", "Scheduler": "none",
+                                   "Schedulers": ["none"],
+                                   "scheduler": "none"})
+
+    def test_refusals(self):
+        cases = [
+            # unknown scheduler: refused before any write (no module load)
+            ((self.queue, QUEUE, "Scheduler", "nosuch-iosched"),
+             "org.freedesktop.DBus.Error.InvalidArgs"),
+            ((self.queue, QUEUE, "scheduler", "nosuch"),
+             "org.freedesktop.DBus.Error.InvalidArgs"),
+            # read-only file, typed and Kobject properties
+            ((self.queue, QUEUE, "hw_sector_size", "4096"),
+             "org.freedesktop.DBus.Error.PropertyReadOnly"),
+            ((self.queue, QUEUE, "Schedulers", "x"),
+             "org.freedesktop.DBus.Error.PropertyReadOnly"),
+            ((bt.path_of("block", "sda"), DISK, "Size", "1"),
+             "org.freedesktop.DBus.Error.PropertyReadOnly"),
+            ((bt.path_of("block", "sda"), bt.IFACE + "Kobject", "Name", "x"),
+             "org.freedesktop.DBus.Error.PropertyReadOnly"),
+            ((self.queue, QUEUE, "no_such_attr", "1"),
+             "org.freedesktop.DBus.Error.UnknownProperty"),
+            ((self.queue, bt.IFACE + "Disk", "size", "1"),
+             "org.freedesktop.DBus.Error.UnknownInterface"),
+            ((self.queue, QUEUE, "read_ahead_kb", "x" * 5000),
+             "org.freedesktop.DBus.Error.InvalidArgs"),
+        ]
+        before = bt.read_attr(self.qdir + "/scheduler")
+        for args, err in cases:
+            with self.assertRaises(dbus.DBusException, msg=args) as cm:
+                self.set(*args)
+            self.assertEqual(cm.exception.get_dbus_name(), err, args)
+        # A wrong type is refused too.
+        with self.assertRaises(dbus.DBusException) as cm:
+            self.dm.call(self.queue, PROPS, "Set", QUEUE, "read_ahead_kb",
+                         dbus.UInt32(5, variant_level=1))
+        self.assertEqual(cm.exception.get_dbus_name(),
+                         "org.freedesktop.DBus.Error.InvalidArgs")
+        self.assertEqual(bt.read_attr(self.qdir + "/scheduler"), before)
+        self.assertEqual(bt.read_attr(self.qdir + "/read_ahead_kb"), "128")
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
+class KernelWrites(unittest.TestCase):
+    def test_scheduler_and_read_ahead_on_a_loop_device(self):
+        tmp = tempfile.mkdtemp(prefix="blkmodel-writes-")
+        img = os.path.join(tmp, "disk.img")
+        with open(img, "wb") as f:
+            f.truncate(16 << 20)
+        dev = run("losetup", "-f", "--show", img)
+        try:
+            name = os.path.basename(dev)
+            queue = bt.path_of("block", name, "queue")
+            qdir = "/sys/class/block/%s/queue" % name
+            with bt.Daemon("/sys", no_uevents=False) as dm:
+                rec = bt.SignalRecorder()
+                scheds = dm.get(queue, QUEUE, "Schedulers")
+                self.assertIn("none", scheds)
+                other = [s for s in scheds if s != "none"]
+                if not other:
+                    self.skipTest("no I/O scheduler but none on this kernel")
+                dm.call(queue, PROPS, "Set", QUEUE, "Scheduler",
+                        dbus.String("none", variant_level=1))
+                self.assertEqual(dm.get(queue, QUEUE, "Scheduler"), "none")
+                self.assertEqual(dm.get(queue, QUEUE, "Elevator"), "/")
+                rec.signals.clear()
+                dm.call(queue, PROPS, "Set", QUEUE, "Scheduler",
+                        dbus.String(other[0], variant_level=1))
+                self.assertIn("[%s]" % other[0], bt.read_attr(qdir + "/scheduler"))
+                self.assertEqual(dm.get(queue, QUEUE, "Elevator"),
+                                 queue + "/iosched")
+                objs = dm.managed_objects()
+                self.assertIn(queue + "/iosched", objs)
+                rec.wait_for(lambda s: any(
+                    x[1] == "InterfacesAdded" and x[3][0] == queue + "/iosched"
+                    for x in s))
+                changed = {}
+                for x in rec.signals:
+                    if x[1] == "PropertiesChanged" and x[2] == queue:
+                        changed.update(x[3][1])
+                self.assertEqual(changed["Scheduler"], other[0])
+                self.assertEqual(changed["Elevator"], queue + "/iosched")
+
+                # The kernel rounds read_ahead_kb to pages: what it stored comes back.
+                dm.call(queue, PROPS, "Set", QUEUE, "read_ahead_kb",
+                        dbus.String("130", variant_level=1))
+                stored = bt.read_attr(qdir + "/read_ahead_kb")
+                self.assertEqual(dm.get(queue, QUEUE, "read_ahead_kb"), stored)
+                # The kernel's refusal comes back as WriteFailed.
+                with self.assertRaises(dbus.DBusException) as cm:
+                    dm.call(queue, PROPS, "Set", QUEUE, "nr_requests",
+                            dbus.String("-5", variant_level=1))
+                self.assertEqual(cm.exception.get_dbus_name(),
+                                 "org.blkmodel1.Error.WriteFailed")
+                rec.close()
+        finally:
+            subprocess.run(["losetup", "-d", dev])
+            subprocess.run(["rm", "-rf", tmp])
+
+
+if __name__ == "__main__":
+    bt.main()
