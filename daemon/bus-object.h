@@ -26,6 +26,7 @@ typedef enum BusRefresh {
         BUS_REFRESH_RECORD, /* read and remember, announce nothing */
         BUS_REFRESH_ALL,    /* re-read everything, announce what changed */
         BUS_REFRESH_LINKS,  /* only holders/ and slaves/ */
+        BUS_REFRESH_WATCHED, /* only what changes without an event (a queue's scheduler, read-ahead) */
 } BusRefresh;
 
 /*

@@ -7,35 +7,33 @@
 #include "pathcodec.h"
 #include "util.h"
 
-static const char *const disk_typed[] = { "Major",      "Minor",   "Size",  "ReadOnly", "Removable", "Partitions",
-                                          "Holders",    "Slaves",  "Queue", "Device",   NULL };
-static const char *const partition_typed[] = { "Major", "Minor", "Size", "ReadOnly", "Number", "Start", "Holders",
-                                               NULL };
-static const char *const queue_typed[] = { "Scheduler", "Schedulers", "Elevator", NULL };
-static const char *const no_typed[] = { NULL };
+static const char *const disk_typed[] = {"Major",   "Minor",  "Size",  "ReadOnly", "Removable", "Partitions",
+                                         "Holders", "Slaves", "Queue", "Device",   NULL};
+static const char *const partition_typed[] = {"Major",  "Minor", "Size",    "ReadOnly",
+                                              "Number", "Start", "Holders", NULL};
+static const char *const queue_typed[] = {"Scheduler", "Schedulers", "Elevator", NULL};
+static const char *const no_typed[] = {NULL};
 
-const Ktype ktype_kset = { .id = KTYPE_KSET, .name = "kset", .typed_names = no_typed };
-const Ktype ktype_disk = { .id = KTYPE_DISK, .name = "disk", .typed_names = disk_typed };
-const Ktype ktype_partition = { .id = KTYPE_PARTITION, .name = "partition", .typed_names = partition_typed };
-const Ktype ktype_queue = { .id = KTYPE_QUEUE, .name = "queue", .typed_names = queue_typed };
-const Ktype ktype_elevator = { .id = KTYPE_ELEVATOR, .name = "elevator", .typed_names = no_typed };
-const Ktype ktype_device = { .id = KTYPE_DEVICE,
-                             .name = "device",
-                             .typed_names = no_typed,
-                             .held_by_dependents = true };
+const Ktype ktype_kset = {.id = KTYPE_KSET, .name = "kset", .typed_names = no_typed};
+const Ktype ktype_disk = {.id = KTYPE_DISK, .name = "disk", .typed_names = disk_typed};
+const Ktype ktype_partition = {.id = KTYPE_PARTITION, .name = "partition", .typed_names = partition_typed};
+const Ktype ktype_queue = {.id = KTYPE_QUEUE, .name = "queue", .typed_names = queue_typed};
+const Ktype ktype_elevator = {.id = KTYPE_ELEVATOR, .name = "elevator", .typed_names = no_typed};
+const Ktype ktype_device = {
+                .id = KTYPE_DEVICE, .name = "device", .typed_names = no_typed, .held_by_dependents = true};
 
 const Ktype *ktype_from_id(KtypeId id)
 {
         static const Ktype *const table[_KTYPE_MAX] = {
-                [KTYPE_KSET] = &ktype_kset,         [KTYPE_DISK] = &ktype_disk,
-                [KTYPE_PARTITION] = &ktype_partition, [KTYPE_QUEUE] = &ktype_queue,
-                [KTYPE_ELEVATOR] = &ktype_elevator, [KTYPE_DEVICE] = &ktype_device,
+                        [KTYPE_KSET] = &ktype_kset,           [KTYPE_DISK] = &ktype_disk,
+                        [KTYPE_PARTITION] = &ktype_partition, [KTYPE_QUEUE] = &ktype_queue,
+                        [KTYPE_ELEVATOR] = &ktype_elevator,   [KTYPE_DEVICE] = &ktype_device,
         };
         return id < _KTYPE_MAX ? table[id] : NULL;
 }
 
-int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset, const char *devpath,
-                Kobject **ret)
+int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset,
+                const char *devpath, Kobject **ret)
 {
         Kobject *k;
 

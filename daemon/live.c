@@ -420,6 +420,74 @@ void live_check_backpressure(Manager *m)
         uv_prepare_start(&m->drain_watch, on_bus_drain_check);
 }
 
+/* ---- polling what changes without an event ------------------------------------------------------ */
+
+/* Queues re-read per tick: a round over 10,000 disks is spread over the interval, not one stall. */
+#define POLL_SLICE 256
+
+static void poll_release(Manager *m)
+{
+        for (size_t i = m->poll_pos; i < m->n_polled; i++)
+                kobject_unref(m->model, m->polled[i]);
+        free(m->polled);
+        m->polled = NULL;
+        m->n_polled = m->poll_pos = 0;
+}
+
+static int poll_round_begin(Manager *m)
+{
+        Kobject *kset = m->model->block_kset;
+        size_t n = 0;
+
+        poll_release(m);
+        m->polled = calloc(kset->n_members + 1, sizeof(Kobject *));
+        if (!m->polled)
+                return -ENOMEM;
+        for (Kobject *k = kset->first_member; k; k = k->next_member) {
+                Kobject *q = k->ktype->id == KTYPE_DISK ? kobject_find_child_type(k, KTYPE_QUEUE) : NULL;
+                if (q)
+                        m->polled[n++] = kobject_ref(q);
+        }
+        m->n_polled = n;
+        return 0;
+}
+
+static void on_poll_tick(uv_timer_t *t)
+{
+        Manager *m = t->data;
+        uint64_t interval = m->options.poll_interval_ms, slices, next;
+
+        if (m->poll_pos >= m->n_polled && poll_round_begin(m) < 0) {
+                log_error("Out of memory while polling attributes; trying again later.");
+                uv_timer_start(&m->poll_timer, on_poll_tick, interval, 0);
+                return;
+        }
+        for (unsigned i = 0; i < POLL_SLICE && m->poll_pos < m->n_polled; i++) {
+                Kobject *q = m->polled[m->poll_pos++];
+                if (q->linked)
+                        /* The first reading of a queue only records (at most once per round). */
+                        (void) bus_object_refresh(
+                                        m, q, q->value_hashes ? BUS_REFRESH_WATCHED : BUS_REFRESH_RECORD);
+                kobject_unref(m->model, q);
+        }
+        slices = m->n_polled / POLL_SLICE + 1;
+        next = interval / slices;
+        uv_timer_start(&m->poll_timer, on_poll_tick, next > 0 ? next : 1, 0);
+}
+
+void live_poll_start(Manager *m)
+{
+        if (m->options.poll_interval_ms == 0)
+                return;
+        uv_timer_start(&m->poll_timer, on_poll_tick, m->options.poll_interval_ms, 0);
+}
+
+void live_poll_stop(Manager *m)
+{
+        uv_timer_stop(&m->poll_timer);
+        poll_release(m);
+}
+
 /* ---- warm-up ------------------------------------------------------------------------------------------ */
 
 static void warmup_release(Manager *m)

@@ -26,6 +26,11 @@ int live_reconcile(Manager *m);
 int live_warmup_start(Manager *m);
 void live_warmup_stop(Manager *m);
 
+/* Re-reads the attributes that change without an event (a scheduler set with echo) once every
+ * --poll-interval, a slice of queues at a time; 0 disables it. */
+void live_poll_start(Manager *m);
+void live_poll_stop(Manager *m);
+
 /* Back-pressure: called after each signal; pauses the uevent source while sd-bus's
  * write queue is long, and resumes it once the queue drains. */
 void live_check_backpressure(Manager *m);

@@ -87,11 +87,12 @@ static void close_handles(Manager *m)
         uv_handle_t *handles[] = {
                         (uv_handle_t *) &m->sigterm, (uv_handle_t *) &m->sigint,
                         (uv_handle_t *) &m->sighup,  (uv_handle_t *) &m->drain_watch,
-                        (uv_handle_t *) &m->warmup,
+                        (uv_handle_t *) &m->warmup,  (uv_handle_t *) &m->poll_timer,
         };
 
         if (m->handles_ready) {
                 live_warmup_stop(m);
+                live_poll_stop(m);
                 for (size_t i = 0; i < ELEMENTSOF(handles); i++)
                         if (!uv_is_closing(handles[i]))
                                 uv_close(handles[i], on_handle_close);
@@ -110,6 +111,8 @@ Manager *manager_free(Manager *m)
                 return NULL;
         m->announce = false;
         close_handles(m);
+        /* The handles live in m: their close callbacks must have run before it is freed. */
+        (void) uv_run(m->loop, UV_RUN_DEFAULT);
         model_free(m->model);
         sd_bus_flush_close_unref(m->bus);
         eventlog_free(m->events);
@@ -177,7 +180,8 @@ static int setup_handles(Manager *m)
 {
         uv_prepare_init(m->loop, &m->drain_watch);
         uv_idle_init(m->loop, &m->warmup);
-        m->drain_watch.data = m->warmup.data = m;
+        uv_timer_init(m->loop, &m->poll_timer);
+        m->drain_watch.data = m->warmup.data = m->poll_timer.data = m;
         m->drain_watch_ready = true;
         m->handles_ready = true;
 
@@ -265,6 +269,7 @@ int manager_start(Manager *m)
         r = live_warmup_start(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start recording attribute values: %m");
+        live_poll_start(m);
 
         (void) sd_notify(false, "READY=1\nSTATUS=Publishing the block device model.");
         return 0;

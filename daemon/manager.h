@@ -57,6 +57,9 @@ typedef struct Manager {
         uv_idle_t warmup;
         Kobject **warm;
         size_t n_warm, warm_pos;
+        uv_timer_t poll_timer;
+        Kobject **polled;
+        size_t n_polled, poll_pos;
 } Manager;
 
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);

@@ -10,10 +10,10 @@
 
 /* Subdirectories a kind handles itself, or that are link directories or kobject
  * trees outside the model; they are never attribute groups. */
-static const char *const disk_special[] = { "queue", "holders", "slaves", "mq", NULL };
-static const char *const partition_special[] = { "holders", NULL };
-static const char *const queue_special[] = { "iosched", NULL };
-static const char *const no_special[] = { NULL };
+static const char *const disk_special[] = {"queue", "holders", "slaves", "mq", NULL};
+static const char *const partition_special[] = {"holders", NULL};
+static const char *const queue_special[] = {"iosched", NULL};
+static const char *const no_special[] = {NULL};
 
 static bool strv_contains(const char *const *l, const char *s)
 {
@@ -194,8 +194,8 @@ static int device_get(Model *m, const char *devpath, unsigned depth, Kobject **r
                 kobject_unref(m, parent);
                 return r;
         }
-        r = kobject_add_scanned(m, &ktype_device, basename_of(devpath), parent, m->devices_kset, devpath, &d, NULL,
-                                &k);
+        r = kobject_add_scanned(m, &ktype_device, basename_of(devpath), parent, m->devices_kset, devpath, &d,
+                                NULL, &k);
         dir_scan_done(&d);
         /* The child holds the parent now (or failed and let it go). */
         kobject_unref(m, parent);
@@ -336,12 +336,14 @@ int scan_add_disk(Model *m, const char *devpath, Kobject **ret)
         r = disk_device(m, devpath, &d, &device);
         if (r < 0) {
                 /* A dangling or odd `device` link: publish the disk without its hardware. */
-                log_warning_errno(r, "%s: cannot follow the 'device' link, publishing the disk without it: %m",
+                log_warning_errno(r,
+                                  "%s: cannot follow the 'device' link, publishing the disk without it: %m",
                                   devpath);
                 device = NULL;
         }
 
-        r = kobject_add_scanned(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath, &d, device, &disk);
+        r = kobject_add_scanned(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath, &d, device,
+                                &disk);
         kobject_unref(m, device); /* the disk holds it now */
         if (r < 0) {
                 dir_scan_done(&d);
@@ -351,7 +353,8 @@ int scan_add_disk(Model *m, const char *devpath, Kobject **ret)
         if (entries_find(d.entries, d.n_entries, "queue")) {
                 r = scan_add_queue(m, disk, NULL);
                 if (r < 0)
-                        log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
+                        log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m",
+                                          devpath);
         }
 
         for (size_t i = 0; i < d.n_kobject_dirs; i++) {
@@ -421,7 +424,8 @@ int scan_all(Model *m)
                         continue;
                 }
                 if (!streq(basename_of(devpath), e[i].name)) {
-                        log_warning("class/block/%s points to %s, a different name; skipped.", e[i].name, devpath);
+                        log_warning("class/block/%s points to %s, a different name; skipped.", e[i].name,
+                                    devpath);
                         continue;
                 }
                 /* Partitions are found inside their disk's directory. */
@@ -437,7 +441,8 @@ int scan_all(Model *m)
 
                 r = scan_add_disk(m, devpath, NULL);
                 if (r == -EEXIST)
-                        log_warning("%s: a block device of that name or path exists already, skipped.", devpath);
+                        log_warning("%s: a block device of that name or path exists already, skipped.",
+                                    devpath);
                 else if (r < 0)
                         log_warning_errno(r, "%s: cannot read the disk, skipped: %m", devpath);
                 else

@@ -17,9 +17,9 @@ static int openat_beneath(int dirfd, const char *path, int flags, bool no_symlin
 {
         if (have_openat2) {
                 struct open_how how = {
-                        .flags = (uint64_t) flags | O_CLOEXEC,
-                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-                                   (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
+                                .flags = (uint64_t) flags | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+                                           (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
                 };
                 int fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
                 if (fd >= 0)
@@ -44,7 +44,7 @@ int sysfs_open(const char *root, Sysfs *ret)
                 close(fd);
                 return -ENOMEM;
         }
-        *ret = (Sysfs){ .root_fd = fd, .root = r };
+        *ret = (Sysfs){.root_fd = fd, .root = r};
         return 0;
 }
 
@@ -53,7 +53,7 @@ void sysfs_close(Sysfs *s)
         if (s->root_fd >= 0)
                 close(s->root_fd);
         free(s->root);
-        *s = (Sysfs){ .root_fd = -1 };
+        *s = (Sysfs){.root_fd = -1};
 }
 
 int sysfs_open_dir(const Sysfs *s, const char *relpath)
@@ -121,7 +121,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
                              : S_ISLNK(st.st_mode) ? DT_LNK
                                                    : DT_FIFO;
                 }
-                type = dt == DT_REG ? SYSFS_ENTRY_FILE
+                type = dt == DT_REG   ? SYSFS_ENTRY_FILE
                        : dt == DT_DIR ? SYSFS_ENTRY_DIR
                        : dt == DT_LNK ? SYSFS_ENTRY_LINK
                                       : SYSFS_ENTRY_OTHER;
@@ -208,7 +208,8 @@ bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len)
                 cp = (cp << 6) | (s[i] & 0x3f);
         }
         /* No overlong forms, no surrogates, nothing past U+10FFFF. */
-        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
                 return false;
         *ret_len = n;
         return true;
@@ -317,7 +318,8 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value)
         /* kernfs takes the whole value in the first write(), and nothing past a page. */
         if (l > 4096)
                 return -E2BIG;
-        /* O_TRUNC: a no-op on kernfs, but what a plain file (a fixture) needs to end up holding exactly value. */
+        /* O_TRUNC: a no-op on kernfs, but what a plain file (a fixture) needs to end up holding exactly
+         * value. */
         fd = openat_beneath(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK, true);
         if (fd < 0)
                 return fd;

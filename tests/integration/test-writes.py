@@ -126,6 +126,45 @@ class FixtureWrites(unittest.TestCase):
         self.assertEqual(bt.read_attr(self.qdir + "/read_ahead_kb"), "128")
 
 
+class Polling(unittest.TestCase):
+    """A scheduler set with echo comes with no uevent: --poll-interval finds it."""
+
+    def test_echo_into_scheduler_is_noticed(self):
+        import mksysfs
+        d = bt.make_fixture()
+        root = os.path.join(d, "sys")
+        qdir = find_dir(root, "/block/sda/queue")
+        queue = bt.path_of("block", "sda", "queue")
+        with bt.Daemon(root, extra_args=["--poll-interval=100"]) as dm:
+            rec = bt.SignalRecorder()
+            rec.pump(0.3)  # a first round records the values
+            # What `echo bfq > scheduler` does to sysfs.
+            subprocess.run(["rm", "-rf", qdir + "/iosched"], check=True)
+            os.mkdir(qdir + "/iosched")
+            for name, value in mksysfs.IOSCHED["bfq"].items():
+                with open(os.path.join(qdir, "iosched", name), "w") as f:
+                    f.write("%s\n" % (value[0] if isinstance(value, tuple) else value))
+            with open(qdir + "/scheduler", "w") as f:
+                f.write("none mq-deadline kyber [bfq] \n")
+            rec.wait_for(lambda s: any(
+                x[1] == "PropertiesChanged" and x[2] == queue and
+                x[3][1].get("Scheduler") == "bfq" for x in s))
+            rec.wait_for(lambda s: any(
+                x[1] == "InterfacesAdded" and x[3][0] == queue + "/iosched"
+                for x in s))
+            objs = dm.managed_objects()
+            self.assertEqual(set(objs[queue + "/iosched"][bt.IFACE + "Elevator"]),
+                             set(mksysfs.IOSCHED["bfq"]))
+            # Nothing else of the queue was announced: only what changed.
+            changed = {}
+            for x in rec.signals:
+                if x[1] == "PropertiesChanged" and x[2] == queue:
+                    changed.update(x[3][1])
+            self.assertEqual(set(changed), {"Scheduler", "Schedulers",
+                                            "scheduler", "Elevator"})
+            rec.close()
+
+
 def run(*args):
     return subprocess.run(args, check=True, capture_output=True,
                           text=True).stdout.strip()
