@@ -95,9 +95,10 @@ static int append_manager_property(Manager *m, sd_bus_message *reply, const Mana
         return -ENOENT;
 }
 
-static bool is_member(sd_bus_message *msg, const char *interface, const char *member)
+bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member)
 {
         const char *i = sd_bus_message_get_interface(msg);
+        /* D-Bus allows calls without an interface: then the member alone decides. */
         return streq_ptr(sd_bus_message_get_member(msg), member) && (!i || streq(i, interface));
 }
 
@@ -332,22 +333,22 @@ int bus_check_signature(sd_bus_message *msg, const char *signature, sd_bus_error
 
 int bus_manager_dispatch(Manager *m, sd_bus_message *msg, sd_bus_error *error)
 {
-        if (is_member(msg, IFACE_PROPERTIES, "Get"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: property_get(m, msg, error);
-        if (is_member(msg, IFACE_PROPERTIES, "GetAll"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
                 return bus_check_signature(msg, "s", error) ?: property_get_all(m, msg, error);
-        if (is_member(msg, IFACE_PROPERTIES, "Set"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Set"))
                 return bus_check_signature(msg, "ssv", error)
                                        ?: sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY,
                                                             "The properties of " BLKMODEL_IFACE_MANAGER
                                                             " are read-only.");
-        if (is_member(msg, BLKMODEL_IFACE_MANAGER, "Resolve"))
+        if (bus_is_call(msg, BLKMODEL_IFACE_MANAGER, "Resolve"))
                 return bus_check_signature(msg, "s", error) ?: method_resolve(m, msg, error);
-        if (is_member(msg, BLKMODEL_IFACE_MANAGER, "Rescan"))
+        if (bus_is_call(msg, BLKMODEL_IFACE_MANAGER, "Rescan"))
                 return bus_check_signature(msg, "", error) ?: method_rescan(m, msg, error);
-        if (is_member(msg, BLKMODEL_IFACE_MANAGER, "GetEvents"))
+        if (bus_is_call(msg, BLKMODEL_IFACE_MANAGER, "GetEvents"))
                 return bus_check_signature(msg, "t", error) ?: method_get_events(m, msg, error);
-        if (is_member(msg, BLKMODEL_IFACE_MANAGER, "Trigger"))
+        if (bus_is_call(msg, BLKMODEL_IFACE_MANAGER, "Trigger"))
                 return bus_check_signature(msg, "os", error) ?: method_trigger(m, msg, error);
         return 0;
 }

@@ -18,6 +18,9 @@ int bus_manager_emit_uevent(Manager *m, const EventRecord *e);
 /* PropertiesChanged for EventsLost. */
 int bus_manager_emit_events_lost(Manager *m);
 
+/* Is msg a call of interface.member (or of member, when the caller named no interface)? */
+bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member);
+
 /* sd-bus checks argument types only for vtable methods; our handlers check their own.
  * 0 if msg carries exactly signature, else an InvalidArgs error. */
 int bus_check_signature(sd_bus_message *msg, const char *signature, sd_bus_error *error);

@@ -1047,13 +1047,6 @@ static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_er
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static bool is_call(sd_bus_message *msg, const char *interface, const char *member)
-{
-        const char *i = sd_bus_message_get_interface(msg);
-        /* D-Bus allows calls without an interface: then the member alone decides. */
-        return streq_ptr(sd_bus_message_get_member(msg), member) && (!i || streq(i, interface));
-}
-
 static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Manager *m = userdata;
@@ -1072,20 +1065,20 @@ static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                                           path);
         }
 
-        if (is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
+        if (bus_is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
                 return bus_check_signature(msg, "", error) ?: method_introspect(m, msg, k, error);
         if (root) {
-                if (is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+                if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                         return bus_check_signature(msg, "", error)
                                                ?: method_get_managed_objects(m, msg, error);
                 /* The Manager interface and its properties. */
                 return bus_manager_dispatch(m, msg, error);
         }
-        if (is_call(msg, IFACE_PROPERTIES, "Get"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: method_get(m, msg, k, error);
-        if (is_call(msg, IFACE_PROPERTIES, "GetAll"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
                 return bus_check_signature(msg, "s", error) ?: method_get_all(m, msg, k, error);
-        if (is_call(msg, IFACE_PROPERTIES, "Set"))
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Set"))
                 return bus_check_signature(msg, "ssv", error) ?: method_set(m, msg, k, error);
         return 0;
 }
