@@ -65,18 +65,26 @@ static void refresh_links_of_named(Manager *m, Kobject *k, const char *dir)
         sysfs_entries_free(e, n);
 }
 
-static void refresh_stacked(Manager *m, Kobject *k)
+/* was_stacked: the event's object had holders/ or slaves/ links before the event (or is gone). */
+static void refresh_stacked(Manager *m, Kobject *k, bool was_stacked)
 {
         _cleanup_(freep) Kobject **l = NULL;
+        bool is_stacked = k && hashmap_get(&m->stacked, k->path);
         size_t n = 0, i = 0;
         const char *key;
         Kobject *s;
 
-        if (k && (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION)) {
+        /* Most events are about devices with no stacking at all: nothing to look at. */
+        if (!was_stacked && !is_stacked)
+                return;
+        if (is_stacked) {
                 refresh_links_of_named(m, k, "holders");
                 refresh_links_of_named(m, k, "slaves");
         }
-        /* Refreshing changes the set: work on a copy. */
+        if (!was_stacked)
+                return;
+        /* Links it had may be gone: those at the other end need a look.  Refreshing changes the set:
+         * work on a copy. */
         l = calloc(hashmap_size(&m->stacked) + 1, sizeof(Kobject *));
         if (!l)
                 return;
@@ -252,8 +260,12 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         }
         log_debug("uevent %s %s", action, u->devpath);
 
+        /* Whether the object was stacked is known only before the event changes it. */
+        Kobject *before = model_find_devpath(m->model, u->devpath_old ? u->devpath_old : u->devpath);
+        bool was_stacked = before && hashmap_get(&m->stacked, before->path);
+
         k = apply(m, u, &gone_path);
-        refresh_stacked(m, k);
+        refresh_stacked(m, k, was_stacked);
         (void) publish_event(m, action, u->devpath,
                              k           ? k->path
                              : gone_path ? gone_path

@@ -272,6 +272,10 @@ static int read_fd(int fd, char **ret)
                 if (k == 0)
                         break;
                 len += (size_t) k;
+                /* kernfs hands over a whole attribute in one read, and a file ends where a read
+                 * comes up short: no second read() just to see 0. */
+                if (len < sizeof(buf))
+                        break;
         }
         char *v = sysfs_value_escape(buf, len);
         if (!v)
