@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The GetManagedObjects client of bench/scale.py: a bare sd-bus program, so
+ * that what is measured is the daemon and the bus, not a binding.
+ *
+ *   gmo-client ADDRESS [RUNS]
+ *
+ * Per run it prints one line of JSON: "call" = seconds from sending the call
+ * to having the whole reply in memory (sd-bus has read and validated the
+ * header); "walk" = seconds to read every value of the reply (what any real
+ * client must do once); the value, object, interface and property counts.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <systemd/sd-bus.h>
+
+static double now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Reads every basic value of the message, entering every container. */
+static int read_all(sd_bus_message *m, unsigned long *values)
+{
+        int depth = 0, r;
+
+        for (;;) {
+                char type;
+                const char *contents;
+
+                r = sd_bus_message_peek_type(m, &type, &contents);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        if (depth == 0)
+                                return 0;
+                        r = sd_bus_message_exit_container(m);
+                        if (r < 0)
+                                return r;
+                        depth--;
+                        continue;
+                }
+                if (type == SD_BUS_TYPE_ARRAY || type == SD_BUS_TYPE_VARIANT || type == SD_BUS_TYPE_STRUCT ||
+                    type == SD_BUS_TYPE_DICT_ENTRY) {
+                        r = sd_bus_message_enter_container(m, type, contents);
+                        if (r < 0)
+                                return r;
+                        depth++;
+                        continue;
+                }
+                union {
+                        uint64_t u64;
+                        const char *s;
+                        int b;
+                        double d;
+                } v;
+                r = sd_bus_message_read_basic(m, type, &v);
+                if (r < 0)
+                        return r;
+                (*values)++;
+        }
+}
+
+static int count(sd_bus_message *m, unsigned long *objects, unsigned long *ifaces, unsigned long *props)
+{
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "{oa{sa{sv}}}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "oa{sa{sv}}")) > 0) {
+                const char *path;
+                (*objects)++;
+                r = sd_bus_message_read(m, "o", &path);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_enter_container(m, 'a', "{sa{sv}}");
+                if (r < 0)
+                        return r;
+                while ((r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
+                        const char *iface;
+                        (*ifaces)++;
+                        r = sd_bus_message_read(m, "s", &iface);
+                        if (r < 0)
+                                return r;
+                        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+                        if (r < 0)
+                                return r;
+                        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                                (*props)++;
+                                r = sd_bus_message_skip(m, "sv");
+                                if (r < 0)
+                                        return r;
+                                r = sd_bus_message_exit_container(m);
+                                if (r < 0)
+                                        return r;
+                        }
+                        if (r < 0)
+                                return r;
+                        r = sd_bus_message_exit_container(m);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        if (r < 0)
+                                return r;
+                }
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        return r;
+}
+
+int main(int argc, char *argv[])
+{
+        sd_bus *bus = NULL;
+        int runs, r;
+
+        if (argc < 2) {
+                fprintf(stderr, "usage: %s ADDRESS [RUNS]\n", argv[0]);
+                return 2;
+        }
+        runs = argc > 2 ? atoi(argv[2]) : 1;
+
+        r = sd_bus_new(&bus);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, argv[1]);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0) {
+                fprintf(stderr, "cannot connect to %s: %s\n", argv[1], strerror(-r));
+                return 1;
+        }
+        for (int i = 0; i < runs; i++) {
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                sd_bus_message *reply = NULL;
+                unsigned long values = 0, objects = 0, ifaces = 0, props = 0;
+                double t0, t1, t2;
+
+                t0 = now();
+                r = sd_bus_call_method(bus, "org.blkmodel1", "/org/blkmodel1",
+                                       "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", &error, &reply,
+                                       NULL);
+                t1 = now();
+                if (r < 0) {
+                        fprintf(stderr, "GetManagedObjects: %s\n", error.message ? error.message : strerror(-r));
+                        return 1;
+                }
+                r = read_all(reply, &values);
+                t2 = now();
+                if (r < 0) {
+                        fprintf(stderr, "reading the reply: %s\n", strerror(-r));
+                        return 1;
+                }
+                r = count(reply, &objects, &ifaces, &props);
+                if (r < 0) {
+                        fprintf(stderr, "counting: %s\n", strerror(-r));
+                        return 1;
+                }
+                printf("{\"call\": %.6f, \"walk\": %.6f, \"values\": %lu, \"objects\": %lu, "
+                       "\"interfaces\": %lu, \"properties\": %lu}\n",
+                       t1 - t0, t2 - t1, values, objects, ifaces, props);
+                fflush(stdout);
+                sd_bus_message_unref(reply);
+                sd_bus_error_free(&error);
+        }
+        sd_bus_flush_close_unref(bus);
+        return 0;
+}
