@@ -389,12 +389,22 @@ int live_reconcile(Manager *m)
 void live_on_lost(UeventSource *s, void *userdata)
 {
         Manager *m = userdata;
-        int r;
 
         m->events_lost++;
-        log_warning("Kernel uevents were lost (%" PRIu64 " times so far); rescanning %s.", m->events_lost,
-                    m->sysfs.root);
+        log_warning("Kernel uevents were lost (%" PRIu64 " times so far); rescanning %s once the socket is drained.",
+                    m->events_lost, m->sysfs.root);
         (void) bus_manager_emit_events_lost(m);
+        m->resync_pending = true;
+}
+
+void live_on_drained(UeventSource *s, void *userdata)
+{
+        Manager *m = userdata;
+        int r;
+
+        if (!m->resync_pending)
+                return;
+        m->resync_pending = false;
         r = live_reconcile(m);
         if (r < 0)
                 log_error_errno(r, "Rescan after lost events failed: %m");

@@ -14,6 +14,8 @@
 /* UeventSource callbacks; userdata is the Manager. */
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);
 void live_on_lost(UeventSource *s, void *userdata);
+/* The rescan after a loss runs here, when the socket has been read empty. */
+void live_on_drained(UeventSource *s, void *userdata);
 
 /* A queue's scheduler was switched: its iosched kobject is replaced (or gone under "none"). */
 void live_scheduler_switched(Manager *m, Kobject *queue);

@@ -225,6 +225,7 @@ static int open_uevent_source(Manager *m)
         if (r < 0)
                 return log_error_errno(r, "Cannot listen to uevents on %s: %m",
                                        manager_uevent_source_name(m));
+        uevent_source_set_drained_handler(m->uevents, live_on_drained);
         return 0;
 }
 

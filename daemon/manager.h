@@ -49,6 +49,7 @@ typedef struct Manager {
         /* The live model (live.c). */
         UeventSource *uevents;
         EventLog *events;
+        bool resync_pending; /* events were lost: rescan when the source is drained */
         Hashmap stacked; /* disks and partitions with holders/ or slaves/ links, by path */
         uv_prepare_t drain_watch;
         bool handles_ready;

@@ -61,6 +61,7 @@ struct UeventSource {
 
         UeventSourceHandler handler;
         UeventSourceLostHandler lost;
+        UeventSourceDrainedHandler drained;
         void *userdata;
 
         uint64_t dropped;
@@ -331,8 +332,11 @@ static bool read_burst(UeventSource *s)
                         break;
 
                 r = read_one(s);
-                if (r == 0)
+                if (r == 0) {
+                        if (s->drained)
+                                s->drained(s, s->userdata);
                         break;
+                }
                 progress = true;
                 if (r == -ENOBUFS) {
                         /* The kernel dropped events; the queue behind the error is intact, keep reading. */
@@ -724,6 +728,11 @@ void uevent_source_drain(UeventSource *s)
         /* read_burst() is bounded so that the loop stays responsive; here we want the queue empty. */
         for (unsigned i = 0; i < 1024 && read_burst(s); i++)
                 ;
+}
+
+void uevent_source_set_drained_handler(UeventSource *s, UeventSourceDrainedHandler drained)
+{
+        s->drained = drained;
 }
 
 void uevent_source_pause(UeventSource *s)

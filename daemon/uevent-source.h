@@ -31,6 +31,14 @@ typedef void (*UeventSourceHandler)(UeventSource *s, Uevent *u, void *userdata);
 typedef void (*UeventSourceLostHandler)(UeventSource *s, void *userdata);
 
 /*
+ * Called when a read found the socket empty.  After a loss this is the moment to rescan: the
+ * kernel reports an overrun once (ENOBUFS) and then drops silently until the queue has drained,
+ * so a rescan before that point could miss what was dropped after it.
+ */
+typedef void (*UeventSourceDrainedHandler)(UeventSource *s, void *userdata);
+void uevent_source_set_drained_handler(UeventSource *s, UeventSourceDrainedHandler drained);
+
+/*
  * The kernel's uevent netlink socket.
  *
  * fd: -1 to open and bind our own; otherwise a socket received from systemd
