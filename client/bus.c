@@ -569,6 +569,134 @@ int bus_get_all(sd_bus *bus, const char *path, const char *iface,
         return 0;
 }
 
+/* Calls in flight at once: enough to hide the round trips, few enough for any bus's limits. */
+#define FETCH_IN_FLIGHT 128
+
+typedef struct Fetch {
+        json_object *model;
+        const BusPropRequest *req;
+        size_t in_flight;
+        int error;              /* the first failure other than a vanished object */
+        sd_bus_error bus_error;
+} Fetch;
+
+typedef struct FetchCall {
+        Fetch *fetch;
+        const BusPropRequest *req;
+} FetchCall;
+
+/* model[path][iface], created if missing. */
+static json_object *model_iface(json_object *model, const char *path, const char *iface) {
+        json_object *obj, *props;
+
+        if (!json_object_object_get_ex(model, path, &obj)) {
+                obj = json_object_new_object();
+                if (!obj || json_object_object_add(model, path, obj) < 0) {
+                        json_object_put(obj);
+                        return NULL;
+                }
+        }
+        if (!json_object_object_get_ex(obj, iface, &props)) {
+                props = json_object_new_object();
+                if (!props || json_object_object_add(obj, iface, props) < 0) {
+                        json_object_put(props);
+                        return NULL;
+                }
+        }
+        return props;
+}
+
+static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        FetchCall *c = userdata;
+        Fetch *f = c->fetch;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        json_object *props, *value = NULL;
+        int r = 0;
+
+        f->in_flight--;
+        if (e) {
+                /* The object went away between GetManagedObjects and now, or has no such attribute here
+         * (only SCSI devices have a type): it is simply not there. */
+                if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY) &&
+                    f->error == 0) {
+                        f->error = -sd_bus_error_get_errno(e) ?: -EIO;
+                        sd_bus_error_copy(&f->bus_error, e);
+                }
+                goto done;
+        }
+        props = model_iface(f->model, c->req->path, c->req->iface);
+        if (!props)
+                r = -ENOMEM;
+        else if (!c->req->prop)
+                r = read_properties(reply, c->req->iface, NULL, NULL, props);
+        else {
+                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, NULL);
+                if (r >= 0)
+                        r = bus_message_read_json(reply, &value);
+                if (r >= 0 && json_object_object_add(props, c->req->prop, value) < 0) {
+                        json_object_put(value);
+                        r = -ENOMEM;
+                }
+        }
+        if (r < 0 && f->error == 0)
+                f->error = r;
+done:
+        free(c);
+        return 0;
+}
+
+int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
+                         sd_bus_error *error) {
+        Fetch f = { .model = model, .bus_error = SD_BUS_ERROR_NULL };
+        size_t sent = 0;
+        int r = 0;
+
+        while ((sent < n || f.in_flight > 0) && f.error == 0) {
+                while (sent < n && f.in_flight < FETCH_IN_FLIGHT) {
+                        FetchCall *c = malloc(sizeof(FetchCall));
+
+                        if (!c) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        *c = (FetchCall) { .fetch = &f, .req = &req[sent] };
+                        if (req[sent].prop)
+                                r = sd_bus_call_method_async(bus, NULL, BLKMODEL_BUS_NAME, req[sent].path,
+                                                             "org.freedesktop.DBus.Properties", "Get",
+                                                             on_fetch_reply, c, "ss", req[sent].iface,
+                                                             req[sent].prop);
+                        else
+                                r = sd_bus_call_method_async(bus, NULL, BLKMODEL_BUS_NAME, req[sent].path,
+                                                             "org.freedesktop.DBus.Properties", "GetAll",
+                                                             on_fetch_reply, c, "s", req[sent].iface);
+                        if (r < 0) {
+                                free(c);
+                                goto out;
+                        }
+                        sent++;
+                        f.in_flight++;
+                }
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        goto out;
+                if (r == 0) {
+                        r = sd_bus_wait(bus, UINT64_MAX);
+                        if (r < 0)
+                                goto out;
+                }
+        }
+        r = f.error;
+        if (r < 0 && error)
+                sd_bus_error_move(error, &f.bus_error);
+out:
+        /* Replies still due would name f, which is about to go: drain them first. */
+        while (f.in_flight > 0 && sd_bus_process(bus, NULL) >= 0)
+                if (f.in_flight > 0)
+                        (void) sd_bus_wait(bus, UINT64_MAX);
+        sd_bus_error_free(&f.bus_error);
+        return r < 0 ? r : 0;
+}
+
 void bus_event_done(BusEvent *ev) {
         if (!ev)
                 return;

@@ -54,6 +54,23 @@ int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdat
 int bus_get_all(sd_bus *bus, const char *path, const char *iface,
                 json_object **ret, sd_bus_error *error);
 
+/*
+ * GetManagedObjects carries the Kobject and typed properties; raw attribute values come from
+ * Get/GetAll.  One request: Get(iface, prop), or GetAll(iface) when prop is NULL.
+ */
+typedef struct BusPropRequest {
+        const char *path;
+        const char *iface;
+        const char *prop;
+} BusPropRequest;
+
+/*
+ * Runs the requests with many calls in flight and merges the answers into
+ * model[path][iface].  An object that vanished meanwhile is skipped.
+ */
+int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
+                         sd_bus_error *error);
+
 /* Reads one a(tssoa{ss}) event struct (Uevent signal args or GetEvents item). */
 typedef struct BusEvent {
         uint64_t seqnum;

@@ -121,6 +121,46 @@ static char *list_type(ListContext *lc, json_object *obj, const char *name, bool
         return t;
 }
 
+/*
+ * The raw attributes list needs beyond GetManagedObjects' typed properties: queue/scheduler
+ * (bracketed or not, as lsblk tells bio-based devices apart), dm/uuid and dm/name, md/level, and
+ * the SCSI type of each disk's device.
+ */
+static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *error) {
+        size_t n = 0, max = 2 * (size_t) json_object_object_length(lc->model) + 1;
+        BusPropRequest *req = calloc(max, sizeof(BusPropRequest));
+        int r;
+
+        if (!req)
+                return -ENOMEM;
+        json_object_object_foreach(lc->model, path, obj) {
+                const char *dev;
+
+                if (model_has_iface(obj, BLKMODEL_IFACE_QUEUE))
+                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_QUEUE, "scheduler" };
+                if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "dm")) {
+                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "uuid" };
+                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "name" };
+                }
+                if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "md"))
+                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "md", "level" };
+                dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
+                if (dev && strcmp(dev, "/") != 0)
+                        req[n++] = (BusPropRequest) { dev, BLKMODEL_IFACE_DEVICE, "type" };
+                if (n + 4 > max) {
+                        BusPropRequest *more = reallocarray(req, max *= 2, sizeof(BusPropRequest));
+                        if (!more) {
+                                free(req);
+                                return -ENOMEM;
+                        }
+                        req = more;
+                }
+        }
+        r = bus_fetch_properties(bus, lc->model, req, n, error);
+        free(req);
+        return r;
+}
+
 /* The disk a partition belongs to: its path minus the last element. */
 static json_object *list_partition_disk(ListContext *lc, const char *path) {
         const char *slash = strrchr(path, '/');
@@ -346,6 +386,8 @@ int cmd_list(Ctl *ctl, char **args, int n_args) {
                 return r;
 
         r = bus_get_managed_objects(bus, list_filter, NULL, &lc.model, &error);
+        if (r >= 0)
+                r = list_fetch_attributes(&lc, bus, &error);
         if (r < 0) {
                 r = bus_report_error(&error, r, "Failed to get the model");
                 goto finish;

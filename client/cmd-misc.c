@@ -2,6 +2,7 @@
 
 /* dump and trigger. */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,31 @@
 
 #include "blkmodelctl.h"
 #include "output.h"
+
+/* The whole model: GetManagedObjects has the typed properties, GetAll the raw attributes. */
+static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *error) {
+        size_t n = 0, max = 0;
+        BusPropRequest *req = NULL;
+        int r;
+
+        json_object_object_foreach(model, p0, obj0) {
+                (void) p0;
+                max += (size_t) json_object_object_length(obj0);
+        }
+        req = calloc(max + 1, sizeof(BusPropRequest));
+        if (!req)
+                return -ENOMEM;
+        json_object_object_foreach(model, path, obj) {
+                json_object_object_foreach(obj, iface, props) {
+                        (void) props;
+                        if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) != 0)
+                                req[n++] = (BusPropRequest) { path, iface, NULL };
+                }
+        }
+        r = bus_fetch_properties(bus, model, req, n, error);
+        free(req);
+        return r;
+}
 
 int cmd_dump(Ctl *ctl, char **args, int n_args) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -21,6 +47,8 @@ int cmd_dump(Ctl *ctl, char **args, int n_args) {
                 return r;
 
         r = bus_get_managed_objects(bus, NULL, NULL, &model, &error);
+        if (r >= 0)
+                r = dump_fetch_attributes(bus, model, &error);
         if (r < 0)
                 r = bus_report_error(&error, r, "Failed to get the model");
         else {

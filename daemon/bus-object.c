@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 
 #include "bus-manager.h"
@@ -21,11 +22,16 @@
         "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"                \
         "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
 
+/* Files that several properties derive from (Major and Minor from dev; Uevent and Number from uevent;
+ * Scheduler and Schedulers from scheduler): read once per object per request. */
+static const char *const shared_files[] = {"dev", "uevent", "scheduler"};
+
 /* An object's directory, opened on first use: one open per object per request. */
 typedef struct ObjDir {
         Manager *manager;
         Kobject *k;
         int fd;
+        char *shared[ELEMENTSOF(shared_files)];
 } ObjDir;
 
 static int objdir_fd(ObjDir *d)
@@ -40,14 +46,29 @@ static void objdir_done(ObjDir *d)
         if (d->fd >= 0)
                 close(d->fd);
         d->fd = -1;
+        for (size_t i = 0; i < ELEMENTSOF(shared_files); i++)
+                d->shared[i] = mfree(d->shared[i]);
 }
 
 static int objdir_read(ObjDir *d, const char *file, char **ret)
 {
-        int fd = objdir_fd(d);
+        size_t i;
+        int fd, r;
+
+        for (i = 0; i < ELEMENTSOF(shared_files); i++)
+                if (streq(file, shared_files[i]))
+                        break;
+        if (i < ELEMENTSOF(shared_files) && d->shared[i]) {
+                *ret = strdup(d->shared[i]);
+                return *ret ? 0 : -ENOMEM;
+        }
+        fd = objdir_fd(d);
         if (fd < 0)
                 return fd;
-        return sysfs_read_attr(fd, file, ret);
+        r = sysfs_read_attr(fd, file, ret);
+        if (r >= 0 && i < ELEMENTSOF(shared_files))
+                d->shared[i] = strdup(*ret); /* a failed copy only costs a read later */
+        return r;
 }
 
 /* ---- typed properties ------------------------------------------------------------------------- */
@@ -624,7 +645,8 @@ static int append_dict_entry(ObjDir *d, const Iface *iface, const char *member, 
         return sd_bus_message_close_container(reply);
 }
 
-static int append_iface_properties(ObjDir *d, const Iface *iface, sd_bus_message *reply)
+/* with_attributes: the raw attribute properties too (GetAll), or only Kobject's and the typed ones. */
+static int append_iface_properties(ObjDir *d, const Iface *iface, sd_bus_message *reply, bool with_attributes)
 {
         int r;
 
@@ -642,7 +664,7 @@ static int append_iface_properties(ObjDir *d, const Iface *iface, sd_bus_message
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
+        for (size_t i = 0; with_attributes && iface->attrs && i < iface->attrs->n_attrs; i++) {
                 r = append_dict_entry(d, iface, iface->attrs->attrs[i].member, reply);
                 if (r < 0)
                         return r;
@@ -664,12 +686,41 @@ int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k)
                 if (r >= 0)
                         r = sd_bus_message_append(reply, "s", iface.name);
                 if (r >= 0)
-                        r = append_iface_properties(&d, &iface, reply);
+                        r = append_iface_properties(&d, &iface, reply, false);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
         }
         objdir_done(&d);
         return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+size_t bus_object_size_estimate(const Kobject *k)
+{
+        /* What bus_object_append_all() appends, from above: D-Bus pads to 8 bytes and prefixes lengths,
+         * so a string counts up to 12 more than it is long, a dict entry 8, a variant's signature 4. */
+        size_t n = 16 + strlen(k->path);
+        Iface iface;
+
+        /* Kobject: six names, the strings, and the uevent file's few short lines (read at Get time). */
+        n += 6 * 32 + strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
+             (k->kset ? strlen(k->kset->path) : 1) + 16;
+        if (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION || k->ktype->id == KTYPE_DEVICE)
+                n += 320;
+        for (size_t i = 0; i < object_n_ifaces(k); i++)
+                if (object_iface(k, i, &iface)) {
+                        n += 24 + strlen(iface.name);
+                        for (const TypedProperty *p = iface.typed; p->name; p++)
+                                n += 32 + strlen(p->name);
+                }
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                n += 12 + strlen(c->path); /* Partitions, Queue, Elevator */
+        for (Kobject *c = k->first_member; c; c = c->next_member)
+                n += 12 + strlen(c->path); /* Members */
+        if (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION)
+                n += 256; /* Holders, Slaves: a few stacked devices */
+        if (k->ktype->id == KTYPE_QUEUE)
+                n += 256; /* Schedulers */
+        return n;
 }
 
 int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject *k)
@@ -872,7 +923,7 @@ static int method_get_all(Manager *m, sd_bus_message *msg, Kobject *k, sd_bus_er
         if (!object_find_iface(k, interface, &iface))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE,
                                          "Object %s has no interface '%s'.", k->path, interface);
-        r = append_iface_properties(&d, &iface, reply);
+        r = append_iface_properties(&d, &iface, reply, true);
         objdir_done(&d);
         if (r < 0)
                 return r;
@@ -1024,12 +1075,28 @@ static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_er
         size_t i = 0;
         int r;
 
+        /* A bus drops a connection that sends more than its largest message: refuse instead. */
+        size_t estimate = 64, limit = m->options.bus_kind == BUS_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX : BUS_MESSAGE_MAX;
+        while ((k = hashmap_iterate(&m->model->by_path, &i, NULL)))
+                estimate += bus_object_size_estimate(k);
+        if (estimate > limit) {
+                log_warning("GetManagedObjects refused: the model (%zu objects, about %zu MiB) is larger than one "
+                            "message on this bus may be (%zu MiB).",
+                            m->model->n_objects, estimate >> 20, limit >> 20);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The model of %zu objects is about %zu MiB, more than one message on this "
+                                         "bus may carry (%zu MiB); read the objects with Get/GetAll instead.",
+                                         m->model->n_objects, estimate >> 20, limit >> 20);
+        }
+
+        log_debug("GetManagedObjects: %zu objects, at most %zu bytes.", m->model->n_objects, estimate);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', "{oa{sa{sv}}}");
         if (r < 0)
                 return r;
+        i = 0;
         while ((k = hashmap_iterate(&m->model->by_path, &i, NULL))) {
                 r = sd_bus_message_open_container(reply, 'e', "oa{sa{sv}}");
                 if (r >= 0)
@@ -1044,7 +1111,11 @@ static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_er
         r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
-        return sd_bus_send(NULL, reply, NULL);
+        r = sd_bus_send(NULL, reply, NULL);
+        /* Building it scattered thousands of small allocations over the heap: give the pages back. */
+        reply = sd_bus_message_unref(reply);
+        (void) malloc_trim(0);
+        return r;
 }
 
 static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -1408,7 +1479,7 @@ static int emit_interfaces_not_in(Manager *m, Kobject *k, const Shape *other, bo
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", iface.name);
                 if (r >= 0)
-                        r = append_iface_properties(&d, &iface, s);
+                        r = append_iface_properties(&d, &iface, s, false);
                 if (r >= 0)
                         r = sd_bus_message_close_container(s);
         }

@@ -17,8 +17,18 @@
 
 int bus_object_register(Manager *m);
 
-/* Appends the a{sa{sv}} of one object: every interface with every property. */
+/* dbus-daemon's default largest message on the system bus, and the protocol's own limit. */
+#define BUS_SYSTEM_MESSAGE_MAX ((size_t) 32 << 20)
+#define BUS_MESSAGE_MAX ((size_t) 128 << 20)
+
+/*
+ * Appends the a{sa{sv}} of one object for GetManagedObjects and InterfacesAdded: every interface,
+ * with the Kobject and typed properties.  Raw attribute values are left to Get and GetAll: all of
+ * them for 10,000 disks would be 136 MiB, more than a D-Bus message may be, and ~3 million reads.
+ */
 int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k);
+/* An upper bound of the bytes bus_object_append_all() appends for k. */
+size_t bus_object_size_estimate(const Kobject *k);
 /* Appends the as of one object's interface names. */
 int bus_object_append_interface_names(Manager *m, sd_bus_message *reply, Kobject *k);
 

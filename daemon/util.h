@@ -62,6 +62,13 @@ static inline const char *startswith(const char *s, const char *prefix)
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;
 }
 
+/* free() that returns NULL, for p = mfree(p). */
+static inline void *mfree(void *p)
+{
+        free(p);
+        return NULL;
+}
+
 static inline bool isempty(const char *s)
 {
         return !s || !*s;

@@ -102,7 +102,7 @@ class Json(unittest.TestCase):
         # dump is JSON with and without --json.
         for args in (("dump",), ("--json", "dump")):
             p = ct.run(*args, check=0)
-            self.assertEqual(json.loads(p.stdout), self.dm.managed_objects())
+            self.assertEqual(json.loads(p.stdout), self.dm.all_objects())
 
     def test_events_and_monitor(self):
         last = self.dm.manager_prop("LastSeqnum")

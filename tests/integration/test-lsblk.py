@@ -84,7 +84,7 @@ class Lsblk(unittest.TestCase):
         rows, edges = flatten(lsblk(d))
         self.assertEqual(len(rows), expect_devices)
         with bt.Daemon(d + "/sys") as dm:
-            objs = dm.managed_objects()
+            objs = dm.all_objects()
             block = {o[KOBJ]["Name"]: p for p, o in objs.items()
                      if o.get(KOBJ, {}).get("Ktype") in ("disk", "partition")}
             # The same devices.

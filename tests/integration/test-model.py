@@ -132,7 +132,7 @@ class Model(unittest.TestCase):
         cls.dir = bt.make_fixture()
         cls.root = cls.dir + "/sys"
         cls.dm = bt.Daemon(cls.root)
-        cls.objs = cls.dm.managed_objects()
+        cls.objs = cls.dm.all_objects()
         cls.expected = expected_objects()
 
     @classmethod
@@ -580,6 +580,26 @@ class Model(unittest.TestCase):
                     sorted(p.get("name")
                            for p in ifaces[name].findall("property")),
                     sorted(props), "%s %s" % (path, name))
+
+    def test_managed_objects_carry_kobject_and_typed_properties(self):
+        """GetManagedObjects: every object and interface, the Kobject and
+        typed properties as GetAll has them, no raw attribute values (those
+        are GetAll's and Get's: for 10,000 disks they would not fit in one
+        D-Bus message)."""
+        gmo = self.dm.managed_objects()
+        self.assertEqual(set(gmo), set(self.objs))
+        for path, ifaces in gmo.items():
+            self.assertEqual(set(ifaces), set(self.objs[path]), path)
+            for iface, props in ifaces.items():
+                full = self.objs[path][iface]
+                if iface == bt.IFACE + "Kobject":
+                    self.assertEqual(props, full, path)
+                    continue
+                typed = bt.TYPED_PROPERTIES.get(iface[len(bt.IFACE):], ())
+                self.assertEqual(set(props), set(typed) & set(full),
+                                 (path, iface))
+                for name, value in props.items():
+                    self.assertEqual(value, full[name], (path, iface, name))
 
     def test_emits_changed_signal(self):
         for path, iface in ((P("block", "sda"), DISK),

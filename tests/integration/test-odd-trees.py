@@ -40,7 +40,7 @@ def standard_paths():
     if not _STANDARD:
         d = bt.make_fixture()
         with bt.Daemon(d + "/sys") as dm:
-            _STANDARD.update(dm.managed_objects())
+            _STANDARD.update(dm.all_objects())
     return set(_STANDARD)
 
 
@@ -76,7 +76,7 @@ class OddTrees(unittest.TestCase):
         want = (standard_paths() - set(missing)) | set(extra)
         dm = Daemon(self.root)
         try:
-            objs = dm.managed_objects()
+            objs = dm.all_objects()
             self.assertEqual((sorted(set(objs) - want),
                               sorted(want - set(objs))), ([], []),
                              "objects published unexpectedly / missing")
@@ -205,13 +205,13 @@ class OddTrees(unittest.TestCase):
             self.assertEqual(dm.get_all(P("block", "sda"),
                                         bt.IFACE + "Group.power")["control"],
                              "")
-            now = dm.managed_objects()
+            now = dm.all_objects()
             self.assertEqual(now[P("block", "sda")][DISK]["ro"], "")
             self.assertEqual(now[P("block", "sda")][DISK]["dev"], "8:0")
             self.assertIs(now[P("block", "sda")][DISK]["ReadOnly"], False)
             # A whole device directory gone (no uevent yet to say so).
             shutil.rmtree(self.p(LOOP0))
-            now = dm.managed_objects()
+            now = dm.all_objects()
             self.assertEqual(sorted(now), sorted(objs))
             loop = now[P("block", "loop0")]
             self.assertEqual(loop[DISK]["size"], "")
@@ -453,7 +453,7 @@ class OddTrees(unittest.TestCase):
                    bad)
         dm = Daemon(self.root)
         try:
-            objs = dm.managed_objects()
+            objs = dm.all_objects()
             self.assertEqual(sorted(standard_paths() - set(objs)), [])
             extra = set(objs) - standard_paths()
             badpath = bt.ROOT + "/block/sd_ff"

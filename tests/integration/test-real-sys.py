@@ -109,7 +109,7 @@ class RealSys(unittest.TestCase):
     # ---- the loop device ---------------------------------------------------
 
     def test_loop_device(self):
-        objs = self.dm.managed_objects()
+        objs = self.dm.all_objects()
         path = bt.path_of("block", self.name)
         self.assertIn(path, objs)
         o = objs[path]
@@ -178,7 +178,7 @@ class RealSys(unittest.TestCase):
 
     def test_same_block_devices(self):
         before = self.block_devices()
-        objs = self.dm.managed_objects()
+        objs = self.dm.all_objects()
         after = self.block_devices()
         published = {o[KOBJ]["Name"]: o for o in objs.values()
                      if o[KOBJ]["Ktype"] in ("disk", "partition")}
@@ -273,7 +273,7 @@ class RealSys(unittest.TestCase):
         return last
 
     def test_every_attribute(self):
-        objs = self.dm.managed_objects()
+        objs = self.dm.all_objects()
         compared = changed = 0
         kinds = set()
         for path, o in sorted(objs.items()):
@@ -298,7 +298,7 @@ class RealSys(unittest.TestCase):
     def test_exact_set_of_objects_below_loop(self):
         """The loop disk's subtree is exactly its directories: the disk, its
         partitions, the queue, the scheduler; no more."""
-        objs = self.dm.managed_objects()
+        objs = self.dm.all_objects()
         prefix = bt.path_of("block", self.name)
         mine = sorted(p for p in objs if p == prefix
                       or p.startswith(prefix + "/"))

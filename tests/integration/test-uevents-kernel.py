@@ -88,7 +88,7 @@ class Kernel(unittest.TestCase):
                         if s[1] == "Uevent" and s[3][1] == "add"}
             # The partitions' add events come last (partx -a).
             rec.wait_for(lambda s: set(parts) <= added(s))
-            objs = dm.managed_objects()
+            objs = dm.all_objects()
             self.assertIn(disk, objs)
             self.assertTrue(all(p in objs for p in parts))
 
@@ -148,7 +148,7 @@ class Kernel(unittest.TestCase):
                 x[1] == "InterfacesRemoved" and x[3][0] == disk and
                 bt.IFACE + "Group.loop" in x[3][1] for x in s))
             self.assertNotIn(bt.IFACE + "Group.loop",
-                             dm.managed_objects()[disk])
+                             dm.all_objects()[disk])
             rec.close()
 
     def test_overflow_is_healed(self):

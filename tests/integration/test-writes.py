@@ -152,7 +152,7 @@ class Polling(unittest.TestCase):
             rec.wait_for(lambda s: any(
                 x[1] == "InterfacesAdded" and x[3][0] == queue + "/iosched"
                 for x in s))
-            objs = dm.managed_objects()
+            objs = dm.all_objects()
             self.assertEqual(set(objs[queue + "/iosched"][bt.IFACE + "Elevator"]),
                              set(mksysfs.IOSCHED["bfq"]))
             # Nothing else of the queue was announced: only what changed.

@@ -195,6 +195,17 @@ class Daemon:
     def managed_objects(self):
         return self.call(ROOT, OM, "GetManagedObjects")
 
+    def all_objects(self):
+        """The complete model: GetManagedObjects carries each object's
+        interfaces with their Kobject and typed properties; the raw
+        attribute values come from GetAll, interface by interface."""
+        objs = self.managed_objects()
+        for path, ifaces in objs.items():
+            for iface in ifaces:
+                if iface != IFACE + "Kobject":
+                    ifaces[iface] = self.get_all(path, iface)
+        return objs
+
     def get(self, path, iface, prop):
         return self.call(path, PROPS, "Get", iface, prop)
 
