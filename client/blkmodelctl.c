@@ -82,6 +82,26 @@ int ctl_bus(Ctl *ctl, sd_bus **ret) {
         return EXIT_OK;
 }
 
+int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus;
+        int r;
+
+        r = ctl_bus(ctl, &bus);
+        if (r != EXIT_OK)
+                return r;
+
+        r = bus_resolve(bus, spec, ret_path, &error);
+        if (r < 0)
+                r = bus_report_resolve_error(&error, r, spec);
+        else {
+                *ret_bus = bus;
+                r = EXIT_OK;
+        }
+        sd_bus_error_free(&error);
+        return r;
+}
+
 enum {
         ARG_SYSTEM = 0x100,
         ARG_SESSION,
@@ -397,6 +417,40 @@ static int option_error(const Verb *v, int c, char **argv) {
         return ctl_usage(vname, "unrecognized option '%s'", raw);
 }
 
+/* parse_options(): every option was applied, the command line goes on. */
+#define OPTIONS_GO_ON (-1)
+
+/*
+ * Runs getopt over argv with optstring, applying each option to ctl as allowed before the verb
+ * (v NULL) or after it.  Returns OPTIONS_GO_ON, or the exit code when an option ends the run:
+ * --help (the verb's help once there is one), --version, or a usage error.
+ */
+static int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const char *optstring) {
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_HELP:
+                        if (v)
+                                help_verb(v);
+                        else
+                                help_main();
+                        return EXIT_OK;
+                case ARG_VERSION:
+                        printf("%s %s\n", program, BLKMODEL_VERSION);
+                        return EXIT_OK;
+                case '?':
+                case ':':
+                        return option_error(v, c, argv);
+                default:
+                        r = apply_option(ctl, v, c, optarg, argv[optind - 1]);
+                        if (r != EXIT_OK)
+                                return r;
+                }
+        }
+        return OPTIONS_GO_ON;
+}
+
 int main(int argc, char *argv[]) {
         Ctl ctl = {
                 .bus_kind = BUS_KIND_SYSTEM,
@@ -404,29 +458,15 @@ int main(int argc, char *argv[]) {
                 .timeout_usec = UINT64_MAX,
         };
         const Verb *v;
-        int c, r, n_args;
+        int r, n_args;
 
         (void) setlocale(LC_CTYPE, "");
         opterr = 0;
 
         /* Global options up to the verb ("+": stop at the first non-option). */
-        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
-                switch (c) {
-                case ARG_HELP:
-                        help_main();
-                        return EXIT_OK;
-                case ARG_VERSION:
-                        printf("%s %s\n", program, BLKMODEL_VERSION);
-                        return EXIT_OK;
-                case '?':
-                case ':':
-                        return option_error(NULL, c, argv);
-                default:
-                        r = apply_option(&ctl, NULL, c, optarg, argv[optind - 1]);
-                        if (r != EXIT_OK)
-                                return r;
-                }
-        }
+        r = parse_options(&ctl, NULL, argc, argv, "+:h");
+        if (r != OPTIONS_GO_ON)
+                return r;
 
         if (optind >= argc)
                 return ctl_usage(NULL, "missing command");
@@ -451,23 +491,9 @@ int main(int argc, char *argv[]) {
         argc -= optind;
         argv += optind;
         optind = 0;
-        while ((c = getopt_long(argc, argv, ":hbpt:", options, NULL)) >= 0) {
-                switch (c) {
-                case ARG_HELP:
-                        help_verb(v);
-                        return EXIT_OK;
-                case ARG_VERSION:
-                        printf("%s %s\n", program, BLKMODEL_VERSION);
-                        return EXIT_OK;
-                case '?':
-                case ':':
-                        return option_error(v, c, argv);
-                default:
-                        r = apply_option(&ctl, v, c, optarg, argv[optind - 1]);
-                        if (r != EXIT_OK)
-                                return r;
-                }
-        }
+        r = parse_options(&ctl, v, argc, argv, ":hbpt:");
+        if (r != OPTIONS_GO_ON)
+                return r;
 
         if (ctl.bus_kind == BUS_KIND_ADDRESS && (!ctl.address || !ctl.address[0]))
                 return ctl_usage(NULL, "--address needs a bus address");

@@ -42,6 +42,12 @@ typedef struct Ctl {
 int ctl_bus(Ctl *ctl, sd_bus **ret);
 
 /*
+ * ctl_bus(), then Manager.Resolve(spec) into an object path (the caller frees it).  A failure is
+ * reported here, in the words every command uses; returns EXIT_OK or the exit code.
+ */
+int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path);
+
+/*
  * One line on stderr, "blkmodelctl: ...".  Returns EXIT_FAIL so that
  * callers can write "return ctl_fail(...)".
  */

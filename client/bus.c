@@ -248,68 +248,92 @@ static int read_basic_json(sd_bus_message *m, char type, json_object **ret) {
         return 0;
 }
 
-static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret) {
-        json_object *obj;
-        char *entry;
+/* Reads one entry of a dict: its key, then its value, both whole. */
+typedef int (*DictEntryReader)(sd_bus_message *m, void *userdata);
+
+/*
+ * Walks a D-Bus dict, the array of contents ("{sv}", "{oa{sa{sv}}}", …), calling read_entry inside
+ * each entry.  Every dict in a reply, however deeply nested, is read through here, so the
+ * container bookkeeping is written once.
+ */
+static int read_dict(sd_bus_message *m, const char *contents, DictEntryReader read_entry, void *userdata) {
+        char entry[SD_BUS_MAXIMUM_SIGNATURE_LENGTH + 1];
+        size_t len = strlen(contents);
         int r;
+
+        /* sd-bus wants the entry's own signature, contents without its braces: with NULL it
+         * answers -ENXIO at the end of the array instead of 0. */
+        if (len < 2 || len - 2 >= sizeof(entry))
+                return -EBADMSG;
+        memcpy(entry, contents + 1, len - 2);
+        entry[len - 2] = '\0';
 
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, contents);
         if (r < 0)
                 return r;
 
-        /* contents is "{kv}": the entry's own signature drops the braces.
-         * (With NULL, sd-bus answers -ENXIO at the end of the array.) */
-        entry = strndup(contents + 1, strlen(contents) - 2);
-        obj = json_object_new_object();
-        if (!obj || !entry) {
-                free(entry);
-                json_object_put(obj);
-                return -ENOMEM;
-        }
-
         for (;;) {
-                json_object *value = NULL;
-                char *key = NULL;
-
                 r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, entry);
                 if (r < 0)
-                        goto fail;
+                        return r;
                 if (r == 0)
                         break;
 
-                r = bus_message_read_basic_string(m, contents[1], &key);
+                r = read_entry(m, userdata);
                 if (r < 0)
-                        goto fail;
-                r = bus_message_read_json(m, &value);
-                if (r < 0) {
-                        free(key);
-                        goto fail;
-                }
-                r = json_object_object_add(obj, key, value);
-                free(key);
-                if (r < 0) {
-                        json_object_put(value);
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                        return r;
 
                 r = sd_bus_message_exit_container(m);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
 
-        r = sd_bus_message_exit_container(m);
-        if (r < 0)
-                goto fail;
+        return sd_bus_message_exit_container(m);
+}
 
-        free(entry);
+/* One entry of any dict into the object userdata, the key (of any basic type) as text. */
+static int read_json_dict_entry(sd_bus_message *m, void *userdata) {
+        json_object *obj = userdata, *value = NULL;
+        char *key = NULL;
+        char type;
+        int r;
+
+        r = sd_bus_message_peek_type(m, &type, NULL);
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
+        r = bus_message_read_basic_string(m, type, &key);
+        if (r < 0)
+                return r;
+        r = bus_message_read_json(m, &value);
+        if (r < 0) {
+                free(key);
+                return r;
+        }
+        r = json_object_object_add(obj, key, value);
+        free(key);
+        if (r < 0) {
+                json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret) {
+        json_object *obj;
+        int r;
+
+        obj = json_object_new_object();
+        if (!obj)
+                return -ENOMEM;
+
+        r = read_dict(m, contents, read_json_dict_entry, obj);
+        if (r < 0) {
+                json_object_put(obj);
+                return r;
+        }
+
         *ret = obj;
         return 0;
-
-fail:
-        free(entry);
-        json_object_put(obj);
-        return r;
 }
 
 static int read_sequence_json(sd_bus_message *m, char type, const char *contents, json_object **ret) {
@@ -396,55 +420,99 @@ int bus_message_read_json(sd_bus_message *m, json_object **ret) {
         }
 }
 
-/* Reads a{sv} into obj, keeping the properties the filter wants. */
-static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilter filter,
-                           void *userdata, json_object *obj) {
+/*
+ * What each level of a{oa{sa{sv}}} hands down to the next: where this level's entries go, and
+ * the caller's property filter, applied only at the innermost a{sv}.
+ */
+typedef struct ModelReader {
+        json_object *into;
+        BusPropertyFilter filter;
+        void *userdata;
+        const char *iface;      /* while reading a{sv}: the interface the properties belong to */
+} ModelReader;
+
+/* A new empty object at parent[key]; NULL when out of memory. */
+static json_object *json_add_object(json_object *parent, const char *key) {
+        json_object *child = json_object_new_object();
+
+        if (!child || json_object_object_add(parent, key, child) < 0) {
+                json_object_put(child);
+                return NULL;
+        }
+        return child;
+}
+
+/* One {sv}: kept in into if the filter wants it, skipped unread otherwise. */
+static int read_property_entry(sd_bus_message *m, void *userdata) {
+        ModelReader *mr = userdata;
+        json_object *value = NULL;
+        const char *name;
         int r;
 
-        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
+        r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &name);
         if (r < 0)
                 return r;
 
-        for (;;) {
-                json_object *value = NULL;
-                const char *name;
+        if (mr->filter && !mr->filter(mr->iface, name, mr->userdata))
+                return sd_bus_message_skip(m, "v");
 
-                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-
-                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &name);
-                if (r < 0)
-                        return r;
-
-                if (filter && !filter(iface, name, userdata)) {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                } else {
-                        r = bus_message_read_json(m, &value);
-                        if (r < 0)
-                                return r;
-                        if (json_object_object_add(obj, name, value) < 0) {
-                                json_object_put(value);
-                                return -ENOMEM;
-                        }
-                }
-
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
+        r = bus_message_read_json(m, &value);
+        if (r < 0)
+                return r;
+        if (json_object_object_add(mr->into, name, value) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
         }
+        return 0;
+}
 
-        return sd_bus_message_exit_container(m);
+/* Reads a{sv} into obj, keeping the properties the filter wants. */
+static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilter filter,
+                           void *userdata, json_object *obj) {
+        ModelReader mr = { .into = obj, .filter = filter, .userdata = userdata, .iface = iface };
+
+        return read_dict(m, "{sv}", read_property_entry, &mr);
+}
+
+/* One {sa{sv}}: an interface and its properties, into into[iface]. */
+static int read_interface_entry(sd_bus_message *m, void *userdata) {
+        ModelReader *mr = userdata;
+        json_object *props;
+        const char *iface;
+        int r;
+
+        r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &iface);
+        if (r < 0)
+                return r;
+
+        props = json_add_object(mr->into, iface);
+        if (!props)
+                return -ENOMEM;
+
+        return read_properties(m, iface, mr->filter, mr->userdata, props);
+}
+
+/* One {oa{sa{sv}}}: an object and its interfaces, into into[path]. */
+static int read_object_entry(sd_bus_message *m, void *userdata) {
+        ModelReader *mr = userdata, ifaces = *mr;
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read_basic(m, SD_BUS_TYPE_OBJECT_PATH, &path);
+        if (r < 0)
+                return r;
+
+        ifaces.into = json_add_object(mr->into, path);
+        if (!ifaces.into)
+                return -ENOMEM;
+
+        return read_dict(m, "{sa{sv}}", read_interface_entry, &ifaces);
 }
 
 int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata,
                             json_object **ret, sd_bus_error *error) {
         sd_bus_message *reply = NULL;
-        json_object *model = NULL;
+        ModelReader mr = { .filter = filter, .userdata = userdata };
         int r;
 
         r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
@@ -453,91 +521,19 @@ int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdat
         if (r < 0)
                 return r;
 
-        model = json_object_new_object();
-        if (!model) {
+        mr.into = json_object_new_object();
+        if (!mr.into)
                 r = -ENOMEM;
-                goto finish;
-        }
-
-        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{oa{sa{sv}}}");
-        if (r < 0)
-                goto finish;
-
-        for (;;) {
-                json_object *ifaces;
-                const char *path;
-
-                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "oa{sa{sv}}");
-                if (r < 0)
-                        goto finish;
-                if (r == 0)
-                        break;
-
-                r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_OBJECT_PATH, &path);
-                if (r < 0)
-                        goto finish;
-
-                ifaces = json_object_new_object();
-                if (!ifaces || json_object_object_add(model, path, ifaces) < 0) {
-                        json_object_put(ifaces);
-                        r = -ENOMEM;
-                        goto finish;
-                }
-
-                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{sa{sv}}");
-                if (r < 0)
-                        goto finish;
-
-                for (;;) {
-                        json_object *props;
-                        const char *iface;
-
-                        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "sa{sv}");
-                        if (r < 0)
-                                goto finish;
-                        if (r == 0)
-                                break;
-
-                        r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_STRING, &iface);
-                        if (r < 0)
-                                goto finish;
-
-                        props = json_object_new_object();
-                        if (!props || json_object_object_add(ifaces, iface, props) < 0) {
-                                json_object_put(props);
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-
-                        r = read_properties(reply, iface, filter, userdata, props);
-                        if (r < 0)
-                                goto finish;
-
-                        r = sd_bus_message_exit_container(reply);
-                        if (r < 0)
-                                goto finish;
-                }
-
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        goto finish;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        goto finish;
-        }
-
-        r = sd_bus_message_exit_container(reply);
-        if (r < 0)
-                goto finish;
-
-        *ret = model;
-        model = NULL;
-        r = 0;
-
-finish:
-        json_object_put(model);
+        else
+                r = read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
         sd_bus_message_unref(reply);
-        return r;
+        if (r < 0) {
+                json_object_put(mr.into);
+                return r;
+        }
+
+        *ret = mr.into;
+        return 0;
 }
 
 int bus_get_all(sd_bus *bus, const char *path, const char *iface,

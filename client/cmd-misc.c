@@ -68,15 +68,9 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args) {
         sd_bus *bus;
         int r;
 
-        r = ctl_bus(ctl, &bus);
+        r = ctl_resolve(ctl, args[0], &bus, &path);
         if (r != EXIT_OK)
                 return r;
-
-        r = bus_resolve(bus, args[0], &path, &error);
-        if (r < 0) {
-                r = bus_report_resolve_error(&error, r, args[0]);
-                goto finish;
-        }
 
         r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_TRIGGER,

@@ -71,15 +71,9 @@ int cmd_show(Ctl *ctl, char **args, int n_args) {
         sd_bus *bus;
         int r;
 
-        r = ctl_bus(ctl, &bus);
+        r = ctl_resolve(ctl, args[0], &bus, &path);
         if (r != EXIT_OK)
                 return r;
-
-        r = bus_resolve(bus, args[0], &path, &error);
-        if (r < 0) {
-                r = bus_report_resolve_error(&error, r, args[0]);
-                goto finish;
-        }
         r = introspect_object(bus, path, &in, &error);
         if (r < 0) {
                 r = bus_report_error(&error, r, path);
@@ -166,15 +160,9 @@ static int property_lookup(Ctl *ctl, const char *spec, const char *attr, char **
         sd_bus *bus;
         int r;
 
-        r = ctl_bus(ctl, &bus);
+        r = ctl_resolve(ctl, spec, &bus, &path);
         if (r != EXIT_OK)
                 return r;
-
-        r = bus_resolve(bus, spec, &path, &error);
-        if (r < 0) {
-                r = bus_report_resolve_error(&error, r, spec);
-                goto fail;
-        }
         r = introspect_object(bus, path, in, &error);
         if (r < 0) {
                 r = bus_report_error(&error, r, spec);
@@ -232,12 +220,28 @@ static int property_print(Ctl *ctl, const char *path, const char *iface, const c
         return EXIT_OK;
 }
 
-int cmd_get(Ctl *ctl, char **args, int n_args) {
+/* Gets the property's value now and prints it; a failed Get is reported with what. */
+static int property_show(Ctl *ctl, const char *path, const char *iface, const char *member,
+                         const char *what) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
+        json_object *value = NULL;
+        int r;
+
+        r = property_get(ctl->bus, path, iface, member, &value, &error);
+        if (r < 0)
+                r = bus_report_error(&error, r, what);
+        else
+                r = property_print(ctl, path, iface, member, value);
+
+        json_object_put(value);
+        sd_bus_error_free(&error);
+        return r;
+}
+
+int cmd_get(Ctl *ctl, char **args, int n_args) {
         const IntrospectInterface *iface;
         const IntrospectProperty *prop;
         Introspection in = {};
-        json_object *value = NULL;
         char *path = NULL;
         int r;
 
@@ -245,16 +249,10 @@ int cmd_get(Ctl *ctl, char **args, int n_args) {
         if (r != EXIT_OK)
                 return r;
 
-        r = property_get(ctl->bus, path, iface->name, prop->name, &value, &error);
-        if (r < 0)
-                r = bus_report_error(&error, r, args[1]);
-        else
-                r = property_print(ctl, path, iface->name, prop->name, value);
+        r = property_show(ctl, path, iface->name, prop->name, args[1]);
 
-        json_object_put(value);
         introspection_done(&in);
         free(path);
-        sd_bus_error_free(&error);
         return r;
 }
 
@@ -363,7 +361,6 @@ int cmd_set(Ctl *ctl, char **args, int n_args) {
         const IntrospectProperty *prop;
         sd_bus_message *m = NULL, *reply = NULL;
         Introspection in = {};
-        json_object *value = NULL;
         char *path = NULL;
         int r;
 
@@ -409,19 +406,10 @@ int cmd_set(Ctl *ctl, char **args, int n_args) {
                 goto finish;
         }
 
-        if (ctl->json) {
-                /* What the kernel stored, which need not be what we wrote. */
-                r = property_get(ctl->bus, path, iface->name, prop->name, &value, &error);
-                if (r < 0) {
-                        r = bus_report_error(&error, r, prop->name);
-                        goto finish;
-                }
-                r = property_print(ctl, path, iface->name, prop->name, value);
-        } else
-                r = EXIT_OK;
+        /* What the kernel stored, which need not be what we wrote. */
+        r = ctl->json ? property_show(ctl, path, iface->name, prop->name, prop->name) : EXIT_OK;
 
 finish:
-        json_object_put(value);
         sd_bus_message_unref(m);
         sd_bus_message_unref(reply);
         introspection_done(&in);

@@ -216,11 +216,9 @@ int cmd_tree(Ctl *ctl, char **args, int n_args) {
                 return r;
 
         if (n_args > 0) {
-                r = bus_resolve(bus, args[0], &start, &error);
-                if (r < 0) {
-                        r = bus_report_resolve_error(&error, r, args[0]);
+                r = ctl_resolve(ctl, args[0], &bus, &start);
+                if (r != EXIT_OK)
                         goto finish;
-                }
                 /* The manager is no kobject: below it is the whole model. */
                 if (strcmp(start, BLKMODEL_ROOT_PATH) == 0) {
                         free(start);

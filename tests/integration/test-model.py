@@ -13,18 +13,11 @@ import xml.etree.ElementTree as ET
 import dbus
 
 import blkmodeltest as bt
+from blkmodeltest import KOBJ, DISK, PART, QUEUE, KSET, MANAGER, SDA_DEV, SR0_DEV
 
 P = bt.path_of
-KOBJ = bt.IFACE + "Kobject"
-DISK = bt.IFACE + "Disk"
-PART = bt.IFACE + "Partition"
-QUEUE = bt.IFACE + "Queue"
-KSET = bt.IFACE + "Kset"
-MANAGER = bt.IFACE + "Manager"
 ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
 
-SDA_DEV = "/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0"
-SR0_DEV = "/devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0"
 NVME_DEV = "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0"
 CCISS_DEV = "/devices/pci0000:00/0000:00:03.0/cciss0/c0d0"
 VIRT = "/devices/virtual/block"

@@ -12,17 +12,13 @@ import xml.etree.ElementTree as ET
 import dbus
 
 import blkmodeltest as bt
+from blkmodeltest import KOBJ, DISK, PART, QUEUE, KSET, DEVICE
 
 P = bt.path_of
-KOBJ = bt.IFACE + "Kobject"
-DISK = bt.IFACE + "Disk"
-PART = bt.IFACE + "Partition"
-QUEUE = bt.IFACE + "Queue"
-KSET = bt.IFACE + "Kset"
-DEVICE = bt.IFACE + "Device"
 
-SDA_DEV = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0"
-SR0_DEV = "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0"
+# Relative to the fixture's root, as self.p() and os.path.join() want them.
+SDA_DEV = bt.SDA_DEV.lstrip("/")
+SR0_DEV = bt.SR0_DEV.lstrip("/")
 SDA = SDA_DEV + "/block/sda"
 SR0 = SR0_DEV + "/block/sr0"
 LOOP0 = "devices/virtual/block/loop0"
@@ -42,6 +38,22 @@ def standard_paths():
         with bt.Daemon(d + "/sys") as dm:
             _STANDARD.update(dm.all_objects())
     return set(_STANDARD)
+
+
+def sata_hardware():
+    """The objects of sda's and sr0's hardware: the ata ports and below,
+    and the AHCI controller only they sit on.  A test that cuts both disks
+    off their hardware expects these gone."""
+    return [P("devices", *a.split("/")[1:]) for a in (
+        "devices/pci0000:00/0000:00:1f.2",
+        "devices/pci0000:00/0000:00:1f.2/ata1",
+        "devices/pci0000:00/0000:00:1f.2/ata1/host0",
+        "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0",
+        SDA_DEV,
+        "devices/pci0000:00/0000:00:1f.2/ata2",
+        "devices/pci0000:00/0000:00:1f.2/ata2/host1",
+        "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0",
+        SR0_DEV)]
 
 
 class OddTrees(unittest.TestCase):
@@ -322,18 +334,8 @@ class OddTrees(unittest.TestCase):
         self.relink(SDA + "/device", "../../nonexistent")
         # Absolute, and pointing out of /devices: refused the same way.
         self.relink(SR0 + "/device", "/etc")
-        # sda's and sr0's hardware (the ata ports and below, and the AHCI
-        # controller only they sit on) is no longer published.
-        gone = [P("devices", *a.split("/")[1:]) for a in (
-            "devices/pci0000:00/0000:00:1f.2",
-            "devices/pci0000:00/0000:00:1f.2/ata1",
-            "devices/pci0000:00/0000:00:1f.2/ata1/host0",
-            "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0",
-            SDA_DEV,
-            "devices/pci0000:00/0000:00:1f.2/ata2",
-            "devices/pci0000:00/0000:00:1f.2/ata2/host1",
-            "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0",
-            SR0_DEV)]
+        # sda's and sr0's hardware is no longer published.
+        gone = sata_hardware()
 
         def check(dm, objs):
             for name in ("sda", "sr0"):
@@ -354,16 +356,7 @@ class OddTrees(unittest.TestCase):
         is published without hardware, not lost."""
         self.relink(SR0 + "/device", ".")
         self.relink(SDA + "/device", "sda1")
-        gone = [P("devices", *a.split("/")[1:]) for a in (
-            "devices/pci0000:00/0000:00:1f.2",
-            "devices/pci0000:00/0000:00:1f.2/ata1",
-            "devices/pci0000:00/0000:00:1f.2/ata1/host0",
-            "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0",
-            SDA_DEV,
-            "devices/pci0000:00/0000:00:1f.2/ata2",
-            "devices/pci0000:00/0000:00:1f.2/ata2/host1",
-            "devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0",
-            SR0_DEV)]
+        gone = sata_hardware()
 
         def check(dm, objs):
             for name in ("sda", "sr0"):
@@ -451,8 +444,8 @@ class OddTrees(unittest.TestCase):
         os.symlink(b"../../devices/virtual/block/" + bad,
                    os.path.join(self.root, "class/block").encode() + b"/" +
                    bad)
-        dm = Daemon(self.root)
-        try:
+        # Daemon's context stops it, never masking a failure of the test.
+        with Daemon(self.root) as dm:
             objs = dm.all_objects()
             self.assertEqual(sorted(standard_paths() - set(objs)), [])
             extra = set(objs) - standard_paths()
@@ -463,13 +456,6 @@ class OddTrees(unittest.TestCase):
                 self.assertEqual(objs[badpath][KOBJ]["Name"], "sd\\xff")
                 self.assertEqual(dm.get(badpath, KOBJ, "Name"), "sd\\xff")
             self.assertEqual(dm.manager_prop("ObjectCount"), len(objs))
-        except BaseException:
-            try:
-                dm.stop()
-            except AssertionError as e:
-                sys.stderr.write(str(e) + "\n")
-            raise
-        dm.stop()
 
     # ---- values -------------------------------------------------------------
 

@@ -35,6 +35,19 @@ IFACE = "org.blkmodel1."
 OM = "org.freedesktop.DBus.ObjectManager"
 PROPS = "org.freedesktop.DBus.Properties"
 
+# The model's interfaces, by the short names the tests give them.
+KOBJ = IFACE + "Kobject"
+DISK = IFACE + "Disk"
+PART = IFACE + "Partition"
+QUEUE = IFACE + "Queue"
+KSET = IFACE + "Kset"
+DEVICE = IFACE + "Device"
+MANAGER = IFACE + "Manager"
+
+# The standard fixture's (tests/fixtures/mksysfs.py) SATA disks' hardware, as devpaths.
+SDA_DEV = "/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0"
+SR0_DEV = "/devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0"
+
 BLKMODELD = os.environ.get("BLKMODELD", "blkmodeld")
 BLKMODELCTL = os.environ.get("BLKMODELCTL", "blkmodelctl")
 

@@ -6,30 +6,7 @@
 #include <string.h>
 
 #include "eventlog.h"
-
-static unsigned n_passed, n_failed;
-
-#define CHECK(expr)                                                                                        \
-        do {                                                                                               \
-                if (expr)                                                                                  \
-                        n_passed++;                                                                        \
-                else {                                                                                     \
-                        n_failed++;                                                                        \
-                        printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #expr);                            \
-                }                                                                                          \
-        } while (0)
-
-#define CHECK_STREQ(a, b)                                                                                  \
-        do {                                                                                               \
-                const char *_a = (a), *_b = (b);                                                           \
-                if (_a && _b && strcmp(_a, _b) == 0)                                                       \
-                        n_passed++;                                                                        \
-                else {                                                                                     \
-                        n_failed++;                                                                        \
-                        printf("FAIL %s:%d: %s == %s (\"%s\" vs \"%s\")\n", __FILE__, __LINE__, #a, #b,    \
-                               _a ? _a : "(null)", _b ? _b : "(null)");                                    \
-                }                                                                                          \
-        } while (0)
+#include "tests.h"
 
 /* A record whose devpath names its number, so content can be checked after wrap-around. */
 static EventRecord *make(unsigned i)
@@ -249,6 +226,5 @@ int main(void)
         test_capacity_one();
         test_wraparound();
 
-        printf("%u passed, %u failed\n", n_passed, n_failed);
-        return n_failed == 0 ? 0 : 1;
+        return tests_summary();
 }

@@ -15,18 +15,7 @@
 #include <uv.h>
 
 #include "uevent-source.h"
-
-static unsigned n_passed, n_failed;
-
-#define CHECK(expr)                                                                                        \
-        do {                                                                                               \
-                if (expr)                                                                                  \
-                        n_passed++;                                                                        \
-                else {                                                                                     \
-                        n_failed++;                                                                        \
-                        printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #expr);                            \
-                }                                                                                          \
-        } while (0)
+#include "tests.h"
 
 #define LOOP0 "/devices/virtual/block/loop0"
 #define LOOP0_UEVENT "/sys/block/loop0/uevent"
@@ -497,6 +486,23 @@ static bool can_trigger(void)
         return access(LOOP0_UEVENT, W_OK) == 0;
 }
 
+/*
+ * Triggers count synthetic events, all tagged with a fresh uuid, while c's source is paused: they
+ * wait on the socket together and reach the source as one burst when it resumes.  False if an
+ * event could not be triggered (the source may be left paused).
+ */
+static bool trigger_burst(Ctx *c, int count)
+{
+        if (!make_uuid(c->want_uuid, sizeof(c->want_uuid)))
+                return false;
+        uevent_source_pause(c->source);
+        for (int i = 0; i < count; i++)
+                if (!trigger(c->want_uuid))
+                        return false;
+        uevent_source_resume(c->source);
+        return true;
+}
+
 static bool fd_is_open(int fd)
 {
         return fcntl(fd, F_GETFD) >= 0;
@@ -613,14 +619,8 @@ static void test_netlink_overrun(uv_loop_t *loop)
         CHECK(uevent_source_new_netlink(loop, -1, 1, on_event, on_lost, &c, &c.source) == 0);
         if (!c.source)
                 return;
-        if (!make_uuid(c.want_uuid, sizeof(c.want_uuid)))
+        if (!trigger_burst(&c, 64))
                 goto out;
-
-        uevent_source_pause(c.source);
-        for (int i = 0; i < 64; i++)
-                if (!trigger(c.want_uuid))
-                        goto out;
-        uevent_source_resume(c.source);
 
         if (!run_until(loop, &c.received, 1, 3000)) {
                 printf("SKIP netlink overrun: no uevent arrived\n");
@@ -654,14 +654,8 @@ static void test_netlink_burst_cap(uv_loop_t *loop)
         CHECK(uevent_source_new_netlink(loop, -1, 0, on_event, on_lost, &c, &c.source) == 0);
         if (!c.source)
                 return;
-        if (!make_uuid(c.want_uuid, sizeof(c.want_uuid)))
+        if (!trigger_burst(&c, 300))
                 goto out;
-
-        uevent_source_pause(c.source);
-        for (int i = 0; i < 300; i++)
-                if (!trigger(c.want_uuid))
-                        goto out;
-        uevent_source_resume(c.source);
 
         /* The first callback: exactly 256, however many more are queued. */
         for (int i = 0; i < 100 && c.received == 0; i++)
@@ -707,6 +701,5 @@ int main(void)
         CHECK(uv_loop_close(&loop) == 0);
         (void) rmdir(tmpdir);
 
-        printf("%u passed, %u failed\n", n_passed, n_failed);
-        return n_failed == 0 ? 0 : 1;
+        return tests_summary();
 }

@@ -8,30 +8,7 @@
 #include <string.h>
 
 #include "uevent.h"
-
-static unsigned n_passed, n_failed;
-
-#define CHECK(expr)                                                                                        \
-        do {                                                                                               \
-                if (expr)                                                                                  \
-                        n_passed++;                                                                        \
-                else {                                                                                     \
-                        n_failed++;                                                                        \
-                        printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #expr);                            \
-                }                                                                                          \
-        } while (0)
-
-#define CHECK_STREQ(a, b)                                                                                  \
-        do {                                                                                               \
-                const char *_a = (a), *_b = (b);                                                           \
-                if (_a && _b && strcmp(_a, _b) == 0)                                                       \
-                        n_passed++;                                                                        \
-                else {                                                                                     \
-                        n_failed++;                                                                        \
-                        printf("FAIL %s:%d: %s == %s (\"%s\" vs \"%s\")\n", __FILE__, __LINE__, #a, #b,    \
-                               _a ? _a : "(null)", _b ? _b : "(null)");                                    \
-                }                                                                                          \
-        } while (0)
+#include "tests.h"
 
 /* A wire message: its entries joined, each with its NUL.  The caller frees msg->buf. */
 typedef struct Msg {
@@ -529,6 +506,5 @@ int main(void)
         test_unknown_action();
         test_mutations();
 
-        printf("%u passed, %u failed\n", n_passed, n_failed);
-        return n_failed == 0 ? 0 : 1;
+        return tests_summary();
 }
