@@ -84,7 +84,7 @@ int ctl_bus(Ctl *ctl, sd_bus **ret) {
 
 int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);

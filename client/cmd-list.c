@@ -378,7 +378,7 @@ int cmd_list(Ctl *ctl, char **args, int n_args) {
         json_object *jroot = NULL, *jdevs = NULL;
         const char **roots = NULL;
         size_t n_roots = 0;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);

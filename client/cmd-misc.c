@@ -39,7 +39,7 @@ static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *
 int cmd_dump(Ctl *ctl, char **args, int n_args) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         json_object *model = NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);
@@ -65,7 +65,7 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *action = n_args > 1 ? args[1] : "change";
         char *path = NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_resolve(ctl, args[0], &bus, &path);

@@ -445,7 +445,7 @@ static int events_one(const BusEvent *ev, void *userdata) {
 int cmd_events(Ctl *ctl, char **args, int n_args) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         EventsList el = { .ctl = ctl };
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);

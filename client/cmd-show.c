@@ -68,7 +68,7 @@ int cmd_show(Ctl *ctl, char **args, int n_args) {
         Introspection in = {};
         json_object *jroot = NULL, *jifaces = NULL, *all = NULL;
         char *path = NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_resolve(ctl, args[0], &bus, &path);
@@ -157,7 +157,7 @@ static int property_lookup(Ctl *ctl, const char *spec, const char *attr, char **
                            const IntrospectProperty **ret_prop) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         char *path = NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_resolve(ctl, spec, &bus, &path);

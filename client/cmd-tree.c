@@ -208,7 +208,7 @@ int cmd_tree(Ctl *ctl, char **args, int n_args) {
         const char **roots = NULL;
         size_t n_roots = 0;
         char *start = NULL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);

@@ -66,7 +66,7 @@ int cmd_wait(Ctl *ctl, char **args, int n_args) {
         Waiter w = { .ctl = ctl, .spec = args[0] };
         uint64_t deadline = UINT64_MAX;
         int sigfd = -1, r, code = EXIT_FAIL;
-        sd_bus *bus;
+        sd_bus *bus = NULL;
 
         r = ctl_bus(ctl, &bus);
         if (r != EXIT_OK)
