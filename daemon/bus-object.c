@@ -771,6 +771,14 @@ static const char standard_interfaces_xml[] =
                 "  </signal>\n"
                 " </interface>\n";
 
+/* A kset answers GetManagedObjects for its part of the model; the signals come from the root. */
+static const char kset_object_manager_xml[] =
+        " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
+        "  <method name=\"GetManagedObjects\">\n"
+        "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" direction=\"out\"/>\n"
+        "  </method>\n"
+        " </interface>\n";
+
 static const char object_manager_xml[] =
                 " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
                 "  <method name=\"GetManagedObjects\">\n"
@@ -852,6 +860,8 @@ static int introspect(Manager *m, const char *path, Kobject *k, char **ret)
                                 learn_modes(&d, &iface);
                                 xml_iface(f, &iface);
                         }
+                if (k->ktype->id == KTYPE_KSET)
+                        fputs(kset_object_manager_xml, f);
                 objdir_done(&d);
                 r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
                 for (size_t i = 0; r >= 0 && i < n_children; i++)
@@ -1068,47 +1078,82 @@ out:
         return r;
 }
 
-static int method_get_managed_objects(Manager *m, sd_bus_message *msg, sd_bus_error *error)
+/* Calls f for every object below top (NULL: every object), parents before children. */
+static int foreach_below(Manager *m, Kobject *top, int (*f)(Manager *m, Kobject *k, void *u), void *u)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Kobject *k;
         size_t i = 0;
         int r;
 
-        /* A bus drops a connection that sends more than its largest message: refuse instead. */
-        size_t estimate = 64, limit = m->options.bus_kind == BUS_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX : BUS_MESSAGE_MAX;
-        while ((k = hashmap_iterate(&m->model->by_path, &i, NULL)))
-                estimate += bus_object_size_estimate(k);
-        if (estimate > limit) {
-                log_warning("GetManagedObjects refused: the model (%zu objects, about %zu MiB) is larger than one "
-                            "message on this bus may be (%zu MiB).",
-                            m->model->n_objects, estimate >> 20, limit >> 20);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "The model of %zu objects is about %zu MiB, more than one message on this "
-                                         "bus may carry (%zu MiB); read the objects with Get/GetAll instead.",
-                                         m->model->n_objects, estimate >> 20, limit >> 20);
+        if (!top) {
+                while ((k = hashmap_iterate(&m->model->by_path, &i, NULL)))
+                        if ((r = f(m, k, u)) < 0)
+                                return r;
+                return 0;
         }
-
-        log_debug("GetManagedObjects: %zu objects, at most %zu bytes.", m->model->n_objects, estimate);
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "{oa{sa{sv}}}");
-        if (r < 0)
-                return r;
-        i = 0;
-        while ((k = hashmap_iterate(&m->model->by_path, &i, NULL))) {
-                r = sd_bus_message_open_container(reply, 'e', "oa{sa{sv}}");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "o", k->path);
-                if (r >= 0)
-                        r = bus_object_append_all(m, reply, k);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-                if (r < 0)
+        for (k = top->first_child; k; k = k->next_sibling) {
+                if ((r = f(m, k, u)) < 0)
+                        return r;
+                if ((r = foreach_below(m, k, f, u)) < 0)
                         return r;
         }
-        r = sd_bus_message_close_container(reply);
+        return 0;
+}
+
+static int add_estimate(Manager *m, Kobject *k, void *u)
+{
+        *(size_t *) u += bus_object_size_estimate(k);
+        return 0;
+}
+
+static int append_managed_object(Manager *m, Kobject *k, void *u)
+{
+        sd_bus_message *reply = u;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'e', "oa{sa{sv}}");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "o", k->path);
+        if (r >= 0)
+                r = bus_object_append_all(m, reply, k);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+/*
+ * The root answers for every object; a kset for the objects below it, so that a model too large
+ * for one message (10,000 disks with their partitions, queues and hardware) can still be read
+ * whole in two calls, on /org/blkmodel1/block and /org/blkmodel1/devices.
+ */
+static int method_get_managed_objects(Manager *m, sd_bus_message *msg, Kobject *top, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *where = top ? top->path : BLKMODEL_ROOT_PATH;
+        /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default;
+         * a bus drops a connection that sends more.  Refuse instead. */
+        size_t estimate = 64, limit = m->options.bus_kind == BUS_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX : BUS_ARRAY_MAX;
+        int r;
+
+        (void) foreach_below(m, top, add_estimate, &estimate);
+        if (estimate > limit) {
+                log_warning("GetManagedObjects on %s refused: about %zu MiB, more than one message may carry (%zu MiB).",
+                            where, estimate >> 20, limit >> 20);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The objects below %s are about %zu MiB, more than one message may carry "
+                                         "(%zu MiB): call GetManagedObjects on %s and on %s for their parts.",
+                                         where, estimate >> 20, limit >> 20, m->model->block_kset->path,
+                                         m->model->devices_kset->path);
+        }
+        log_debug("GetManagedObjects on %s: at most %zu bytes.", where, estimate);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{oa{sa{sv}}}");
+        if (r >= 0)
+                r = foreach_below(m, top, append_managed_object, reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         r = sd_bus_send(NULL, reply, NULL);
@@ -1141,10 +1186,12 @@ static int object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (root) {
                 if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                         return bus_check_signature(msg, "", error)
-                                               ?: method_get_managed_objects(m, msg, error);
+                                               ?: method_get_managed_objects(m, msg, NULL, error);
                 /* The Manager interface and its properties. */
                 return bus_manager_dispatch(m, msg, error);
         }
+        if (k->ktype->id == KTYPE_KSET && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+                return bus_check_signature(msg, "", error) ?: method_get_managed_objects(m, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: method_get(m, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))

@@ -20,6 +20,8 @@ int bus_object_register(Manager *m);
 /* dbus-daemon's default largest message on the system bus, and the protocol's own limit. */
 #define BUS_SYSTEM_MESSAGE_MAX ((size_t) 32 << 20)
 #define BUS_MESSAGE_MAX ((size_t) 128 << 20)
+/* The protocol's largest array: GetManagedObjects' reply is one. */
+#define BUS_ARRAY_MAX ((size_t) 64 << 20)
 
 /*
  * Appends the a{sa{sv}} of one object for GetManagedObjects and InterfacesAdded: every interface,

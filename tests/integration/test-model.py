@@ -574,6 +574,24 @@ class Model(unittest.TestCase):
                            for p in ifaces[name].findall("property")),
                     sorted(props), "%s %s" % (path, name))
 
+    def test_ksets_answer_for_their_part(self):
+        """A model too big for one message is read in two: each kset answers
+        GetManagedObjects for the objects below it."""
+        gmo = self.dm.managed_objects()
+        block = self.dm.call(P("block"), bt.OM, "GetManagedObjects")
+        devices = self.dm.call(P("devices"), bt.OM, "GetManagedObjects")
+        self.assertEqual(set(block), {p for p in gmo
+                                      if p.startswith(P("block") + "/")})
+        self.assertEqual(set(devices), {p for p in gmo
+                                        if p.startswith(P("devices") + "/")})
+        self.assertEqual(set(block) | set(devices) | {P("block"), P("devices")},
+                         set(gmo))
+        for path, ifaces in block.items():
+            self.assertEqual(ifaces, gmo[path])
+        # A disk is no object manager.
+        with self.assertRaises(bt.dbus.DBusException):
+            self.dm.call(P("block", "sda"), bt.OM, "GetManagedObjects")
+
     def test_managed_objects_carry_kobject_and_typed_properties(self):
         """GetManagedObjects: every object and interface, the Kobject and
         typed properties as GetAll has them, no raw attribute values (those
