@@ -696,30 +696,35 @@ int bus_object_append_all(Manager *m, sd_bus_message *reply, Kobject *k)
 
 size_t bus_object_size_estimate(const Kobject *k)
 {
-        /* What bus_object_append_all() appends, from above: D-Bus pads to 8 bytes and prefixes lengths,
-         * so a string counts up to 12 more than it is long, a dict entry 8, a variant's signature 4. */
+        /* What bus_object_append_all() appends, measured from above on kernel-shaped trees (1.1-1.3x
+         * the real size): D-Bus pads dict entries to 8 bytes and prefixes strings with their length. */
         size_t n = 16 + strlen(k->path);
         Iface iface;
 
-        /* Kobject: six names, the strings, and the uevent file's few short lines (read at Get time). */
-        n += 6 * 32 + strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
+        /* Kobject: six names, the strings, and the uevent file's few short lines (read at Get time);
+         * a PCI device's (DRIVER, PCI_ID, MODALIAS …) are the longest. */
+        n += 6 * 24 + strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
              (k->kset ? strlen(k->kset->path) : 1) + 16;
-        if (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION || k->ktype->id == KTYPE_DEVICE)
-                n += 320;
+        if (k->uevent_bytes > 0)
+                n += k->uevent_bytes;
+        else if (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION)
+                n += 224;
+        else if (k->ktype->id == KTYPE_DEVICE)
+                n += 384;
         for (size_t i = 0; i < object_n_ifaces(k); i++)
                 if (object_iface(k, i, &iface)) {
-                        n += 24 + strlen(iface.name);
+                        n += 16 + strlen(iface.name);
                         for (const TypedProperty *p = iface.typed; p->name; p++)
-                                n += 32 + strlen(p->name);
+                                n += 24 + strlen(p->name);
                 }
         for (Kobject *c = k->first_child; c; c = c->next_sibling)
-                n += 12 + strlen(c->path); /* Partitions, Queue, Elevator */
+                n += 8 + strlen(c->path); /* Partitions, Queue, Elevator */
         for (Kobject *c = k->first_member; c; c = c->next_member)
-                n += 12 + strlen(c->path); /* Members */
+                n += 8 + strlen(c->path); /* Members */
         if (k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_PARTITION)
-                n += 256; /* Holders, Slaves: a few stacked devices */
+                n += 64; /* Holders, Slaves: mostly empty, a few paths on stacked devices */
         if (k->ktype->id == KTYPE_QUEUE)
-                n += 256; /* Schedulers */
+                n += 128; /* Schedulers */
         return n;
 }
 
@@ -1256,6 +1261,16 @@ static uint64_t fingerprint_uevent(ObjDir *d)
                 return FINGERPRINT_INIT;
         if (objdir_read(d, "uevent", &v) < 0)
                 return FINGERPRINT_UNREADABLE;
+
+        /* Its a{ss} size, for GetManagedObjects' estimate: per line an 8-aligned entry of two
+         * length-prefixed, NUL-terminated strings. */
+        size_t bytes = 8;
+        for (const char *line = v; *line;) {
+                size_t l = strcspn(line, "\n");
+                bytes += 8 + 4 + l + 1 + 4 + 1;
+                line += l + (line[l] == '\n');
+        }
+        d->k->uevent_bytes = (uint16_t) (bytes < UINT16_MAX ? bytes : UINT16_MAX);
         return fingerprint(v, strlen(v) + 1, FINGERPRINT_INIT);
 }
 

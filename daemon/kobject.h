@@ -61,6 +61,8 @@ struct Kobject {
          * event changed; NULL until first read.  8 bytes per attribute, not the values. */
         uint64_t *value_hashes;
         size_t n_value_hashes;
+        /* What its Uevent property takes in a message, as of the last reading; 0 if never read. */
+        uint16_t uevent_bytes;
 
         /* The tree, for children lookups and introspection. */
         Kobject *first_child, *next_sibling, *prev_sibling;
