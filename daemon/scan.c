@@ -15,6 +15,14 @@ static const char *const partition_special[] = {"holders", NULL};
 static const char *const queue_special[] = {"iosched", NULL};
 static const char *const no_special[] = {NULL};
 
+static const char *const *special_dirs(KtypeId id)
+{
+        return id == KTYPE_DISK ? disk_special
+             : id == KTYPE_PARTITION ? partition_special
+             : id == KTYPE_QUEUE ? queue_special
+             : no_special;
+}
+
 static bool strv_contains(const char *const *l, const char *s)
 {
         for (; *l; l++)
@@ -239,7 +247,7 @@ int scan_add_queue(Model *m, Kobject *disk, Kobject **ret)
         fd = sysfs_open_dir(m->sysfs, devpath);
         if (fd < 0)
                 return fd;
-        r = dir_scan(fd, queue_special, devpath, &d);
+        r = dir_scan(fd, special_dirs(KTYPE_QUEUE), devpath, &d);
         close(fd);
         if (r < 0)
                 return r;
@@ -270,7 +278,7 @@ int scan_add_partition(Model *m, Kobject *disk, const char *name, Kobject **ret)
         fd = sysfs_open_dir(m->sysfs, devpath);
         if (fd < 0)
                 return fd;
-        r = dir_scan(fd, partition_special, devpath, &d);
+        r = dir_scan(fd, special_dirs(KTYPE_PARTITION), devpath, &d);
         close(fd);
         if (r < 0)
                 return r;
@@ -328,7 +336,7 @@ int scan_add_disk(Model *m, const char *devpath, Kobject **ret)
         fd = sysfs_open_dir(m->sysfs, devpath);
         if (fd < 0)
                 return fd;
-        r = dir_scan(fd, disk_special, devpath, &d);
+        r = dir_scan(fd, special_dirs(KTYPE_DISK), devpath, &d);
         close(fd);
         if (r < 0)
                 return r;
@@ -374,17 +382,13 @@ int scan_add_disk(Model *m, const char *devpath, Kobject **ret)
 
 int scan_shape(Model *m, Kobject *k, Shape **ret)
 {
-        const char *const *special = k->ktype->id == KTYPE_DISK        ? disk_special
-                                     : k->ktype->id == KTYPE_PARTITION ? partition_special
-                                     : k->ktype->id == KTYPE_QUEUE     ? queue_special
-                                                                       : no_special;
         DirScan d;
         int fd, r;
 
         fd = sysfs_open_dir(m->sysfs, k->devpath);
         if (fd < 0)
                 return fd;
-        r = dir_scan(fd, special, k->devpath, &d);
+        r = dir_scan(fd, special_dirs(k->ktype->id), k->devpath, &d);
         close(fd);
         if (r < 0)
                 return r;
