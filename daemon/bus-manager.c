@@ -8,7 +8,7 @@
 #include "resolve.h"
 #include "sysfs.h"
 #include "uevent.h"
-#include "util.h"
+#include "common/util.h"
 
 const char bus_manager_introspection_xml[] =
                 " <interface name=\"" BLKMODEL_IFACE_MANAGER "\">\n"

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "names.h"
 #include "sysfs.h"
-#include "util.h"
+#include "common/util.h"
 
 #define IFACE_PROPERTIES "org.freedesktop.DBus.Properties"
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"

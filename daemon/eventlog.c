@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "eventlog.h"
-#include "util.h"
+#include "common/util.h"
 
 struct EventLog {
         EventRecord **ring;     /* capacity slots; the oldest record at ring[head] */

@@ -5,7 +5,7 @@
 #include "log.h"
 #include "names.h"
 #include "pathcodec.h"
-#include "util.h"
+#include "common/util.h"
 
 static const char *const disk_typed[] = {"Major",   "Minor",  "Size",  "ReadOnly", "Removable", "Partitions",
                                          "Holders", "Slaves", "Queue", "Device",   NULL};

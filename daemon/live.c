@@ -7,7 +7,7 @@
 #include "names.h"
 #include "reconcile.h"
 #include "scan.h"
-#include "util.h"
+#include "common/util.h"
 
 /* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
 #define WRITE_QUEUE_HIGH 1024

@@ -3,7 +3,7 @@
 
 #include <syslog.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /*
  * Logging to stderr with the "<N>" syslog level prefixes of sd-daemon(3),

@@ -4,7 +4,7 @@
 
 #include "log.h"
 #include "loop.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Enough rounds to drain a burst; level-triggered polling brings us back for the rest. */
 #define PROCESS_ROUNDS_MAX 64

@@ -4,7 +4,7 @@
 
 #include "log.h"
 #include "manager.h"
-#include "util.h"
+#include "common/util.h"
 
 static void help(void)
 {

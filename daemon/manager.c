@@ -10,7 +10,7 @@
 #include "names.h"
 #include "scan.h"
 #include "uevent-source.h"
-#include "util.h"
+#include "common/util.h"
 
 static void on_object_added(Model *model, Kobject *k, void *userdata)
 {

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "pathcodec.h"
-#include "util.h"
+#include "common/util.h"
 
 #define MEMBER_NAME_MAX 255
 

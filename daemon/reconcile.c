@@ -2,7 +2,7 @@
 #include "reconcile.h"
 #include "log.h"
 #include "scan.h"
-#include "util.h"
+#include "common/util.h"
 
 typedef struct BlockDev {
         char *name;

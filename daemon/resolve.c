@@ -3,7 +3,7 @@
 
 #include "names.h"
 #include "resolve.h"
-#include "util.h"
+#include "common/util.h"
 
 #define SPEC_MAX 4096
 

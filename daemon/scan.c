@@ -3,7 +3,7 @@
 
 #include "log.h"
 #include "scan.h"
-#include "util.h"
+#include "common/util.h"
 
 /* A device hierarchy deeper than this is a loop or a broken tree, not hardware. */
 #define DEVICE_DEPTH_MAX 64

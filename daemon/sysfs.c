@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 
 #include "sysfs.h"
-#include "util.h"
+#include "common/util.h"
 
 static bool have_openat2 = true;
 

@@ -16,7 +16,7 @@
 
 #include "log.h"
 #include "uevent-source.h"
-#include "util.h"
+#include "common/util.h"
 
 /* At most this many datagrams per poll callback: a burst must not starve the bus. */
 #define READ_BURST_MAX 256

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "uevent.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Indexed by UeventAction; the kernel's kobject_actions[] spelled the same way. */
 static const char *const uevent_action_table[_UEVENT_ACTION_MAX] = {

@@ -3,7 +3,7 @@
 
 #include "hashmap.h"
 #include "tests.h"
-#include "util.h"
+#include "common/util.h"
 
 int main(void)
 {

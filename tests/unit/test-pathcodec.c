@@ -4,7 +4,7 @@
 
 #include "pathcodec.h"
 #include "tests.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Our encoder must agree byte for byte with sd_bus_path_encode(), which clients use to build paths. */
 static void check_encode(const char *name, const char *expected)

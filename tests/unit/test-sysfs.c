@@ -5,7 +5,7 @@
 
 #include "sysfs.h"
 #include "tests.h"
-#include "util.h"
+#include "common/util.h"
 
 static char root[] = "/tmp/test-sysfs-XXXXXX";
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 
-#include "util.h"
+#include "common/util.h"
 
 char **strv_free(char **l)
 {

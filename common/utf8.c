@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdint.h>
+#include <string.h>
+
+#include "common/utf8.h"
+
+bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len)
+{
+        unsigned c;
+        uint32_t cp;
+        size_t n;
+
+        if (len == 0 || s[0] == 0)
+                return false;
+        c = s[0];
+        if (c < 0x80) {
+                *ret_len = 1;
+                return true;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+                n = 2;
+                cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                cp = c & 0x07;
+        } else
+                return false;
+        if (len < n)
+                return false;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return false;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        /* No overlong forms, no surrogates, nothing past U+10FFFF. */
+        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return false;
+        *ret_len = n;
+        return true;
+}
+
+bool utf8_is_valid_n(const char *s, size_t len)
+{
+        size_t n;
+
+        for (size_t i = 0; i < len; i += n)
+                if (!utf8_valid_prefix((const unsigned char *) s + i, len - i, &n))
+                        return false;
+        return true;
+}
+
+bool utf8_is_valid(const char *s)
+{
+        return utf8_is_valid_n(s, strlen(s));
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no NUL.  D-Bus requires exactly this of every string, and
+ * sd-bus refuses to append anything else.
+ */
+
+/* Does s (len bytes) start with one valid sequence?  Its length in *ret_len. */
+bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len);
+/* Are the n bytes at s valid UTF-8 throughout? */
+bool utf8_is_valid_n(const char *s, size_t n);
+/* The whole NUL-terminated string. */
+bool utf8_is_valid(const char *s);
