@@ -2,9 +2,9 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "log.h"
-#include "manager.h"
+#include "base/log.h"
 #include "common/util.h"
+#include "manager.h"
 
 static void help(void)
 {
@@ -79,13 +79,13 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         printf("blkmodeld %s\n", BLKMODEL_VERSION);
                         return 1;
                 case ARG_SYSTEM:
-                        o->bus_kind = BUS_SYSTEM;
+                        o->bus_kind = BUS_KIND_SYSTEM;
                         break;
                 case ARG_SESSION:
-                        o->bus_kind = BUS_SESSION;
+                        o->bus_kind = BUS_KIND_SESSION;
                         break;
                 case ARG_ADDRESS:
-                        o->bus_kind = BUS_ADDRESS;
+                        o->bus_kind = BUS_KIND_ADDRESS;
                         o->address = optarg;
                         break;
                 case ARG_SYSFS_ROOT:
@@ -145,7 +145,7 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
 int main(int argc, char *argv[])
 {
         ManagerOptions o = {
-                .bus_kind = BUS_SYSTEM,
+                .bus_kind = BUS_KIND_SYSTEM,
                 .sysfs_root = "/sys",
                 .event_log_size = 4096,
                 .poll_interval_ms = 2000,
@@ -173,7 +173,7 @@ int main(int argc, char *argv[])
                 uv_run(&loop, UV_RUN_DEFAULT);
                 r = m->exit_code == 0 ? 0 : -EIO;
         }
-        m = manager_free(m);
+        manager_free(m);
         /* Let close callbacks run so that nothing leaks. */
         uv_run(&loop, UV_RUN_DEFAULT);
         (void) uv_loop_close(&loop);

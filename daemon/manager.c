@@ -1,162 +1,94 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <systemd/sd-daemon.h>
 
-#include "bus-object.h"
-#include "eventlog.h"
-#include "live.h"
-#include "log.h"
-#include "loop.h"
+#include "base/log.h"
 #include "manager.h"
-#include "names.h"
-#include "scan.h"
-#include "uevent-source.h"
-#include "common/util.h"
+#include "sysfs/scan.h"
 
-static void on_object_added(Model *model, Kobject *k, void *userdata)
+/* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
+#define WRITE_QUEUE_HIGH 1024
+#define WRITE_QUEUE_LOW 256
+
+/* ---- live's ops: what changed, to the publisher ---- */
+
+static void on_object_added(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        int r;
-
-        if (!m->announce)
-                return;
-        r = bus_object_emit_added(m, k);
-        if (r < 0)
-                log_warning_errno(r, "Cannot announce %s: %m", k->path);
+        publisher_object_added(m->publisher, k);
 }
 
-static void on_object_removed(Model *model, Kobject *k, void *userdata)
+static void on_object_removed(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        int r;
-
-        (void) hashmap_remove_value(&m->stacked, k->path, k);
-        if (!m->announce)
-                return;
-        r = bus_object_emit_removed(m, k);
-        if (r < 0)
-                log_warning_errno(r, "Cannot announce the removal of %s: %m", k->path);
+        publisher_object_removed(m->publisher, k);
 }
 
-static const ModelObserver manager_observer = {
-                .added = on_object_added,
-                .removed = on_object_removed,
+static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
+{
+        Manager *m = userdata;
+        publisher_interfaces_changed(m->publisher, k, interfaces, added);
+}
+
+static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
+                                  char *const *invalidated)
+{
+        Manager *m = userdata;
+        publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
+}
+
+static void on_bus_drain_check(uv_prepare_t *h)
+{
+        Manager *m = h->data;
+        uint64_t queued = publisher_queued(m->publisher);
+
+        if (queued > WRITE_QUEUE_LOW)
+                return;
+        (void) uv_prepare_stop(&m->drain_watch);
+        m->paused_for_bus = false;
+        uevent_source_resume(m->uevents);
+        log_debug("Bus write queue drained to %" PRIu64 "; reading uevents again.", queued);
+}
+
+/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them. */
+static void check_backpressure(Manager *m)
+{
+        uint64_t queued;
+
+        if (m->paused_for_bus || !m->uevents)
+                return;
+        queued = publisher_queued(m->publisher);
+        if (queued <= WRITE_QUEUE_HIGH)
+                return;
+        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.", queued);
+        m->paused_for_bus = true;
+        uevent_source_pause(m->uevents);
+        (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
+}
+
+static void on_event(void *userdata, const EventRecord *e)
+{
+        Manager *m = userdata;
+
+        publisher_uevent(m->publisher, e);
+        check_backpressure(m);
+}
+
+static void on_events_lost(void *userdata, uint64_t total)
+{
+        Manager *m = userdata;
+        publisher_events_lost(m->publisher);
+}
+
+static const LiveOps live_ops = {
+        .object_added = on_object_added,
+        .object_removed = on_object_removed,
+        .interfaces_changed = on_interfaces_changed,
+        .properties_changed = on_properties_changed,
+        .event = on_event,
+        .events_lost = on_events_lost,
 };
 
-int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
-{
-        Manager *m;
-        int r;
-
-        m = calloc(1, sizeof(Manager));
-        if (!m)
-                return -ENOMEM;
-        m->options = *o;
-        m->loop = loop;
-        m->sysfs.root_fd = -1;
-        hashmap_init(&m->stacked);
-
-        r = eventlog_new(o->event_log_size, &m->events);
-        if (r < 0) {
-                free(m);
-                return r;
-        }
-
-        r = sysfs_open(o->sysfs_root, &m->sysfs);
-        if (r < 0) {
-                log_error_errno(r, "Cannot open the sysfs root %s: %m", o->sysfs_root);
-                manager_free(m);
-                return r;
-        }
-        r = model_new(&m->sysfs, &m->model);
-        if (r < 0) {
-                manager_free(m);
-                return r;
-        }
-        model_set_observer(m->model, &manager_observer, m);
-        *ret = m;
-        return 0;
-}
-
-static void on_handle_close(uv_handle_t *h)
-{
-}
-
-/* Closes every loop handle we own, so that the loop can finish; idempotent. */
-static void close_handles(Manager *m)
-{
-        uv_handle_t *handles[] = {
-                        (uv_handle_t *) &m->sigterm, (uv_handle_t *) &m->sigint,
-                        (uv_handle_t *) &m->sighup,  (uv_handle_t *) &m->drain_watch,
-                        (uv_handle_t *) &m->warmup,  (uv_handle_t *) &m->poll_timer,
-        };
-
-        if (m->handles_ready) {
-                live_warmup_stop(m);
-                live_poll_stop(m);
-                for (size_t i = 0; i < ELEMENTSOF(handles); i++)
-                        if (!uv_is_closing(handles[i]))
-                                uv_close(handles[i], on_handle_close);
-                m->handles_ready = false;
-                m->drain_watch_ready = false;
-        }
-        uevent_source_free(m->uevents);
-        m->uevents = NULL;
-        bus_loop_free(m->bus_loop);
-        m->bus_loop = NULL;
-}
-
-Manager *manager_free(Manager *m)
-{
-        if (!m)
-                return NULL;
-        m->announce = false;
-        close_handles(m);
-        /* The handles live in m: their close callbacks must have run before it is freed. */
-        (void) uv_run(m->loop, UV_RUN_DEFAULT);
-        model_free(m->model);
-        sd_bus_flush_close_unref(m->bus);
-        eventlog_free(m->events);
-        hashmap_deinit(&m->stacked);
-        sysfs_close(&m->sysfs);
-        free(m);
-        return NULL;
-}
-
-static int bus_connect(Manager *m)
-{
-        int r = -EINVAL;
-
-        switch (m->options.bus_kind) {
-        case BUS_SYSTEM:
-                r = sd_bus_open_system_with_description(&m->bus, "blkmodeld");
-                break;
-        case BUS_SESSION:
-                r = sd_bus_open_user_with_description(&m->bus, "blkmodeld");
-                break;
-        case BUS_ADDRESS:
-                r = sd_bus_new(&m->bus);
-                if (r < 0)
-                        break;
-                r = sd_bus_set_address(m->bus, m->options.address);
-                if (r >= 0)
-                        r = sd_bus_set_bus_client(m->bus, true);
-                if (r >= 0)
-                        r = sd_bus_set_description(m->bus, "blkmodeld");
-                if (r >= 0)
-                        r = sd_bus_start(m->bus);
-                break;
-        }
-        if (r < 0)
-                return log_error_errno(r, "Cannot connect to the bus: %m");
-        return 0;
-}
-
-static void on_bus_disconnected(BusLoop *l, void *userdata)
-{
-        Manager *m = userdata;
-        log_error("The bus went away; exiting.");
-        manager_stop(m, 1);
-}
+/* ---- signals ---- */
 
 static void on_sigterm(uv_signal_t *h, int signum)
 {
@@ -171,32 +103,144 @@ static void on_sighup(uv_signal_t *h, int signum)
         int r;
 
         log_info("Got SIGHUP, rescanning %s.", m->sysfs.root);
-        r = manager_rescan(m);
+        r = live_rescan(m->live);
         if (r < 0)
                 log_error_errno(r, "Rescan failed: %m");
+        else
+                log_info("Rescan: %d differences.", r);
 }
 
-static int setup_handles(Manager *m)
+static void on_bus_disconnected(void *userdata)
 {
-        uv_prepare_init(m->loop, &m->drain_watch);
-        uv_idle_init(m->loop, &m->warmup);
-        uv_timer_init(m->loop, &m->poll_timer);
-        m->drain_watch.data = m->warmup.data = m->poll_timer.data = m;
-        m->drain_watch_ready = true;
-        m->handles_ready = true;
+        Manager *m = userdata;
+        log_error("The bus went away; exiting.");
+        manager_stop(m, 1);
+}
 
-        uv_signal_init(m->loop, &m->sigterm);
-        uv_signal_init(m->loop, &m->sigint);
-        uv_signal_init(m->loop, &m->sighup);
-        m->sigterm.data = m->sigint.data = m->sighup.data = m;
-        uv_signal_start(&m->sigterm, on_sigterm, SIGTERM);
-        uv_signal_start(&m->sigint, on_sigterm, SIGINT);
-        uv_signal_start(&m->sighup, on_sighup, SIGHUP);
+/* ---- life cycle ---- */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        Manager *m = h->data;
+
+        if (--m->n_open_handles == 0)
+                free(m);
+}
+
+static int handles_init(Manager *m)
+{
+        int r;
+
+        r = uv_prepare_init(m->loop, &m->drain_watch);
+        if (r < 0)
+                return r;
+        m->drain_watch.data = m;
+        m->n_open_handles++;
+
+        uv_signal_t *signals[] = {&m->sigterm, &m->sigint, &m->sighup};
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
+                r = uv_signal_init(m->loop, signals[i]);
+                if (r < 0)
+                        return r;
+                signals[i]->data = m;
+                m->n_open_handles++;
+        }
+        r = uv_signal_start(&m->sigterm, on_sigterm, SIGTERM);
+        if (r >= 0)
+                r = uv_signal_start(&m->sigint, on_sigterm, SIGINT);
+        if (r >= 0)
+                r = uv_signal_start(&m->sighup, on_sighup, SIGHUP);
+        return r;
+}
+
+int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
+{
+        Manager *m;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return -ENOMEM;
+        m->options = *o;
+        m->loop = loop;
+        m->sysfs.root_fd = -1;
+
+        r = handles_init(m);
+        if (r < 0) {
+                log_error("Cannot set up the event loop: %s", uv_strerror(r));
+                manager_free(m);
+                return r;
+        }
+        r = eventlog_new(o->event_log_size, &m->events);
+        if (r >= 0) {
+                r = sysfs_open(o->sysfs_root, &m->sysfs);
+                if (r < 0)
+                        log_error_errno(r, "Cannot open the sysfs root %s: %m", o->sysfs_root);
+        }
+        if (r >= 0)
+                r = model_new(&m->model);
+        if (r >= 0) {
+                LiveConfig c = {
+                        .loop = loop,
+                        .sysfs = &m->sysfs,
+                        .model = m->model,
+                        .events = m->events,
+                        .poll_interval_ms = o->poll_interval_ms,
+                        .ops = &live_ops,
+                        .userdata = m,
+                };
+                r = live_new(&c, &m->live);
+        }
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
+        *ret = m;
         return 0;
 }
 
-/* Systemd may hand us the kernel's uevent socket (blkmodeld-uevent.socket): no CAP_NET_ADMIN, and
- * it works under PrivateNetwork=. */
+void manager_free(Manager *m)
+{
+        uv_handle_t *handles[] = {
+                (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->sigterm,
+                (uv_handle_t *) &m->sigint,
+                (uv_handle_t *) &m->sighup,
+        };
+        unsigned n;
+
+        if (!m)
+                return;
+        uevent_source_free(m->uevents);
+        m->uevents = NULL;
+        m->publisher = publisher_free(m->publisher);
+        live_free(m->live);
+        m->live = NULL;
+        model_free(m->model);
+        eventlog_free(m->events);
+        sysfs_close(&m->sysfs);
+
+        /* The handles live in m: it goes with the last close callback. */
+        n = m->n_open_handles;
+        if (n == 0) {
+                free(m);
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                uv_close(handles[i], on_handle_closed);
+}
+
+static const char *uevent_source_name(const ManagerOptions *o)
+{
+        if (o->no_uevents)
+                return "none";
+        if (o->uevent_socket)
+                return o->uevent_socket;
+        return "netlink";
+}
+
+/* Systemd may hand us the kernel's uevent socket (blkmodeld-uevent.socket): no CAP_NET_ADMIN, and it
+ * works under PrivateNetwork=. */
 static int passed_netlink_fd(void)
 {
         int n = sd_listen_fds(true);
@@ -218,22 +262,42 @@ static int open_uevent_source(Manager *m)
                 return 0;
         if (m->options.uevent_socket)
                 r = uevent_source_new_socket(m->loop, m->options.uevent_socket, live_on_uevent, live_on_lost,
-                                             m, &m->uevents);
+                                             m->live, &m->uevents);
         else
                 r = uevent_source_new_netlink(m->loop, passed_netlink_fd(), m->options.uevent_rcvbuf,
-                                              live_on_uevent, live_on_lost, m, &m->uevents);
+                                              live_on_uevent, live_on_lost, m->live, &m->uevents);
         if (r < 0)
-                return log_error_errno(r, "Cannot listen to uevents on %s: %m",
-                                       manager_uevent_source_name(m));
+                return log_error_errno(r, "Cannot listen to uevents on %s: %m", uevent_source_name(&m->options));
         uevent_source_set_drained_handler(m->uevents, live_on_drained);
         return 0;
+}
+
+static int publish(Manager *m)
+{
+        _cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = bus_open(m->options.bus_kind, m->options.address, "blkmodeld", &bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the %s: %m", bus_kind_to_string(m->options.bus_kind));
+        PublisherConfig c = {
+                .loop = m->loop,
+                .bus = bus,
+                .sysfs = &m->sysfs,
+                .model = m->model,
+                .live = m->live,
+                .events = m->events,
+                .uevent_source = uevent_source_name(&m->options),
+                .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX : BUS_MESSAGE_MAX,
+                .disconnected = on_bus_disconnected,
+                .userdata = m,
+        };
+        return publisher_new(&c, &m->publisher);
 }
 
 int manager_start(Manager *m)
 {
         int r;
-
-        setup_handles(m);
 
         /* Listening starts before the scan, so that nothing happening during it is missed. */
         r = open_uevent_source(m);
@@ -241,36 +305,26 @@ int manager_start(Manager *m)
                 return r;
 
         /* Everything is published before the name is taken: a client that sees the name sees it all. */
-        r = scan_all(m->model);
+        r = scan_all(&m->sysfs, m->model);
         if (r < 0)
                 return r;
         log_info("Found %d disks, %zu objects below %s.", r, m->model->n_objects, m->sysfs.root);
 
-        r = bus_connect(m);
+        r = publish(m);
         if (r < 0)
                 return r;
-        r = bus_object_register(m);
-        if (r < 0)
-                return log_error_errno(r, "Cannot publish the objects: %m");
-        r = bus_loop_attach(m->loop, m->bus, on_bus_disconnected, m, &m->bus_loop);
-        if (r < 0)
-                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
 
-        /* What arrived during the scan is applied before the name is taken (adding what exists is harmless).
-         */
+        /* What arrived during the scan is applied before the name is taken (adding what exists is
+         * harmless). */
         if (m->uevents)
                 uevent_source_drain(m->uevents);
 
-        r = sd_bus_request_name(m->bus, BLKMODEL_BUS_NAME, 0);
+        r = publisher_take_name(m->publisher);
         if (r < 0)
-                return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME ": %m");
-        m->name_taken = true;
-        m->announce = true;
-
-        r = live_warmup_start(m);
+                return r;
+        r = live_start(m->live);
         if (r < 0)
                 return log_error_errno(r, "Cannot start recording attribute values: %m");
-        live_poll_start(m);
 
         (void) sd_notify(false, "READY=1\nSTATUS=Publishing the block device model.");
         return 0;
@@ -279,39 +333,11 @@ int manager_start(Manager *m)
 void manager_stop(Manager *m, int exit_code)
 {
         m->exit_code = exit_code;
-        m->announce = false;
         (void) sd_notify(false, "STOPPING=1");
-        if (m->name_taken && m->bus && sd_bus_is_open(m->bus) > 0) {
-                (void) sd_bus_release_name(m->bus, BLKMODEL_BUS_NAME);
-                m->name_taken = false;
-        }
-        close_handles(m);
+        live_stop(m->live);
+        if (m->publisher)
+                publisher_release_name(m->publisher);
+        uevent_source_free(m->uevents);
+        m->uevents = NULL;
         uv_stop(m->loop);
-}
-
-int manager_rescan(Manager *m)
-{
-        int r = live_reconcile(m);
-        if (r >= 0)
-                log_info("Rescan: %d differences.", r);
-        return r;
-}
-
-const char *manager_uevent_source_name(const Manager *m)
-{
-        if (m->options.no_uevents)
-                return "none";
-        if (m->options.uevent_socket)
-                return m->options.uevent_socket;
-        return "netlink";
-}
-
-uint64_t manager_last_seqnum(const Manager *m)
-{
-        return eventlog_last_seqnum(m->events);
-}
-
-uint64_t manager_oldest_seqnum(const Manager *m)
-{
-        return eventlog_oldest_seqnum(m->events);
 }

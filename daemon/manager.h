@@ -3,22 +3,22 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <systemd/sd-bus.h>
 #include <uv.h>
 
-#include "hashmap.h"
-#include "kobject.h"
-#include "sysfs.h"
+#include "bus/publisher.h"
+#include "common/bus-open.h"
+#include "live/live.h"
+#include "model/kobject.h"
+#include "sysfs/sysfs.h"
+#include "uevent/eventlog.h"
+#include "uevent/source.h"
 
-typedef struct BusLoop BusLoop;
-typedef struct EventLog EventLog;
-typedef struct UeventSource UeventSource;
-
-typedef enum BusKind {
-        BUS_SYSTEM,
-        BUS_SESSION,
-        BUS_ADDRESS,
-} BusKind;
+/*
+ * The composition root: the daemon's parts, who owns them, the order in
+ * which they start, and the wires between them (live's ops to the
+ * publisher, the uevent source to live, back-pressure from the bus to the
+ * source).  Nothing here knows how any part works inside.
+ */
 
 typedef struct ManagerOptions {
         BusKind bus_kind;
@@ -31,46 +31,28 @@ typedef struct ManagerOptions {
         unsigned poll_interval_ms;
 } ManagerOptions;
 
-/* The daemon: one of these, owning everything else. */
 typedef struct Manager {
         ManagerOptions options;
         uv_loop_t *loop;
         uv_signal_t sigterm, sigint, sighup;
-        sd_bus *bus;
-        BusLoop *bus_loop;
+        uv_prepare_t drain_watch; /* runs while uevents are paused for a long bus write queue */
+        unsigned n_open_handles;
+        bool paused_for_bus;
+        int exit_code;
+
         Sysfs sysfs;
         Model *model;
-        /* Before the name is taken nobody listens: no per-object signals then. */
-        bool announce;
-        bool name_taken;
-        int exit_code;
-        uint64_t events_lost;
-
-        /* The live model (live.c). */
-        UeventSource *uevents;
         EventLog *events;
-        bool resync_pending; /* events were lost: rescan when the source is drained */
-        Hashmap stacked; /* disks and partitions with holders/ or slaves/ links, by path */
-        uv_prepare_t drain_watch;
-        bool handles_ready;
-        bool drain_watch_ready;
-        bool paused_for_bus;
-        uv_idle_t warmup;
-        Kobject **warm;
-        size_t n_warm, warm_pos;
-        uv_timer_t poll_timer;
-        Kobject **polled;
-        size_t n_polled, poll_pos;
+        UeventSource *uevents;
+        Live *live;
+        Publisher *publisher;
 } Manager;
 
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
-Manager *manager_free(Manager *m);
+/* Stops what still runs; the memory goes with the last libuv close callback, so the loop must run
+ * once more.  NULL is fine. */
+void manager_free(Manager *m);
 /* Opens sources, scans, publishes, takes the name, notifies READY=1. */
 int manager_start(Manager *m);
 /* Releases the name and stops the loop. */
 void manager_stop(Manager *m, int exit_code);
-int manager_rescan(Manager *m);
-
-const char *manager_uevent_source_name(const Manager *m);
-uint64_t manager_last_seqnum(const Manager *m);
-uint64_t manager_oldest_seqnum(const Manager *m);

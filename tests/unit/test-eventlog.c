@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eventlog.h"
+#include "uevent/eventlog.h"
 #include "tests.h"
 
 /* A record whose devpath names its number, so content can be checked after wrap-around. */

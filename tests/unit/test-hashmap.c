@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 
-#include "hashmap.h"
+#include "base/hashmap.h"
 #include "tests.h"
 #include "common/util.h"
 

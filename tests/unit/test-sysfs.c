@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "sysfs.h"
+#include "sysfs/sysfs.h"
 #include "tests.h"
 #include "common/util.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "uevent-source.h"
+#include "uevent/source.h"
 #include "tests.h"
 
 #define LOOP0 "/devices/virtual/block/loop0"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uevent.h"
+#include "uevent/uevent.h"
 #include "tests.h"
 
 /* A wire message: its entries joined, each with its NUL.  The caller frees msg->buf. */

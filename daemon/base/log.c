@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/log.h"
+
+int log_max_level = LOG_INFO;
+
+static const char *const level_names[] = {
+        [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit", [LOG_ERR] = "err",
+        [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice", [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+int log_level_from_string(const char *s)
+{
+        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
+                if (streq(s, level_names[i]))
+                        return (int) i;
+        if (streq(s, "error"))
+                return LOG_ERR;
+        if (s[0] >= '0' && s[0] <= '7' && s[1] == 0)
+                return s[0] - '0';
+        return -EINVAL;
+}
+
+void log_set_max_level(int level)
+{
+        log_max_level = level;
+}
+
+void log_internal(int level, int error, const char *fmt, ...)
+{
+        char buf[2048];
+        va_list ap;
+
+        /* %m in the format refers to the error passed in, not to whatever errno is now. */
+        if (error != 0)
+                errno = error < 0 ? -error : error;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+
+        /* One fprintf per line keeps concurrent lines whole. */
+        fprintf(stderr, "<%d>%s\n", level, buf);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The publisher's state and the helpers its files share; nobody outside bus/ sees this. */
+
+#include "bus/loop.h"
+#include "bus/publisher.h"
+#include "common/util.h"
+#include "model/iface.h"
+#include "sysfs/objdir.h"
+
+#define IFACE_PROPERTIES "org.freedesktop.DBus.Properties"
+#define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
+#define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
+
+struct Publisher {
+        sd_bus *bus;
+        BusLoop *bus_loop;
+        const Sysfs *sysfs;
+        Model *model;
+        Live *live;
+        EventLog *events;
+        const char *uevent_source;
+        size_t message_max;
+        bool name_taken;
+        sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        PublisherDisconnected disconnected;
+        void *userdata;
+};
+
+/* ---- properties.c ---- */
+
+/* Appends one property of iface as a variant: 1, or 0 if the interface has no such property.
+ * lenient: an unreadable attribute reads as "" (GetAll: one bad file must not hide the rest);
+ * otherwise it is a ReadFailed error. */
+int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
+                        bool lenient, sd_bus_error *error);
+/* a{sv}: the interface's properties; the raw attributes too if with_attributes. */
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                bool with_attributes);
+/* a{sa{sv}}: every interface of k, as GetManagedObjects and InterfacesAdded carry it. */
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k);
+/* as: the names of k's interfaces. */
+int bus_append_interface_names(sd_bus_message *m, Kobject *k);
+
+/* ---- managed-objects.c ---- */
+
+/* An upper bound of what bus_append_object() appends for k. */
+size_t bus_object_size_estimate(const Kobject *k);
+/* ObjectManager.GetManagedObjects on the root (top NULL) or on a kset. */
+int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error);
+
+/* ---- introspect.c ---- */
+
+int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
+
+/* ---- object.c ---- */
+
+/* The fallback handler below the root path: every kobject's methods. */
+int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* The node enumerator: the children of prefix. */
+int bus_object_enumerator(sd_bus *bus, const char *prefix, void *userdata, char ***ret, sd_bus_error *error);
+
+/* ---- manager.c ---- */
+
+extern const sd_bus_vtable bus_manager_vtable[];
+/* The tssoa{ss} of one event: the Uevent signal's arguments, one item of GetEvents. */
+int bus_append_event(sd_bus_message *m, const EventRecord *e);
+
+/* ---- access.c ---- */
+
+/* 0 if the caller may use privileged methods; else an AccessDenied error. */
+int bus_check_privileged(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+/* Is msg a call of interface.member (or of member, when the caller named no interface)? */
+bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member);
+/* sd-bus checks argument types only for vtable methods; our handlers check their own.
+ * 0 if msg carries exactly signature, else an InvalidArgs error. */
+int bus_check_signature(sd_bus_message *msg, const char *signature, sd_bus_error *error);

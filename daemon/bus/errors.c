@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "blkmodel/names.h"
+#include "bus/errors.h"
+#include "common/util.h"
+
+static int set_va(sd_bus_error *error, const char *name, int errnum, const char *fmt, va_list ap)
+{
+        _cleanup_(freep) char *msg = NULL;
+
+        if (vasprintf(&msg, fmt, ap) < 0)
+                return -ENOMEM;
+        (void) sd_bus_error_set(error, name, msg);
+        return -errnum;
+}
+
+#define DEFINE_FORMATTED(func, name, errnum)                                                               \
+        int func(sd_bus_error *error, const char *fmt, ...)                                               \
+        {                                                                                                  \
+                va_list ap;                                                                                \
+                int r;                                                                                     \
+                va_start(ap, fmt);                                                                         \
+                r = set_va(error, name, errnum, fmt, ap);                                                  \
+                va_end(ap);                                                                                \
+                return r;                                                                                  \
+        }
+
+DEFINE_FORMATTED(bus_error_invalid_args, SD_BUS_ERROR_INVALID_ARGS, EINVAL)
+DEFINE_FORMATTED(bus_error_access_denied, SD_BUS_ERROR_ACCESS_DENIED, EACCES)
+DEFINE_FORMATTED(bus_error_limits_exceeded, SD_BUS_ERROR_LIMITS_EXCEEDED, ENOBUFS)
+
+int bus_error_unknown_object(sd_bus_error *error, const char *path)
+{
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "No object %s.", path);
+}
+
+int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface)
+{
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.", path,
+                                 interface);
+}
+
+int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property)
+{
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "Interface %s has no property '%s'.",
+                                 interface, property);
+}
+
+int bus_error_read_only(sd_bus_error *error, const char *what)
+{
+        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is read-only.", what);
+}
+
+int bus_error_no_such_object(sd_bus_error *error, const char *spec)
+{
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);
+}
+
+int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest)
+{
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
+                                 "Events after %" PRIu64 " are no longer retained (oldest is %" PRIu64
+                                 "); resynchronize with GetManagedObjects.",
+                                 after, oldest);
+}
+
+int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r)
+{
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/%s failed: %s", devpath, file,
+                                 strerror(-r));
+}
+
+int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file, int r)
+{
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s", value,
+                                 devpath, file, strerror(-r));
+}
+
+int bus_error_errno(sd_bus_error *error, int r, const char *what)
+{
+        return sd_bus_error_set_errnof(error, r, "%s: %s", what, strerror(-r));
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+/*
+ * Every D-Bus error the daemon answers with, named and worded in one
+ * place.  Each sets error and returns the negative errno sd-bus expects
+ * from a handler (-EINVAL, -EACCES …), so handlers can "return bus_error_…".
+ */
+
+int bus_error_invalid_args(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
+int bus_error_unknown_object(sd_bus_error *error, const char *path);
+int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface);
+int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property);
+int bus_error_read_only(sd_bus_error *error, const char *what);
+int bus_error_access_denied(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
+int bus_error_limits_exceeded(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
+/* blkmodel's own (SPEC §3): org.blkmodel1.Error.<Name> */
+int bus_error_no_such_object(sd_bus_error *error, const char *spec);
+int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest);
+/* r: the negative errno of the read or write; devpath/file: what was read or written. */
+int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r);
+int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file, int r);
+/* Anything else that failed with an errno: the generic mapping sd-bus knows. */
+int bus_error_errno(sd_bus_error *error, int r, const char *what);

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+#include "bus/errors.h"
+#include "sysfs/resolve.h"
+#include "uevent/uevent.h"
+
+/* The Manager interface (SPEC §5): fixed, so a static vtable; sd-bus introspects it. */
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        return sd_bus_message_append(reply, "s", BLKMODEL_VERSION);
+}
+
+static int property_get_sysfs_root(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "s", p->sysfs->root);
+}
+
+static int property_get_uevent_source(sd_bus *bus, const char *path, const char *interface,
+                                      const char *property, sd_bus_message *reply, void *userdata,
+                                      sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "s", p->uevent_source);
+}
+
+static int property_get_last_seqnum(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "t", eventlog_last_seqnum(p->events));
+}
+
+static int property_get_oldest_seqnum(sd_bus *bus, const char *path, const char *interface,
+                                      const char *property, sd_bus_message *reply, void *userdata,
+                                      sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "t", eventlog_oldest_seqnum(p->events));
+}
+
+static int property_get_events_lost(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "t", live_events_lost(p->live));
+}
+
+static int property_get_object_count(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        return sd_bus_message_append(reply, "u", (uint32_t) p->model->n_objects);
+}
+
+static int method_resolve(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        const char *spec;
+        Kobject *k;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &spec);
+        if (r < 0)
+                return r;
+        r = resolve_spec(p->sysfs, p->model, spec, &k);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return bus_error_no_such_object(error, spec);
+        return sd_bus_reply_method_return(msg, "o", k ? k->path : BLKMODEL_ROOT_PATH);
+}
+
+static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        int r;
+
+        r = bus_check_privileged(p, msg, error);
+        if (r < 0)
+                return r;
+        r = live_rescan(p->live);
+        if (r < 0)
+                return bus_error_errno(error, r, "Rescan failed");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+int bus_append_event(sd_bus_message *m, const EventRecord *e)
+{
+        int r;
+
+        r = sd_bus_message_append(m, "tsso", e->seqnum, e->action, e->devpath, e->object_path);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "{ss}");
+        for (size_t i = 0; r >= 0 && i < e->n_env; i++)
+                r = sd_bus_message_append(m, "{ss}", e->env_keys[i], e->env_values[i]);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Publisher *p = userdata;
+        size_t first, n;
+        uint64_t after;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &after);
+        if (r < 0)
+                return r;
+        r = eventlog_since(p->events, after, &first, &n);
+        if (r == -ESTALE)
+                return bus_error_events_expired(error, after, eventlog_oldest_seqnum(p->events));
+        if (r < 0)
+                return bus_error_errno(error, r, "Cannot list the events");
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(tssoa{ss})");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = sd_bus_message_open_container(reply, 'r', "tssoa{ss}");
+                if (r >= 0)
+                        r = bus_append_event(reply, eventlog_get(p->events, first + i));
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(closep) int fd = -1;
+        Publisher *p = userdata;
+        const char *path, *action;
+        Kobject *k;
+        int r;
+
+        r = sd_bus_message_read(msg, "os", &path, &action);
+        if (r < 0)
+                return r;
+        if (isempty(action))
+                action = "change";
+        /* The kernel takes "ACTION [UUID [KEY=VALUE…]]"; we pass the known action names only. */
+        if (uevent_action_from_string(action) < 0)
+                return bus_error_invalid_args(error, "Unknown uevent action '%s'.", action);
+        k = model_find_path(p->model, path);
+        if (!k)
+                return bus_error_no_such_object(error, path);
+        if (!k->ktype->has_uevent)
+                return bus_error_invalid_args(error, "%s is a %s: it has no uevent file to trigger.", path,
+                                              k->ktype->name);
+        r = bus_check_privileged(p, msg, error);
+        if (r < 0)
+                return r;
+
+        fd = sysfs_open_dir(p->sysfs, k->devpath);
+        if (fd < 0)
+                return bus_error_errno(error, fd, "Cannot open the object's directory");
+        r = sysfs_write_attr(fd, "uevent", action);
+        if (r < 0)
+                return bus_error_write_failed(error, action, k->devpath, "uevent", r);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+const sd_bus_vtable bus_manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("t", after), SD_BUS_RESULT("a(tssoa{ss})", events),
+                                method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Resolve", SD_BUS_ARGS("s", spec), SD_BUS_RESULT("o", object), method_resolve,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        /* Privileged, checked here (bus_check_privileged): sd-bus's own check runs only on untrusted
+         * connections and knows nothing of the daemon's own user. */
+        SD_BUS_METHOD("Rescan", "", "", method_rescan, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Trigger", SD_BUS_ARGS("o", object, "s", action), SD_BUS_NO_RESULT,
+                                method_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("Uevent",
+                                SD_BUS_ARGS("t", seqnum, "s", action, "s", devpath, "o", object, "a{ss}", env), 0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("SysfsRoot", "s", property_get_sysfs_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("UeventSource", "s", property_get_uevent_source, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("LastSeqnum", "t", property_get_last_seqnum, 0, 0),
+        SD_BUS_PROPERTY("OldestSeqnum", "t", property_get_oldest_seqnum, 0, 0),
+        SD_BUS_PROPERTY("EventsLost", "t", property_get_events_lost, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ObjectCount", "u", property_get_object_count, 0, 0),
+        SD_BUS_VTABLE_END,
+};

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log.h"
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+#include "bus/errors.h"
+#include "sysfs/values.h"
+
+/* Values are at most a page: kernfs takes nothing longer in one write. */
+#define VALUE_MAX 4095
+
+static int method_introspect(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(freep) char *xml = NULL;
+        int r;
+
+        r = bus_introspect(p, sd_bus_message_get_path(msg), k, &xml);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "s", xml);
+}
+
+static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        const char *interface, *property;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r < 0)
+                return r;
+        if (!kobject_find_iface(k, interface, &iface))
+                return bus_error_unknown_interface(error, k->path, interface);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = bus_append_property(p, &d, &iface, property, reply, false, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return bus_error_unknown_property(error, interface, property);
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        const char *interface;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &interface);
+        if (r < 0)
+                return r;
+        if (!kobject_find_iface(k, interface, &iface))
+                return bus_error_unknown_interface(error, k->path, interface);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = bus_append_iface_properties(p, &d, &iface, reply, true);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* NOTES.md: an unknown name makes the kernel request_module("%s-iosched") first; allow only listed ones. */
+static int check_scheduler(ObjDir *d, const char *value, sd_bus_error *error)
+{
+        _cleanup_(strv_freep) char **all = NULL;
+        const char *text;
+        int r;
+
+        r = objdir_read(d, "scheduler", &text);
+        if (r >= 0)
+                r = parse_scheduler(text, &all, NULL);
+        if (r < 0)
+                return bus_error_read_failed(error, d->k->devpath, "scheduler", r);
+        for (char **s = all; *s; s++)
+                if (streq(*s, value))
+                        return 0;
+        return bus_error_invalid_args(error, "'%s' is not an I/O scheduler %s offers (see Schedulers).", value,
+                                      d->k->path);
+}
+
+/* The file a Set writes, relative to the object's directory; names come from the model, never from
+ * the caller: the file is one the scan found. */
+static int writable_file(Kobject *k, const Iface *iface, const char *interface, const char *property, char **ret,
+                         sd_bus_error *error)
+{
+        const Attr *a;
+        char *rel;
+
+        if (k->ktype->id == KTYPE_QUEUE && iface->kind == IFACE_KIND && streq(property, BLKMODEL_PROP_SCHEDULER))
+                rel = strdup("scheduler");
+        else {
+                for (const PropertyInfo *p = iface->properties; p->name; p++)
+                        if (streq(p->name, property)) {
+                                _cleanup_(freep) char *what = NULL;
+                                if (asprintf(&what, "Property %s.%s", interface, property) < 0)
+                                        return -ENOMEM;
+                                return bus_error_read_only(error, what);
+                        }
+                a = iface->attrs ? attr_set_find(iface->attrs, property) : NULL;
+                if (!a)
+                        return bus_error_unknown_property(error, interface, property);
+                rel = iface_attr_relpath(iface, a);
+        }
+        if (!rel)
+                return -ENOMEM;
+        *ret = rel;
+        return 0;
+}
+
+static int read_string_variant(sd_bus_message *msg, const char *interface, const char *property,
+                               const char **ret, sd_bus_error *error)
+{
+        int r;
+
+        r = sd_bus_message_enter_container(msg, 'v', "s");
+        if (r < 0)
+                return bus_error_invalid_args(error, "%s.%s takes a string.", interface, property);
+        r = sd_bus_message_read(msg, "s", ret);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(msg);
+}
+
+static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        _cleanup_(freep) char *rel = NULL;
+        const char *interface, *property, *value;
+        Iface iface;
+        int fd, r;
+
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r < 0)
+                return r;
+        if (!kobject_find_iface(k, interface, &iface))
+                return bus_error_unknown_interface(error, k->path, interface);
+        r = writable_file(k, &iface, interface, property, &rel, error);
+        if (r < 0)
+                return r;
+        r = read_string_variant(msg, interface, property, &value, error);
+        if (r < 0)
+                return r;
+
+        fd = objdir_fd(&d);
+        if (fd < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "%s is gone: %s", k->path,
+                                         strerror(-fd));
+        r = sysfs_file_mode(fd, rel);
+        if (r < 0 || !(r & 0222)) {
+                _cleanup_(freep) char *what = NULL;
+                if (asprintf(&what, "%s/%s", k->devpath, rel) < 0)
+                        return -ENOMEM;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.", what);
+        }
+        r = bus_check_privileged(p, msg, error);
+        if (r < 0)
+                return r;
+        if (strlen(value) > VALUE_MAX)
+                return bus_error_invalid_args(error, "Values are at most %d bytes.", VALUE_MAX);
+        if (k->ktype->id == KTYPE_QUEUE && streq(rel, "scheduler")) {
+                r = check_scheduler(&d, value, error);
+                if (r < 0)
+                        return r;
+        }
+
+        live_object_before_write(p->live, k);
+        r = sysfs_write_attr(fd, rel, value);
+        if (r < 0)
+                return bus_error_write_failed(error, value, k->devpath, rel, r);
+        log_info("%s/%s set to '%s'.", k->devpath, rel, value);
+        live_object_after_write(p->live, k);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *k;
+
+        if (!path)
+                return 0;
+        if (streq(path, BLKMODEL_ROOT_PATH)) {
+                /* sd-bus serves the rest of the root: the Manager's vtable, Introspect. */
+                if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+                        return bus_check_signature(msg, "", error)
+                                       ?: bus_method_get_managed_objects(p, msg, NULL, error);
+                return 0;
+        }
+
+        k = model_find_path(p->model, path);
+        /* Left to sd-bus, a path below a fallback gets "unknown property" instead. */
+        if (!k)
+                return bus_error_unknown_object(error, path);
+
+        if (bus_is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
+                return bus_check_signature(msg, "", error) ?: method_introspect(p, msg, k, error);
+        if (k->ktype->id == KTYPE_KSET && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+                return bus_check_signature(msg, "", error) ?: bus_method_get_managed_objects(p, msg, k, error);
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
+                return bus_check_signature(msg, "ss", error) ?: method_get(p, msg, k, error);
+        if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
+                return bus_check_signature(msg, "s", error) ?: method_get_all(p, msg, k, error);
+        if (bus_is_call(msg, IFACE_PROPERTIES, "Set"))
+                return bus_check_signature(msg, "ssv", error) ?: method_set(p, msg, k, error);
+        return 0;
+}
+
+int bus_object_enumerator(sd_bus *bus, const char *prefix, void *userdata, char ***ret, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+        _cleanup_(strv_freep) char **l = NULL;
+        size_t n = 0;
+        int r;
+
+        /* Only the root is left to sd-bus to introspect; below it we answer ourselves. */
+        if (streq(prefix, BLKMODEL_ROOT_PATH)) {
+                r = strv_extend(&l, &n, p->model->block_kset->path);
+                if (r >= 0)
+                        r = strv_extend(&l, &n, p->model->devices_kset->path);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}

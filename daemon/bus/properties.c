@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log.h"
+#include "bus/bus-internal.h"
+#include "bus/errors.h"
+#include "sysfs/typed-value.h"
+
+static int append_object_paths(sd_bus_message *m, char *const *paths)
+{
+        int r = sd_bus_message_open_container(m, 'a', "o");
+        for (char *const *p = paths; r >= 0 && p && *p; p++)
+                r = sd_bus_message_append(m, "o", *p);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+static int append_pairs(sd_bus_message *m, char *const *pairs)
+{
+        int r = sd_bus_message_open_container(m, 'a', "{ss}");
+        for (char *const *p = pairs; r >= 0 && p && p[0] && p[1]; p += 2)
+                r = sd_bus_message_append(m, "{ss}", p[0], p[1]);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+static int append_typed_value(sd_bus_message *m, const TypedValue *v)
+{
+        const char *sig = v->signature;
+
+        if (streq(sig, "u"))
+                return sd_bus_message_append(m, "u", (uint32_t) v->number);
+        if (streq(sig, "t"))
+                return sd_bus_message_append(m, "t", v->number);
+        if (streq(sig, "b"))
+                return sd_bus_message_append(m, "b", (int) (v->number != 0));
+        if (streq(sig, "s") || streq(sig, "o"))
+                return sd_bus_message_append_basic(m, sig[0], v->string);
+        if (streq(sig, "as"))
+                return sd_bus_message_append_strv(m, v->strv);
+        if (streq(sig, "ao"))
+                return append_object_paths(m, v->strv);
+        if (streq(sig, "a{ss}"))
+                return append_pairs(m, v->strv);
+        return -EINVAL;
+}
+
+static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bus_message *m)
+{
+        TypedValue v;
+        int r;
+
+        r = typed_value_read(d, p->model, info, &v);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', info->signature);
+        if (r >= 0)
+                r = append_typed_value(m, &v);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        typed_value_done(&v);
+        return r;
+}
+
+int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
+                        bool lenient, sd_bus_error *error)
+{
+        const char *value = "";
+        const Attr *a;
+        int r;
+
+        for (const PropertyInfo *info = iface->properties; info->name; info++)
+                if (streq(info->name, member)) {
+                        r = append_typed(p, d, info, m);
+                        return r < 0 ? r : 1;
+                }
+
+        a = iface->attrs ? attr_set_find(iface->attrs, member) : NULL;
+        if (!a)
+                return 0;
+        r = objdir_read_attr(d, iface, a, &value);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
+                if (!lenient)
+                        return bus_error_read_failed(error, d->k->devpath, rel ? rel : a->file, r);
+                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
+                value = "";
+        }
+        r = sd_bus_message_append(m, "v", "s", value);
+        return r < 0 ? r : 1;
+}
+
+static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m)
+{
+        int r;
+
+        r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", member);
+        if (r >= 0)
+                r = bus_append_property(p, d, iface, member, m, true, NULL);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                bool with_attributes)
+{
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
+                r = append_dict_entry(p, d, iface, info->name, m);
+        for (size_t i = 0; r >= 0 && with_attributes && iface->attrs && i < iface->attrs->n_attrs; i++)
+                r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/*
+ * The Kobject and typed properties of every interface.  Raw attribute values are left to Get and
+ * GetAll: all of them for 10,000 disks would be 136 MiB, more than a D-Bus message may be, and
+ * ~3 million reads.
+ */
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k)
+{
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "{sa{sv}}");
+        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                r = sd_bus_message_open_container(m, 'e', "sa{sv}");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", iface.name);
+                if (r >= 0)
+                        r = bus_append_iface_properties(p, &d, &iface, m, false);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+int bus_append_interface_names(sd_bus_message *m, Kobject *k)
+{
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                r = sd_bus_message_append(m, "s", iface.name);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}

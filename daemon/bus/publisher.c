@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log.h"
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+
+static void on_disconnected(BusLoop *loop, void *userdata)
+{
+        Publisher *p = userdata;
+
+        if (p->disconnected)
+                p->disconnected(p->userdata);
+}
+
+static int publisher_register(Publisher *p)
+{
+        int r;
+
+        r = sd_bus_add_fallback(p->bus, &p->object_slot, BLKMODEL_ROOT_PATH, bus_object_handler, p);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_object_vtable(p->bus, &p->manager_slot, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                                     bus_manager_vtable, p);
+        if (r < 0)
+                return r;
+        /* For sd-bus's introspection of the root: its children are the two ksets. */
+        r = sd_bus_add_node_enumerator(p->bus, &p->enumerator_slot, BLKMODEL_ROOT_PATH, bus_object_enumerator, p);
+        if (r < 0)
+                return r;
+        /* Makes sd-bus list the ObjectManager interface on the root; GetManagedObjects is ours. */
+        return sd_bus_add_object_manager(p->bus, &p->object_manager_slot, BLKMODEL_ROOT_PATH);
+}
+
+int publisher_new(const PublisherConfig *c, Publisher **ret)
+{
+        Publisher *p;
+        int r;
+
+        p = calloc(1, sizeof(Publisher));
+        if (!p)
+                return -ENOMEM;
+        p->bus = sd_bus_ref(c->bus);
+        p->sysfs = c->sysfs;
+        p->model = c->model;
+        p->live = c->live;
+        p->events = c->events;
+        p->uevent_source = c->uevent_source;
+        p->message_max = c->message_max;
+        p->disconnected = c->disconnected;
+        p->userdata = c->userdata;
+
+        r = publisher_register(p);
+        if (r < 0) {
+                publisher_free(p);
+                return log_error_errno(r, "Cannot publish the objects: %m");
+        }
+        r = bus_loop_attach(c->loop, p->bus, on_disconnected, p, &p->bus_loop);
+        if (r < 0) {
+                publisher_free(p);
+                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+        }
+        *ret = p;
+        return 0;
+}
+
+Publisher *publisher_free(Publisher *p)
+{
+        if (!p)
+                return NULL;
+        publisher_release_name(p);
+        bus_loop_free(p->bus_loop);
+        sd_bus_slot_unref(p->object_slot);
+        sd_bus_slot_unref(p->manager_slot);
+        sd_bus_slot_unref(p->enumerator_slot);
+        sd_bus_slot_unref(p->object_manager_slot);
+        /* Flushing blocks, but only here, at exit: queued signals and replies still go out. */
+        sd_bus_flush_close_unref(p->bus);
+        free(p);
+        return NULL;
+}
+
+int publisher_take_name(Publisher *p)
+{
+        int r;
+
+        r = sd_bus_request_name(p->bus, BLKMODEL_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME ": %m");
+        p->name_taken = true;
+        return 0;
+}
+
+void publisher_release_name(Publisher *p)
+{
+        if (!p->name_taken)
+                return;
+        p->name_taken = false;
+        if (sd_bus_is_open(p->bus) > 0)
+                (void) sd_bus_release_name(p->bus, BLKMODEL_BUS_NAME);
+}
+
+uint64_t publisher_queued(Publisher *p)
+{
+        uint64_t queued = 0;
+
+        (void) sd_bus_get_n_queued_write(p->bus, &queued);
+        return queued;
+}
+
+void publisher_uevent(Publisher *p, const EventRecord *e)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
+        if (r >= 0)
+                r = bus_append_event(s, e);
+        if (r >= 0)
+                r = sd_bus_send(p->bus, s, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send the Uevent signal for %s: %m", e->devpath);
+}
+
+void publisher_events_lost(Publisher *p)
+{
+        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER, "EventsLost",
+                                               NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot announce EventsLost: %m");
+}

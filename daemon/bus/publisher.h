@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <uv.h>
+
+#include "live/live.h"
+
+/*
+ * The model on D-Bus: every kobject an object, its attributes properties,
+ * the Manager, and the signals that keep a caching client exact.  One
+ * fallback handler below the root path serves every kobject: sd-bus
+ * vtables keep per-object and per-property state, which at 100,000 objects
+ * with dozens of attributes each would cost more than the whole model
+ * (SPEC §9).  An object costs nothing beyond the model: its interfaces
+ * follow from its ktype and its interned shape.
+ */
+
+typedef struct Publisher Publisher;
+typedef void (*PublisherDisconnected)(void *userdata);
+
+typedef struct PublisherConfig {
+        uv_loop_t *loop;
+        sd_bus *bus; /* connected; the publisher takes a reference */
+        const Sysfs *sysfs;
+        Model *model;
+        Live *live;
+        EventLog *events;
+        const char *uevent_source; /* the UeventSource property: "netlink", a socket path, "none" */
+        size_t message_max;        /* the largest message the bus takes */
+        PublisherDisconnected disconnected;
+        void *userdata;
+} PublisherConfig;
+
+/* dbus-daemon's default largest message on the system bus, and the protocol's own limit. */
+#define BUS_SYSTEM_MESSAGE_MAX ((size_t) 32 << 20)
+#define BUS_MESSAGE_MAX ((size_t) 128 << 20)
+/* The protocol's largest array: GetManagedObjects' reply is one. */
+#define BUS_ARRAY_MAX ((size_t) 64 << 20)
+
+/* Registers every object and attaches the connection to the loop. */
+int publisher_new(const PublisherConfig *c, Publisher **ret);
+/* NULL is fine. */
+Publisher *publisher_free(Publisher *p);
+
+/* Takes the bus name: call once the model is complete. */
+int publisher_take_name(Publisher *p);
+void publisher_release_name(Publisher *p);
+/* Messages waiting to be written: the owner stops reading uevents while this is long. */
+uint64_t publisher_queued(Publisher *p);
+
+/* What live announces (LiveOps), sent as signals. */
+void publisher_object_added(Publisher *p, Kobject *k);
+void publisher_object_removed(Publisher *p, Kobject *k);
+void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added);
+void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
+                                  char *const *invalidated);
+void publisher_uevent(Publisher *p, const EventRecord *e);
+void publisher_events_lost(Publisher *p);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log.h"
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+
+/* What live announces, as the signals a caching client builds its view from. */
+
+static void sent(int r, const char *what, const char *path)
+{
+        if (r < 0)
+                log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
+}
+
+void publisher_object_added(Publisher *p, Kobject *k)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesAdded");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0)
+                r = bus_append_object(p, s, k);
+        if (r >= 0)
+                r = sd_bus_send(p->bus, s, NULL);
+        sent(r, "InterfacesAdded", k->path);
+}
+
+void publisher_object_removed(Publisher *p, Kobject *k)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0)
+                r = bus_append_interface_names(s, k);
+        if (r >= 0)
+                r = sd_bus_send(p->bus, s, NULL);
+        sent(r, "InterfacesRemoved", k->path);
+}
+
+static bool strv_contains(char *const *l, const char *s)
+{
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      added ? "InterfacesAdded" : "InterfacesRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "o", k->path);
+        if (r >= 0 && !added)
+                r = sd_bus_message_append_strv(s, (char **) interfaces);
+        if (r >= 0 && added) {
+                r = sd_bus_message_open_container(s, 'a', "{sa{sv}}");
+                for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                        kobject_iface(k, i, &iface);
+                        if (!strv_contains(interfaces, iface.name))
+                                continue;
+                        r = sd_bus_message_open_container(s, 'e', "sa{sv}");
+                        if (r >= 0)
+                                r = sd_bus_message_append(s, "s", iface.name);
+                        if (r >= 0)
+                                r = bus_append_iface_properties(p, &d, &iface, s, false);
+                        if (r >= 0)
+                                r = sd_bus_message_close_container(s);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(s);
+        }
+        if (r >= 0)
+                r = sd_bus_send(p->bus, s, NULL);
+        sent(r, added ? "InterfacesAdded" : "InterfacesRemoved", k->path);
+}
+
+void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
+                                  char *const *invalidated)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        Iface iface;
+        int r;
+
+        if (!kobject_find_iface(k, interface, &iface))
+                return;
+        r = sd_bus_message_new_signal(p->bus, &s, k->path, IFACE_PROPERTIES, "PropertiesChanged");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "s", interface);
+        if (r >= 0)
+                r = sd_bus_message_open_container(s, 'a', "{sv}");
+        for (char *const *c = changed; r >= 0 && c && *c; c++) {
+                r = sd_bus_message_open_container(s, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(s, "s", *c);
+                if (r >= 0)
+                        r = bus_append_property(p, &d, &iface, *c, s, true, NULL);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(s);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(s, (char **) invalidated);
+        if (r >= 0)
+                r = sd_bus_send(p->bus, s, NULL);
+        sent(r, "PropertiesChanged", k->path);
+}

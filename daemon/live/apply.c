@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log.h"
+#include "live/live-internal.h"
+#include "sysfs/scan.h"
+
+/* One event's effect on the model, for what follows it. */
+typedef struct Applied {
+        Kobject *k;          /* what the event is about now, NULL if nothing (any more) */
+        char *gone_path;     /* the object path of what it removed */
+        Kobject *disk;       /* a disk whose partitions changed (a reference) */
+} Applied;
+
+static void applied_done(Live *l, Applied *a)
+{
+        free(a->gone_path);
+        kobject_unref(l->model, a->disk);
+}
+
+static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
+{
+        Kobject *k;
+        int r;
+
+        r = scan_add_block_device(l->sysfs, l->model, devpath, &k);
+        if (r == -EEXIST)
+                return model_find_devpath(l->model, devpath);
+        if (r == -ENOENT)
+                log_debug("%s: gone before it could be read.", devpath);
+        else if (r < 0)
+                log_warning_errno(r, "%s: cannot add the block device: %m", devpath);
+        if (r < 0)
+                return NULL;
+        if (k->ktype->id == KTYPE_PARTITION && !a->disk)
+                a->disk = kobject_ref(k->parent);
+        return k;
+}
+
+static void remove_object(Live *l, Kobject *k, Applied *a)
+{
+        if (k->ktype->id == KTYPE_PARTITION && !a->disk)
+                a->disk = kobject_ref(k->parent);
+        model_unlink(l->model, k);
+}
+
+static void apply(Live *l, const Uevent *u, Applied *a)
+{
+        Kobject *k = model_find_devpath(l->model, u->devpath);
+
+        switch (u->action) {
+        case UEVENT_ADD:
+                /* An add for what we have is harmless: the scan may have seen it first. */
+                if (k) {
+                        (void) changes_refresh(l, k, REFRESH_ALL);
+                        a->k = k;
+                } else
+                        a->k = add_from_sysfs(l, u->devpath, a);
+                return;
+
+        case UEVENT_REMOVE:
+                if (!k)
+                        return;
+                a->gone_path = strdup(k->path);
+                if (!a->gone_path)
+                        log_error("Out of memory: the remove event of %s names no object.", u->devpath);
+                remove_object(l, k, a);
+                return;
+
+        case UEVENT_MOVE: {
+                /* A rename changes the object path: the old object goes, the new one comes. */
+                Kobject *old = u->devpath_old ? model_find_devpath(l->model, u->devpath_old) : NULL;
+                if (old)
+                        remove_object(l, old, a);
+                a->k = k ? k : add_from_sysfs(l, u->devpath, a);
+                return;
+        }
+
+        case UEVENT_CHANGE:
+        case UEVENT_ONLINE:
+        case UEVENT_OFFLINE:
+        case UEVENT_BIND:
+        case UEVENT_UNBIND:
+                if (!k) {
+                        /* A change for something we never saw: its add was lost. */
+                        a->k = add_from_sysfs(l, u->devpath, a);
+                        return;
+                }
+                (void) changes_reread(l, k);
+                a->k = k;
+                return;
+
+        case _UEVENT_ACTION_MAX:
+                break;
+        }
+}
+
+void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
+{
+        _cleanup_(uevent_freep) Uevent *event = u;
+        Live *l = userdata;
+        const char *action = uevent_action_to_string(u->action);
+        Applied a = {};
+        char **before;
+
+        if (!streq_ptr(u->subsystem, "block"))
+                return;
+        log_debug("uevent %s %s", action, u->devpath);
+
+        /* What the object linked to is known only before the event changes it. */
+        before = stacking_neighbours(l, model_find_devpath(l->model, u->devpath_old ? u->devpath_old : u->devpath));
+
+        apply(l, u, &a);
+        /* Whole objects are announced before what refers to them, and before the event. */
+        live_flush(l);
+        if (a.disk && a.disk->linked)
+                (void) changes_refresh(l, a.disk, REFRESH_STRUCTURE);
+        stacking_refresh_neighbours(l, a.k, before);
+
+        (void) live_publish_event(l, action, u->devpath,
+                                  a.k            ? a.k->path
+                                  : a.gone_path ? a.gone_path
+                                                : "/",
+                                  u->n_env, u->env_keys, u->env_values);
+        applied_done(l, &a);
+}

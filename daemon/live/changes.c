@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "live/live-internal.h"
+#include "model/iface.h"
+#include "sysfs/scan.h"
+#include "sysfs/typed-value.h"
+
+/*
+ * Which properties did an event change?  The values are not kept (SPEC §9: an object costs what
+ * its shape costs), only a 64-bit fingerprint per value: one slot per typed property that
+ * announces its changes, then one per raw attribute, interface by interface in their order.
+ */
+typedef struct ChangeRecord {
+        size_t n_slots;
+        size_t value_bytes;
+        uint64_t slots[];
+} ChangeRecord;
+
+#define FINGERPRINT_UNREADABLE UINT64_C(1)
+#define FINGERPRINT_VOLATILE UINT64_C(0)
+
+/* Attributes that change without an event and that users change: re-read every poll interval. */
+static const char *const watched_queue_files[] = {"scheduler", "read_ahead_kb"};
+
+static bool slot_typed(const PropertyInfo *p)
+{
+        return p->emits == PROPERTY_EMITS_TRUE;
+}
+
+static size_t n_slots(const Kobject *k)
+{
+        size_t n = 0;
+        Iface iface;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (const PropertyInfo *p = iface.properties; p->name; p++)
+                        n += slot_typed(p);
+                n += iface.attrs ? iface.attrs->n_attrs : 0;
+        }
+        return n;
+}
+
+static bool attr_watched(const Kobject *k, const Iface *iface, const char *file)
+{
+        if (k->ktype->id != KTYPE_QUEUE || iface->kind != IFACE_KIND)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(watched_queue_files); i++)
+                if (streq(watched_queue_files[i], file))
+                        return true;
+        return false;
+}
+
+static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how)
+{
+        switch (how) {
+        case REFRESH_RECORD:
+        case REFRESH_ALL:
+                return true;
+        case REFRESH_STRUCTURE:
+                return !p->source || streq(p->source, PROPERTY_SOURCE_HOLDERS) ||
+                       streq(p->source, PROPERTY_SOURCE_SLAVES);
+        case REFRESH_WATCHED:
+                return p->source && attr_watched(k, iface, p->source);
+        }
+        return true;
+}
+
+static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Refresh how)
+{
+        switch (how) {
+        case REFRESH_RECORD:
+        case REFRESH_ALL:
+                return true;
+        case REFRESH_STRUCTURE:
+                return false;
+        case REFRESH_WATCHED:
+                return attr_watched(k, iface, a->file);
+        }
+        return true;
+}
+
+typedef struct Reading {
+        ChangeRecord *record;
+        bool has_links;
+        char **holders, **slaves; /* as read now, if read */
+} Reading;
+
+static void reading_done(Reading *r)
+{
+        free(r->record);
+        strv_free(r->holders);
+        strv_free(r->slaves);
+}
+
+static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd, uint64_t *ret)
+{
+        TypedValue v;
+        int r;
+
+        r = typed_value_read(d, l->model, p, &v);
+        if (r < 0)
+                return r;
+        *ret = typed_value_hash(&v, FNV1A_INIT);
+        rd->record->value_bytes += typed_value_size(&v);
+        if (p->id == PROP_HOLDERS || p->id == PROP_SLAVES) {
+                rd->has_links = true;
+                if (p->id == PROP_HOLDERS)
+                        rd->holders = TAKE_PTR(v.strv);
+                else
+                        rd->slaves = TAKE_PTR(v.strv);
+        }
+        typed_value_done(&v);
+        return 0;
+}
+
+static uint64_t read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord *rec)
+{
+        const char *v;
+
+        if (a->flags & ATTR_VOLATILE)
+                return FINGERPRINT_VOLATILE;
+        if (objdir_read_attr(d, iface, a, &v) < 0)
+                return FINGERPRINT_UNREADABLE;
+        rec->value_bytes += 8 + strlen(v);
+        return fnv1a(v, strlen(v) + 1, FNV1A_INIT);
+}
+
+/* Fills a new reading; what `how` does not re-read is copied from old (which it then requires). */
+static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, Reading *ret)
+{
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
+        size_t n = n_slots(k), s = 0;
+        Reading rd = {};
+        Iface iface;
+        int r;
+
+        rd.record = calloc(1, sizeof(ChangeRecord) + n * sizeof(uint64_t));
+        if (!rd.record)
+                return -ENOMEM;
+        rd.record->n_slots = n;
+        if (old)
+                rd.record->value_bytes = old->value_bytes;
+        if (how == REFRESH_RECORD || how == REFRESH_ALL)
+                rd.record->value_bytes = 0;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (const PropertyInfo *p = iface.properties; p->name; p++) {
+                        if (!slot_typed(p))
+                                continue;
+                        if (typed_read_in(k, &iface, p, how)) {
+                                r = read_typed(l, &d, p, &rd, &rd.record->slots[s]);
+                                if (r < 0) {
+                                        reading_done(&rd);
+                                        return r;
+                                }
+                        } else
+                                rd.record->slots[s] = old->slots[s];
+                        s++;
+                }
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, s++) {
+                        const Attr *a = &iface.attrs->attrs[j];
+                        rd.record->slots[s] = attr_read_in(k, &iface, a, how) ? read_attr(&d, &iface, a, rd.record)
+                                                                               : old->slots[s];
+                }
+        }
+        assert(s == n);
+        *ret = rd;
+        return 0;
+}
+
+/* Did a queue's scheduler attribute change between two readings?  Its iosched kobject then did too. */
+static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const ChangeRecord *now)
+{
+        size_t s = 0;
+        Iface iface;
+
+        if (k->ktype->id != KTYPE_QUEUE)
+                return false;
+        for (size_t i = 0; i < 2; i++) {
+                kobject_iface(k, i, &iface);
+                for (const PropertyInfo *p = iface.properties; p->name; p++)
+                        s += slot_typed(p);
+                if (iface.kind != IFACE_KIND)
+                        s += iface.attrs ? iface.attrs->n_attrs : 0;
+        }
+        kobject_iface(k, 1, &iface);
+        for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++)
+                if (streq(iface.attrs->attrs[j].file, "scheduler"))
+                        return old->slots[s + j] != now->slots[s + j];
+        return false;
+}
+
+/*
+ * PropertiesChanged, per interface, for every slot that differs (every one when there is no old
+ * reading).  only_same_in: if not NULL, only the interfaces that stay the same in that shape.
+ */
+static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now, const Shape *only_same_in)
+{
+        size_t s = 0;
+        int count = 0, r;
+        Iface iface;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                _cleanup_(strv_freep) char **changed = NULL;
+                size_t n_changed = 0;
+                bool skip;
+
+                kobject_iface(k, i, &iface);
+                skip = only_same_in && !iface_same_in(&iface, only_same_in);
+                for (const PropertyInfo *p = iface.properties; p->name; p++) {
+                        if (!slot_typed(p))
+                                continue;
+                        if (!skip && (!old || old->slots[s] != now->slots[s])) {
+                                r = strv_extend(&changed, &n_changed, p->name);
+                                if (r < 0)
+                                        return r;
+                        }
+                        s++;
+                }
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, s++) {
+                        const Attr *a = &iface.attrs->attrs[j];
+                        if (skip || (a->flags & ATTR_VOLATILE) || (old && old->slots[s] == now->slots[s]))
+                                continue;
+                        r = strv_extend(&changed, &n_changed, a->member);
+                        if (r < 0)
+                                return r;
+                }
+                if (n_changed == 0)
+                        continue;
+                l->ops->properties_changed(l->userdata, k, iface.name, changed, NULL);
+                count += (int) n_changed;
+        }
+        return count;
+}
+
+static void scheduler_switched(Live *l, Kobject *queue)
+{
+        Kobject *old = kobject_find_child_type(queue, KTYPE_ELEVATOR), *now = NULL;
+        int r;
+
+        /* The kernel replaced the directory: a new kobject, even when the same name comes back. */
+        if (old)
+                model_unlink(l->model, old);
+        r = scan_add_elevator(l->sysfs, l->model, queue, &now);
+        if (r < 0)
+                log_warning_errno(r, "%s/iosched: cannot read the new scheduler: %m", queue->devpath);
+        live_flush(l);
+        (void) changes_refresh(l, queue, REFRESH_STRUCTURE);
+}
+
+static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
+{
+        ChangeRecord *old = k->observer_data;
+        bool have_old = old && old->n_slots == n_slots(k);
+        Reading now;
+        int r, count = 0;
+
+        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED) && !have_old)
+                how = REFRESH_ALL; /* nothing to keep: read everything once */
+        r = read_slots(l, k, how, have_old ? old : NULL, &now);
+        if (r < 0)
+                return r;
+
+        /* Without an earlier reading every property may have changed: say so rather than miss one. */
+        if (how != REFRESH_RECORD && l->announce && k->linked &&
+            (!have_old || memcmp(old->slots, now.record->slots, old->n_slots * sizeof(uint64_t)) != 0))
+                count = announce(l, k, have_old ? old : NULL, now.record, only_same_in);
+        bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);
+
+        if (now.has_links && k->linked)
+                stacking_note(l, k, now.holders, now.slaves);
+        if (k->linked) {
+                free(k->observer_data);
+                k->observer_data = TAKE_PTR(now.record);
+        }
+        reading_done(&now);
+
+        if (switched)
+                scheduler_switched(l, k);
+        return count;
+}
+
+int changes_refresh(Live *l, Kobject *k, Refresh how)
+{
+        return refresh(l, k, how, NULL);
+}
+
+bool changes_recorded(const Kobject *k)
+{
+        return k->observer_data;
+}
+
+void changes_forget(Kobject *k)
+{
+        k->observer_data = mfree(k->observer_data);
+}
+
+size_t live_object_value_bytes(const Kobject *k)
+{
+        const ChangeRecord *c = k->observer_data;
+        return c ? c->value_bytes : 0;
+}
+
+/* The names of k's interfaces that are not the same in other. */
+static int ifaces_not_in(const Kobject *k, const Shape *other, char ***ret)
+{
+        _cleanup_(strv_freep) char **l = NULL;
+        size_t n = 0;
+        Iface iface;
+        int r;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                if (iface_same_in(&iface, other))
+                        continue;
+                r = strv_extend(&l, &n, iface.name);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int changes_reshape(Live *l, Kobject *k, Shape *shape)
+{
+        _cleanup_(strv_freep) char **gone = NULL, **came = NULL;
+        Shape *old = k->shape;
+        int r, changed;
+
+        if (shape == old) {
+                shape_unref(&l->model->shapes, shape);
+                return changes_refresh(l, k, REFRESH_ALL);
+        }
+
+        /* What stays is compared as usual; what goes is announced gone, what comes with its values. */
+        changed = refresh(l, k, REFRESH_ALL, shape);
+        r = ifaces_not_in(k, shape, &gone);
+        k->shape = shape;
+        if (r >= 0)
+                r = ifaces_not_in(k, old, &came);
+        shape_unref(&l->model->shapes, old);
+        if (r < 0)
+                return r;
+        if (l->announce && k->linked) {
+                if (gone)
+                        l->ops->interfaces_changed(l->userdata, k, gone, false);
+                if (came)
+                        l->ops->interfaces_changed(l->userdata, k, came, true);
+        }
+        (void) refresh(l, k, REFRESH_RECORD, NULL);
+        return changed < 0 ? changed : changed + 1;
+}
+
+int changes_reread(Live *l, Kobject *k)
+{
+        Shape *shape = NULL;
+        int r;
+
+        r = scan_shape(l->sysfs, l->model, k, &shape);
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot re-read the directory: %m", k->devpath);
+                return changes_refresh(l, k, REFRESH_ALL);
+        }
+        return changes_reshape(l, k, shape);
+}

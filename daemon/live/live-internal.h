@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The live layer's own state, shared by its files and nobody else. */
+
+#include "base/hashmap.h"
+#include "live/live.h"
+
+/* The env key that marks an event made up from a rescan rather than sent by the kernel. */
+#define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
+
+struct Live {
+        uv_loop_t *loop;
+        const Sysfs *sysfs;
+        Model *model;
+        EventLog *events;
+        unsigned poll_interval_ms;
+        const LiveOps *ops;
+        void *userdata;
+
+        /* The bus name is taken: every difference is announced. */
+        bool announce;
+        uint64_t events_lost;
+        bool resync_pending; /* events were lost: rescan when the source is drained */
+
+        /* Objects linked since the last flush: announced once whole (live_flush()). */
+        Kobject **added;
+        size_t n_added, n_added_max;
+        bool members_changed[2]; /* block, devices kset */
+
+        /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
+        Hashmap stacked;
+
+        uv_idle_t warmup;
+        Kobject **warm;
+        size_t n_warm, warm_pos;
+        uv_timer_t poll_timer;
+        Kobject **polled;
+        size_t n_polled, poll_pos;
+        unsigned n_open_handles;
+};
+
+/* Announces what was linked since the last flush: each object once, parents first. */
+void live_flush(Live *l);
+
+/* Logs the event, then hands it to ops->event. */
+int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path, size_t n_env,
+                       char *const *keys, char *const *values);
+
+/* ---- changes.c: what an object's properties were at its last reading ---- */
+
+typedef enum Refresh {
+        REFRESH_RECORD,    /* read everything and remember it; announce nothing */
+        REFRESH_ALL,       /* read everything; announce what changed */
+        REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
+        REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+} Refresh;
+
+/* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
+ * if there was no reading before).  Returns how many were announced. */
+int changes_refresh(Live *l, Kobject *k, Refresh how);
+bool changes_recorded(const Kobject *k);
+/* The directory gained or lost attribute files or groups: takes over the reference to shape. */
+int changes_reshape(Live *l, Kobject *k, Shape *shape);
+/* Re-reads the directory and what changed in it, shape and values. */
+int changes_reread(Live *l, Kobject *k);
+void changes_forget(Kobject *k);
+
+/* ---- stacking.c: holders/ and slaves/ right on both sides of a link ---- */
+
+/* What k links to (object paths; NULL-terminated), as its last reading found. */
+void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slaves);
+void stacking_forget(Live *l, Kobject *k);
+/* A copy of what k linked to before an event (NULL if nothing). */
+char **stacking_neighbours(Live *l, const Kobject *k);
+/* After an event on k: re-reads the links of what it linked to before and links to now. */
+void stacking_refresh_neighbours(Live *l, Kobject *k, char **before);
+void stacking_done(Live *l);
+
+/* ---- poll.c: warm-up and polling ---- */
+
+int poll_warmup_start(Live *l);
+void poll_warmup_stop(Live *l);
+void poll_start(Live *l);
+void poll_stop(Live *l);
+
+/* ---- rescan.c ---- */
+
+/* An event made up from sysfs: what the kernel would have sent, with SYNTHESIZED_KEY=1. */
+int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k);

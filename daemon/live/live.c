@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "base/log.h"
+#include "live/live-internal.h"
+
+static void queue_added(Live *l, Kobject *k)
+{
+        if (l->n_added == l->n_added_max) {
+                size_t n = l->n_added_max ? l->n_added_max * 2 : 16;
+                Kobject **t = realloc(l->added, n * sizeof(Kobject *));
+                if (!t) {
+                        log_error("Out of memory: %s will not be announced.", k->path);
+                        return;
+                }
+                l->added = t;
+                l->n_added_max = n;
+        }
+        l->added[l->n_added++] = kobject_ref(k);
+}
+
+static void note_member_change(Live *l, Kobject *k)
+{
+        if (k->kset == l->model->block_kset)
+                l->members_changed[0] = true;
+        else if (k->kset == l->model->devices_kset)
+                l->members_changed[1] = true;
+}
+
+static void on_object_added(Model *m, Kobject *k, void *userdata)
+{
+        Live *l = userdata;
+
+        if (!l->announce)
+                return;
+        /* Its children are not linked yet: it is announced once whole, at the next flush. */
+        queue_added(l, k);
+        note_member_change(l, k);
+}
+
+static void on_object_removed(Model *m, Kobject *k, void *userdata)
+{
+        Live *l = userdata;
+
+        stacking_forget(l, k);
+        changes_forget(k);
+        if (!l->announce)
+                return;
+        l->ops->object_removed(l->userdata, k);
+        note_member_change(l, k);
+}
+
+static const ModelObserver live_observer = {
+        .added = on_object_added,
+        .removed = on_object_removed,
+};
+
+void live_flush(Live *l)
+{
+        static const char *const members[] = {"Members", NULL};
+        Kobject *ksets[2] = {l->model->block_kset, l->model->devices_kset};
+
+        /* In link order, so parents before children; each with what it has now. */
+        for (size_t i = 0; i < l->n_added; i++) {
+                Kobject *k = l->added[i];
+                if (k->linked && l->announce)
+                        l->ops->object_added(l->userdata, k);
+        }
+        /* A first reading of each new block device, for its first change to compare with. */
+        for (size_t i = 0; i < l->n_added; i++) {
+                Kobject *k = l->added[i];
+                if (k->linked && ktype_is_block_device(k->ktype) && !changes_recorded(k))
+                        (void) changes_refresh(l, k, REFRESH_RECORD);
+                kobject_unref(l->model, k);
+        }
+        l->n_added = 0;
+
+        /* Thousands of paths: Members is invalidated, not sent (its annotation says so). */
+        for (size_t i = 0; i < ELEMENTSOF(ksets); i++)
+                if (l->members_changed[i]) {
+                        l->members_changed[i] = false;
+                        if (l->announce)
+                                l->ops->properties_changed(l->userdata, ksets[i], ksets[i]->ktype->interface,
+                                                           NULL, (char **) members);
+                }
+}
+
+int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path, size_t n_env,
+                       char *const *keys, char *const *values)
+{
+        EventRecord *rec = NULL;
+        int r;
+
+        r = event_record_new(action, devpath, object_path, n_env, keys, values, &rec);
+        if (r < 0)
+                return log_error_errno(r, "Cannot record the %s event of %s: %m", action, devpath);
+        (void) eventlog_append(l->events, rec);
+        /* Valid until the log wraps past it: no append happens before the callback returns. */
+        l->ops->event(l->userdata, rec);
+        return 0;
+}
+
+void live_on_lost(UeventSource *s, void *userdata)
+{
+        Live *l = userdata;
+
+        l->events_lost++;
+        log_warning("Kernel uevents were lost (%" PRIu64 " times so far); rescanning %s once the socket is drained.",
+                    l->events_lost, l->sysfs->root);
+        l->ops->events_lost(l->userdata, l->events_lost);
+        l->resync_pending = true;
+}
+
+void live_on_drained(UeventSource *s, void *userdata)
+{
+        Live *l = userdata;
+        int r;
+
+        if (!l->resync_pending)
+                return;
+        l->resync_pending = false;
+        r = live_rescan(l);
+        if (r < 0)
+                log_error_errno(r, "Rescan after lost events failed: %m");
+        else
+                log_info("Rescan after lost events: %d differences.", r);
+}
+
+uint64_t live_events_lost(const Live *l)
+{
+        return l->events_lost;
+}
+
+void live_object_before_write(Live *l, Kobject *k)
+{
+        /* Without a reading from before, the announcement after would have to list everything. */
+        if (!changes_recorded(k))
+                (void) changes_refresh(l, k, REFRESH_RECORD);
+}
+
+void live_object_after_write(Live *l, Kobject *k)
+{
+        /* Nobody else announces it: what the kernel stored is read back and announced (and a
+         * scheduler switch replaces the iosched object). */
+        (void) changes_refresh(l, k, REFRESH_ALL);
+        live_flush(l);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        Live *l = h->data;
+
+        if (--l->n_open_handles == 0)
+                free(l);
+}
+
+int live_new(const LiveConfig *c, Live **ret)
+{
+        Live *l;
+        int r;
+
+        l = calloc(1, sizeof(Live));
+        if (!l)
+                return -ENOMEM;
+        l->loop = c->loop;
+        l->sysfs = c->sysfs;
+        l->model = c->model;
+        l->events = c->events;
+        l->poll_interval_ms = c->poll_interval_ms;
+        l->ops = c->ops;
+        l->userdata = c->userdata;
+        hashmap_init(&l->stacked);
+
+        r = uv_idle_init(l->loop, &l->warmup);
+        if (r < 0) {
+                free(l);
+                return r;
+        }
+        l->warmup.data = l;
+        r = uv_timer_init(l->loop, &l->poll_timer);
+        if (r < 0) {
+                l->n_open_handles = 1;
+                uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
+                return r;
+        }
+        l->poll_timer.data = l;
+        l->n_open_handles = 2;
+        model_set_observer(l->model, &live_observer, l);
+        *ret = l;
+        return 0;
+}
+
+void live_free(Live *l)
+{
+        Kobject *k;
+        size_t i = 0;
+
+        if (!l)
+                return;
+        live_stop(l);
+        model_set_observer(l->model, NULL, NULL);
+        for (size_t j = 0; j < l->n_added; j++)
+                kobject_unref(l->model, l->added[j]);
+        l->added = mfree(l->added);
+        l->n_added = 0;
+        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+                changes_forget(k);
+        stacking_done(l);
+
+        /* The handles live in l: it goes with the last close callback. */
+        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
+        uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
+}
+
+int live_start(Live *l)
+{
+        int r;
+
+        l->announce = true;
+        r = poll_warmup_start(l);
+        if (r < 0)
+                return r;
+        poll_start(l);
+        return 0;
+}
+
+void live_stop(Live *l)
+{
+        l->announce = false;
+        poll_warmup_stop(l);
+        poll_stop(l);
+}

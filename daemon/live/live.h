@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "model/kobject.h"
+#include "sysfs/sysfs.h"
+#include "uevent/eventlog.h"
+#include "uevent/source.h"
+
+/*
+ * The live model: kernel uevents applied to the model, the self-healing
+ * rescan, the stacking links kept right on both sides, and change
+ * detection: which properties an event, a write or a change nobody
+ * announced (a scheduler set with echo) altered.
+ *
+ * Live tells the world through the LiveOps its owner gives it, never by
+ * calling the bus: the composition root wires the ops to the publisher.
+ */
+
+typedef struct Live Live;
+
+typedef struct LiveOps {
+        /* k is in the model with everything below it that came with it: announce it. */
+        void (*object_added)(void *userdata, Kobject *k);
+        /* k is about to leave the model; what was below it has left already. */
+        void (*object_removed)(void *userdata, Kobject *k);
+        /* Interfaces of k came (added) or went: a NULL-terminated list of names. */
+        void (*interfaces_changed)(void *userdata, Kobject *k, char *const *interfaces, bool added);
+        /* Properties of one interface of k changed: with their new values (changed) or only by
+         * name (invalidated).  Either list may be NULL. */
+        void (*properties_changed)(void *userdata, Kobject *k, const char *interface, char *const *changed,
+                                   char *const *invalidated);
+        /* One event was applied and logged: a kernel uevent, or one a rescan made up. */
+        void (*event)(void *userdata, const EventRecord *e);
+        /* The kernel dropped events; total: how many times so far. */
+        void (*events_lost)(void *userdata, uint64_t total);
+} LiveOps;
+
+typedef struct LiveConfig {
+        uv_loop_t *loop;
+        const Sysfs *sysfs;
+        Model *model;
+        EventLog *events;
+        /* Re-read what changes without an event once per interval; 0: never. */
+        unsigned poll_interval_ms;
+        const LiveOps *ops;
+        void *userdata;
+} LiveConfig;
+
+int live_new(const LiveConfig *c, Live **ret);
+/* Stops everything and lets go of the model at once; the memory goes with the last libuv close
+ * callback, so the loop must run once more.  NULL is fine. */
+void live_free(Live *l);
+
+/* From now on every difference is announced (the bus name is taken); warm-up and polling start. */
+int live_start(Live *l);
+/* Nothing more is announced; warm-up and polling stop. */
+void live_stop(Live *l);
+
+/* UeventSource callbacks; userdata is the Live. */
+void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);
+void live_on_lost(UeventSource *s, void *userdata);
+/* The rescan after a loss runs here, when the socket has been read empty. */
+void live_on_drained(UeventSource *s, void *userdata);
+
+/* Re-reads sysfs and announces every difference, with an event for each; returns their number. */
+int live_rescan(Live *l);
+
+/* Before a write: makes sure there is a reading to compare the written value with. */
+void live_object_before_write(Live *l, Kobject *k);
+/* After a write: re-reads the object and announces what the kernel stored. */
+void live_object_after_write(Live *l, Kobject *k);
+
+uint64_t live_events_lost(const Live *l);
+/* The bytes the object's property values took at its last reading, 0 if never read. */
+size_t live_object_value_bytes(const Kobject *k);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/kobject.h"
+
+/*
+ * The interfaces an object is published with, in a fixed order: Kobject,
+ * the interface of its kind (Disk, Queue …), then one per attribute group
+ * (Group.power …), sorted.  They follow from the ktype and the interned
+ * shape alone, so they cost the object nothing.
+ */
+
+typedef enum IfaceKind {
+        IFACE_KOBJECT,
+        IFACE_KIND,
+        IFACE_GROUP,
+} IfaceKind;
+
+typedef struct Iface {
+        IfaceKind kind;
+        const char *name;
+        const PropertyInfo *properties; /* the typed ones; never NULL */
+        const AttrSet *attrs;           /* the raw attributes, or NULL */
+        const char *attr_dir;           /* a group's directory, NULL for the object's own */
+} Iface;
+
+size_t kobject_n_ifaces(const Kobject *k);
+/* The i-th interface, i < kobject_n_ifaces(k). */
+void kobject_iface(const Kobject *k, size_t i, Iface *ret);
+bool kobject_find_iface(const Kobject *k, const char *name, Iface *ret);
+
+/* Is the interface, with the same attributes, also in shape s?  (Shapes and attribute sets are
+ * interned, so identity is pointer equality.) */
+bool iface_same_in(const Iface *iface, const Shape *s);
+
+/* The attribute's file relative to the object's directory ("power/control"); NULL on ENOMEM. */
+char *iface_attr_relpath(const Iface *iface, const Attr *a);

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+
+#include "base/log.h"
+#include "blkmodel/names.h"
+#include "model/naming.h"
+#include "model/shape.h"
+
+/* Attributes whose value moves without any event (SPEC §4). */
+static const char *const volatile_files[] = { "stat", "inflight" };
+
+void shape_registry_init(ShapeRegistry *r)
+{
+        hashmap_init(&r->attr_sets);
+        hashmap_init(&r->shapes);
+}
+
+void shape_registry_deinit(ShapeRegistry *r)
+{
+        /* Every object has dropped its shape before the registry goes. */
+        hashmap_deinit(&r->attr_sets);
+        hashmap_deinit(&r->shapes);
+}
+
+static char *join(char *const *names, size_t n, const char *sep)
+{
+        size_t len = 1;
+        char *s, *q;
+
+        for (size_t i = 0; i < n; i++)
+                len += strlen(names[i]) + strlen(sep);
+        s = malloc(len);
+        if (!s)
+                return NULL;
+        q = s;
+        for (size_t i = 0; i < n; i++)
+                q = stpcpy(stpcpy(q, i ? sep : ""), names[i]);
+        *q = 0;
+        return s;
+}
+
+static int attr_cmp(const void *a, const void *b)
+{
+        const Attr *x = a, *y = b;
+        int c = strcmp(x->member, y->member);
+        /* qsort is not stable: the file name decides which of two same-member files comes first. */
+        return c != 0 ? c : strcmp(x->file, y->file);
+}
+
+static bool is_reserved(const PropertyInfo *reserved, const char *member)
+{
+        for (; reserved && reserved->name; reserved++)
+                if (streq(reserved->name, member))
+                        return true;
+        return false;
+}
+
+static void attr_set_free(AttrSet *s)
+{
+        for (size_t i = 0; i < s->n_attrs; i++) {
+                free(s->attrs[i].file);
+                free(s->attrs[i].member);
+        }
+        free(s->attrs);
+        free(s->key);
+        free(s);
+}
+
+/* Sorts by member and drops what cannot be published; logs each one left out. */
+static int attr_set_fill(AttrSet *s, char *const *files, size_t n, const PropertyInfo *reserved,
+                         const char *what)
+{
+        size_t k = 0;
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                char *member;
+
+                r = member_name_from_file(files[i], &member);
+                if (r == -ENAMETOOLONG) {
+                        log_warning("%s: attribute name '%s' is too long for D-Bus, not published.", what,
+                                    files[i]);
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+                if (is_reserved(reserved, member)) {
+                        log_warning("%s: attribute '%s' collides with the typed property %s, not published.",
+                                    what, files[i], member);
+                        free(member);
+                        continue;
+                }
+                s->attrs[k].member = member;
+                s->attrs[k].file = strdup(files[i]);
+                s->n_attrs = ++k;
+                if (!s->attrs[k - 1].file)
+                        return -ENOMEM;
+                for (size_t v = 0; v < ELEMENTSOF(volatile_files); v++)
+                        if (streq(files[i], volatile_files[v]))
+                                s->attrs[k - 1].flags |= ATTR_VOLATILE;
+        }
+        qsort(s->attrs, k, sizeof(Attr), attr_cmp);
+
+        /* Two files that sanitize to one member ("a-b", "a_b"): keep the first by file name order. */
+        size_t w = 0;
+        for (size_t i = 0; i < k; i++) {
+                if (w > 0 && streq(s->attrs[w - 1].member, s->attrs[i].member)) {
+                        log_warning("%s: attributes '%s' and '%s' share the property name %s; '%s' is not published.",
+                                    what, s->attrs[w - 1].file, s->attrs[i].file, s->attrs[i].member,
+                                    s->attrs[i].file);
+                        free(s->attrs[i].file);
+                        free(s->attrs[i].member);
+                        continue;
+                }
+                s->attrs[w++] = s->attrs[i];
+        }
+        s->n_attrs = w;
+        return 0;
+}
+
+/* dir: the group's directory, NULL for the kind's own attributes. */
+static void attr_set_learn_modes(AttrSet *s, const char *dir, ShapeModeReader mode_of, void *userdata)
+{
+        for (size_t i = 0; mode_of && i < s->n_attrs; i++) {
+                _cleanup_(freep) char *rel = dir ? path_join(dir, s->attrs[i].file) : NULL;
+                int mode = mode_of(rel ? rel : s->attrs[i].file, userdata);
+                if (mode >= 0 && (mode & 0222))
+                        s->attrs[i].flags |= ATTR_WRITABLE;
+        }
+}
+
+static int attr_set_get(ShapeRegistry *r, char *const *files, size_t n, const PropertyInfo *reserved,
+                        const char *kind, const char *dir, ShapeModeReader mode_of, void *userdata,
+                        const char *what, AttrSet **ret)
+{
+        _cleanup_(freep) char *names = NULL, *key = NULL;
+        AttrSet *s;
+        int k;
+
+        /* The key includes the kind (which names are reserved depends on it) and a group's directory
+         * (its files' modes may differ from another group's of the same names). */
+        names = join(files, n, "/");
+        if (!names || asprintf(&key, "%s:%s:%s", kind, strempty(dir), names) < 0)
+                return -ENOMEM;
+
+        s = hashmap_get(&r->attr_sets, key);
+        if (s) {
+                s->n_ref++;
+                *ret = s;
+                return 0;
+        }
+
+        s = calloc(1, sizeof(AttrSet));
+        if (!s)
+                return -ENOMEM;
+        s->attrs = calloc(n ? n : 1, sizeof(Attr));
+        if (!s->attrs) {
+                free(s);
+                return -ENOMEM;
+        }
+        k = attr_set_fill(s, files, n, reserved, what);
+        if (k < 0) {
+                attr_set_free(s);
+                return k;
+        }
+        attr_set_learn_modes(s, dir, mode_of, userdata);
+        s->n_ref = 1;
+        s->key = TAKE_PTR(key);
+        k = hashmap_put(&r->attr_sets, s->key, s);
+        if (k < 0) {
+                attr_set_free(s);
+                return k;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void attr_set_unref(ShapeRegistry *r, AttrSet *s)
+{
+        if (!s || --s->n_ref > 0)
+                return;
+        hashmap_remove_value(&r->attr_sets, s->key, s);
+        attr_set_free(s);
+}
+
+const Attr *attr_set_find(const AttrSet *s, const char *member)
+{
+        size_t lo = 0, hi = s->n_attrs;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(member, s->attrs[mid].member);
+                if (c == 0)
+                        return &s->attrs[mid];
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return NULL;
+}
+
+const Group *shape_find_group(const Shape *s, const char *interface)
+{
+        for (size_t i = 0; i < s->n_groups; i++)
+                if (streq(s->groups[i].interface, interface))
+                        return &s->groups[i];
+        return NULL;
+}
+
+static void shape_free(ShapeRegistry *r, Shape *s)
+{
+        for (size_t i = 0; i < s->n_groups; i++) {
+                free(s->groups[i].dir);
+                free(s->groups[i].interface);
+                attr_set_unref(r, s->groups[i].attrs);
+        }
+        free(s->groups);
+        attr_set_unref(r, s->attrs);
+        free(s->key);
+        free(s);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+        return strcmp(((const Group *) a)->interface, ((const Group *) b)->interface);
+}
+
+int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
+              ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret)
+{
+        _cleanup_(freep) char *key = NULL;
+        Shape *s;
+        int k;
+
+        s = calloc(1, sizeof(Shape));
+        if (!s)
+                return -ENOMEM;
+        s->n_ref = 1;
+        s->groups = calloc(b->n_groups ? b->n_groups : 1, sizeof(Group));
+        if (!s->groups) {
+                free(s);
+                return -ENOMEM;
+        }
+
+        k = attr_set_get(r, b->files, b->n_files, reserved, kind, NULL, mode_of, userdata, what, &s->attrs);
+        if (k < 0)
+                goto fail;
+
+        for (size_t i = 0; i < b->n_groups; i++) {
+                _cleanup_(freep) char *element = NULL;
+                Group *g = &s->groups[s->n_groups];
+
+                k = member_name_from_file(b->group_dirs[i], &element);
+                if (k == -ENAMETOOLONG) {
+                        log_warning("%s: group directory name '%s' is too long for D-Bus, not published.", what,
+                                    b->group_dirs[i]);
+                        continue;
+                }
+                if (k < 0)
+                        goto fail;
+                if (asprintf(&g->interface, BLKMODEL_IFACE_GROUP_PREFIX "%s", element) < 0) {
+                        g->interface = NULL;
+                        k = -ENOMEM;
+                        goto fail;
+                }
+                g->dir = strdup(b->group_dirs[i]);
+                if (!g->dir) {
+                        free(g->interface);
+                        k = -ENOMEM;
+                        goto fail;
+                }
+                k = attr_set_get(r, b->group_files[i], strv_length(b->group_files[i]), NULL, "group",
+                                 b->group_dirs[i], mode_of, userdata, what, &g->attrs);
+                if (k < 0) {
+                        free(g->interface);
+                        free(g->dir);
+                        goto fail;
+                }
+                s->n_groups++;
+        }
+        qsort(s->groups, s->n_groups, sizeof(Group), group_cmp);
+        for (size_t i = 1; i < s->n_groups; i++)
+                if (streq(s->groups[i].interface, s->groups[i - 1].interface)) {
+                        log_warning("%s: groups '%s' and '%s' share an interface name; '%s' is not published.",
+                                    what, s->groups[i - 1].dir, s->groups[i].dir, s->groups[i].dir);
+                        free(s->groups[i].dir);
+                        free(s->groups[i].interface);
+                        attr_set_unref(r, s->groups[i].attrs);
+                        memmove(&s->groups[i], &s->groups[i + 1], (s->n_groups - i - 1) * sizeof(Group));
+                        s->n_groups--;
+                        i--;
+                }
+
+        /* The shape's identity: its attribute sets, which are interned already, so pointers suffice. */
+        size_t len = 32 * (s->n_groups + 1) + 1;
+        for (size_t i = 0; i < s->n_groups; i++)
+                len += strlen(s->groups[i].dir) + 2;
+        key = malloc(len);
+        if (!key) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        char *q = key + sprintf(key, "%p", (void *) s->attrs);
+        for (size_t i = 0; i < s->n_groups; i++)
+                q += sprintf(q, ";%s=%p", s->groups[i].dir, (void *) s->groups[i].attrs);
+
+        Shape *existing = hashmap_get(&r->shapes, key);
+        if (existing) {
+                shape_free(r, s);
+                existing->n_ref++;
+                *ret = existing;
+                return 0;
+        }
+        s->key = TAKE_PTR(key);
+        k = hashmap_put(&r->shapes, s->key, s);
+        if (k < 0)
+                goto fail;
+        *ret = s;
+        return 0;
+
+fail:
+        shape_free(r, s);
+        return k;
+}
+
+Shape *shape_ref(Shape *s)
+{
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
+void shape_unref(ShapeRegistry *r, Shape *s)
+{
+        if (!s || --s->n_ref > 0)
+                return;
+        hashmap_remove_value(&r->shapes, s->key, s);
+        shape_free(r, s);
+}
+
+void shape_builder_done(ShapeBuilder *b)
+{
+        strv_free(b->files);
+        strv_free(b->group_dirs);
+        for (size_t i = 0; i < b->n_groups; i++)
+                strv_free(b->group_files[i]);
+        free(b->group_files);
+        *b = (ShapeBuilder){};
+}
+
+int shape_builder_add_file(ShapeBuilder *b, const char *name)
+{
+        return strv_extend(&b->files, &b->n_files, name);
+}
+
+int shape_builder_add_group(ShapeBuilder *b, const char *dir)
+{
+        char ***t;
+        size_t ng = b->n_groups;
+        int r;
+
+        t = realloc(b->group_files, sizeof(char **) * (ng + 1));
+        if (!t)
+                return -ENOMEM;
+        b->group_files = t;
+        b->group_files[ng] = calloc(1, sizeof(char *));
+        if (!b->group_files[ng])
+                return -ENOMEM;
+        r = strv_extend(&b->group_dirs, &ng, dir);
+        if (r < 0) {
+                b->group_files[b->n_groups] = mfree(b->group_files[b->n_groups]);
+                return r;
+        }
+        b->n_groups++;
+        return 0;
+}
+
+int shape_builder_add_group_file(ShapeBuilder *b, const char *name)
+{
+        char ***files;
+        size_t n;
+
+        if (b->n_groups == 0)
+                return -EINVAL;
+        files = &b->group_files[b->n_groups - 1];
+        n = strv_length(*files);
+        return strv_extend(files, &n, name);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/hashmap.h"
+#include "common/interfaces.h"
+
+/*
+ * Shapes: what attribute files an object's directory has.  Thousands of
+ * disks share a handful of shapes, so a shape is interned and shared, and
+ * an object costs one pointer for all its attribute names (SPEC §9).
+ * Values are never stored: they are read from sysfs when asked for.
+ */
+
+typedef enum AttrFlags {
+        ATTR_VOLATILE = 1 << 0, /* changes without an event: no PropertiesChanged */
+        ATTR_WRITABLE = 1 << 1, /* has a write bit: the property is read-write */
+} AttrFlags;
+
+typedef struct Attr {
+        char *file;   /* the sysfs file name */
+        char *member; /* its D-Bus property name */
+        unsigned flags;
+} Attr;
+
+typedef struct AttrSet {
+        unsigned n_ref;
+        char *key;    /* interning key: the file names joined by '/' */
+        size_t n_attrs;
+        Attr *attrs;  /* sorted by member */
+} AttrSet;
+
+typedef struct Group {
+        char *dir;       /* "power" */
+        char *interface; /* "org.blkmodel1.Group.power" */
+        AttrSet *attrs;
+} Group;
+
+typedef struct Shape {
+        unsigned n_ref;
+        char *key;
+        AttrSet *attrs;
+        size_t n_groups;
+        Group *groups; /* sorted by interface */
+} Shape;
+
+typedef struct ShapeRegistry {
+        Hashmap attr_sets;
+        Hashmap shapes;
+} ShapeRegistry;
+
+/* What a directory scan found, for shape_get(). */
+typedef struct ShapeBuilder {
+        char **files; /* the kind's attribute files */
+        size_t n_files;
+        char **group_dirs;
+        char ***group_files; /* per group, NULL-terminated */
+        size_t n_groups;
+} ShapeBuilder;
+
+/*
+ * The permission bits of an attribute file ("size", or "power/control" in a group), or negative
+ * errno.  Asked only when an attribute set is seen for the first time: file modes are not part of
+ * the interning key (a listing gives names, not modes), and one kernel attribute has one mode
+ * wherever it appears, so the first object of a set tells them for all.
+ */
+typedef int (*ShapeModeReader)(const char *relpath, void *userdata);
+
+void shape_registry_init(ShapeRegistry *r);
+void shape_registry_deinit(ShapeRegistry *r);
+
+/* kind: the object kind ("disk"); reserved: the typed properties its interface has already, which no
+ * attribute may shadow; what: the object, for log lines.  Returns the interned shape with a new
+ * reference; -ENOMEM.  Logs each name it leaves out. */
+int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
+              ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret);
+Shape *shape_ref(Shape *s);
+void shape_unref(ShapeRegistry *r, Shape *s);
+
+void shape_builder_done(ShapeBuilder *b);
+int shape_builder_add_file(ShapeBuilder *b, const char *name);
+/* Starts a group; the files added with shape_builder_add_group_file() until the next one are its own. */
+int shape_builder_add_group(ShapeBuilder *b, const char *dir);
+int shape_builder_add_group_file(ShapeBuilder *b, const char *name);
+
+const Attr *attr_set_find(const AttrSet *s, const char *member);
+const Group *shape_find_group(const Shape *s, const char *interface);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "common/util.h"
+#include "sysfs/objdir.h"
+
+void objdir_forget(ObjDir *d)
+{
+        for (size_t i = 0; i < d->n_values; i++) {
+                free(d->values[i].file);
+                free(d->values[i].value);
+        }
+        d->values = mfree(d->values);
+        d->n_values = 0;
+}
+
+void objdir_done(ObjDir *d)
+{
+        if (d->fd >= 0)
+                (void) close(d->fd);
+        d->fd = -1;
+        objdir_forget(d);
+}
+
+int objdir_fd(ObjDir *d)
+{
+        if (d->fd == -1)
+                d->fd = sysfs_open_dir(d->sysfs, d->k->devpath);
+        return d->fd;
+}
+
+int objdir_read(ObjDir *d, const char *relpath, const char **ret)
+{
+        _cleanup_(freep) char *file = NULL, *value = NULL;
+        ObjDirValue *t;
+        int fd, r;
+
+        for (size_t i = 0; i < d->n_values; i++)
+                if (streq(d->values[i].file, relpath)) {
+                        if (!d->values[i].value)
+                                return d->values[i].error;
+                        *ret = d->values[i].value;
+                        return 0;
+                }
+
+        fd = objdir_fd(d);
+        if (fd < 0)
+                return fd;
+        r = sysfs_read_attr(fd, relpath, &value);
+        if (r == -ENOMEM)
+                return r;
+        file = strdup(relpath);
+        t = realloc(d->values, sizeof(ObjDirValue) * (d->n_values + 1));
+        if (!file || !t)
+                return -ENOMEM;
+        d->values = t;
+        d->values[d->n_values++] = (ObjDirValue){
+                .file = TAKE_PTR(file),
+                .value = r >= 0 ? value : NULL,
+                .error = r,
+        };
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(value);
+        return 0;
+}
+
+int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
+{
+        _cleanup_(freep) char *rel = NULL;
+
+        if (!iface->attr_dir)
+                return objdir_read(d, a->file, ret);
+        rel = iface_attr_relpath(iface, a);
+        if (!rel)
+                return -ENOMEM;
+        return objdir_read(d, rel, ret);
+}

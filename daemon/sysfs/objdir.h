@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "model/iface.h"
+#include "sysfs/sysfs.h"
+
+/*
+ * One object's directory for the length of one request: opened on first
+ * use, and every file read at most once, so that the properties derived
+ * from one file (Major and Minor from dev, Scheduler and Schedulers from
+ * scheduler) agree, and a GetAll costs one read per file.
+ */
+
+typedef struct ObjDirValue {
+        char *file;
+        char *value; /* NULL: the read failed with error */
+        int error;
+} ObjDirValue;
+
+typedef struct ObjDir {
+        const Sysfs *sysfs;
+        const Kobject *k;
+        int fd;
+        ObjDirValue *values;
+        size_t n_values;
+} ObjDir;
+
+#define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})
+
+void objdir_done(ObjDir *d);
+static inline void objdir_donep(ObjDir *d)
+{
+        objdir_done(d);
+}
+
+/* The directory's fd (owned by d), or negative errno. */
+int objdir_fd(ObjDir *d);
+/* Reads a file relative to the directory ("size", "power/control"); the value stays d's:
+ * valid until objdir_done(). */
+int objdir_read(ObjDir *d, const char *relpath, const char **ret);
+/* Reads one raw attribute of an interface. */
+int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret);
+/* Forgets what was read, so that the next read sees the file as it is now. */
+void objdir_forget(ObjDir *d);

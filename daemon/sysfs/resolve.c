@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+
+#include "blkmodel/names.h"
+#include "common/util.h"
+#include "sysfs/resolve.h"
+
+#define SPEC_MAX 4096
+
+/* Follows "a/b/c" below k, one child name per element. */
+static int walk(Kobject *k, const char *rest, Kobject **ret)
+{
+        while (k && rest && *rest) {
+                const char *e = strchrnul(rest, '/');
+                _cleanup_(freep) char *name = strndup(rest, (size_t) (e - rest));
+                if (!name)
+                        return -ENOMEM;
+                if (*name)
+                        k = kobject_find_child(k, name);
+                rest = *e ? e + 1 : NULL;
+        }
+        if (!k)
+                return -ENOENT;
+        *ret = k;
+        return 0;
+}
+
+/* "sda1", "sda/queue", "cciss!c0d0p1". */
+static int resolve_name_path(const Model *m, const char *s, Kobject **ret)
+{
+        const char *e = strchrnul(s, '/');
+        _cleanup_(freep) char *name = strndup(s, (size_t) (e - s));
+        if (!name)
+                return -ENOMEM;
+        return walk(model_find_name(m, name), *e ? e + 1 : NULL, ret);
+}
+
+static bool parse_majmin(const char *s, size_t len)
+{
+        unsigned maj, min;
+        int n = 0;
+        char buf[32];
+
+        if (len == 0 || len >= sizeof(buf))
+                return false;
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        return sscanf(buf, "%u:%u%n", &maj, &min, &n) == 2 && (size_t) n == len;
+}
+
+/* "8:1" or "8:1/queue": through the kernel's dev/block/MAJ:MIN link. */
+static int resolve_majmin(const Sysfs *sysfs, const Model *m, const char *s, Kobject **ret)
+{
+        _cleanup_(freep) char *linkname = NULL, *target = NULL, *devpath = NULL;
+        const char *e = strchrnul(s, '/');
+        int fd, r;
+
+        if (!parse_majmin(s, (size_t) (e - s)))
+                return -ENOENT;
+        linkname = strndup(s, (size_t) (e - s));
+        if (!linkname)
+                return -ENOMEM;
+        fd = sysfs_open_dir(sysfs, "dev/block");
+        if (fd < 0)
+                return -ENOENT;
+        r = sysfs_readlink(fd, linkname, &target);
+        close(fd);
+        if (r < 0)
+                return -ENOENT;
+        r = sysfs_resolve_relative("/dev/block", target, &devpath);
+        if (r < 0)
+                return -ENOENT;
+        return walk(model_find_devpath(m, devpath), *e ? e + 1 : NULL, ret);
+}
+
+/* A path below the sysfs root: "/devices/…", "/block/sda/queue", "/class/block/sda1", "/dev/block/8:1". */
+static int resolve_sysfs_path(const Sysfs *sysfs, const Model *m, const char *p, Kobject **ret)
+{
+        _cleanup_(freep) char *clean = NULL;
+        const char *rest;
+        Kobject *k;
+        size_t l;
+
+        /* Trailing slashes are how shells complete directories. */
+        clean = strdup(p);
+        if (!clean)
+                return -ENOMEM;
+        l = strlen(clean);
+        while (l > 1 && clean[l - 1] == '/')
+                clean[--l] = 0;
+
+        k = model_find_devpath(m, clean);
+        if (k) {
+                *ret = k;
+                return 0;
+        }
+        if (streq(clean, "/block") || streq(clean, "/class/block")) {
+                *ret = m->block_kset;
+                return 0;
+        }
+        if ((rest = startswith(clean, "/block/")) || (rest = startswith(clean, "/class/block/")))
+                return resolve_name_path(m, rest, ret);
+        if ((rest = startswith(clean, "/dev/block/")))
+                return resolve_majmin(sysfs, m, rest, ret);
+        return -ENOENT;
+}
+
+int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject **ret)
+{
+        const char *rest;
+        size_t l = strlen(spec);
+
+        if (l == 0 || l > SPEC_MAX)
+                return -EINVAL;
+
+        if (streq(spec, BLKMODEL_ROOT_PATH)) {
+                *ret = NULL;
+                return 0;
+        }
+        if (startswith(spec, BLKMODEL_ROOT_PATH "/")) {
+                Kobject *k = model_find_path(m, spec);
+                if (!k)
+                        return -ENOENT;
+                *ret = k;
+                return 0;
+        }
+        if ((rest = startswith(spec, "/dev/"))) {
+                /* /dev/cciss/c0d0 is the kernel's cciss!c0d0; /dev/block/8:1 is a MAJ:MIN link. */
+                if (startswith(rest, "block/"))
+                        return resolve_majmin(sysfs, m, rest + strlen("block/"), ret);
+                _cleanup_(freep) char *name = strdup(rest);
+                if (!name)
+                        return -ENOMEM;
+                for (char *c = name; *c; c++)
+                        if (*c == '/')
+                                *c = '!';
+                Kobject *k = model_find_name(m, name);
+                if (!k)
+                        return -ENOENT;
+                *ret = k;
+                return 0;
+        }
+        /* The configured root first (a fixture's), then the usual /sys. */
+        const char *root = sysfs->root;
+        size_t rl = strlen(root);
+        while (rl > 1 && root[rl - 1] == '/')
+                rl--;
+        if (rl > 1 && strncmp(spec, root, rl) == 0 && (spec[rl] == '/' || spec[rl] == 0))
+                return resolve_sysfs_path(sysfs, m, spec[rl] ? spec + rl : "/", ret);
+        if ((rest = startswith(spec, "/sys/")))
+                return resolve_sysfs_path(sysfs, m, rest - 1, ret);
+        if (spec[0] == '/')
+                return resolve_sysfs_path(sysfs, m, spec, ret);
+
+        int r = resolve_majmin(sysfs, m, spec, ret);
+        if (r != -ENOENT)
+                return r;
+        return resolve_name_path(m, spec, ret);
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "model/kobject.h"
+#include "sysfs/sysfs.h"
+
+/*
+ * Manager.Resolve: every way a storage engineer names a block device
+ * (SPEC §5): "sda1", "/dev/sda1", "8:1", "/sys/block/sda/queue",
+ * "sda/queue/iosched", a devpath, an object path.  Lookups go through the
+ * model only (and the dev/block link for MAJ:MIN): a client string never
+ * becomes a file system path.
+ *
+ * Returns 0 and the object (NULL for the root path itself), -ENOENT if
+ * nothing matches, -EINVAL for a spec that cannot name anything.
+ */
+int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject **ret);

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "common/utf8.h"
+#include "common/util.h"
+#include "sysfs/sysfs.h"
+
+static bool have_openat2 = true;
+
+/* openat() confined beneath dirfd; falls back to plain openat() on kernels without openat2. */
+static int openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks)
+{
+        if (have_openat2) {
+                struct open_how how = {
+                                .flags = (uint64_t) flags | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+                                           (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
+                };
+                int fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0)
+                        return fd;
+                if (errno != ENOSYS)
+                        return -errno;
+                have_openat2 = false;
+        }
+        if (path[0] == '/' || strstr(path, ".."))
+                return -EXDEV;
+        int fd = openat(dirfd, path, flags | O_CLOEXEC | (no_symlinks ? O_NOFOLLOW : 0));
+        return fd >= 0 ? fd : -errno;
+}
+
+int sysfs_open(const char *root, Sysfs *ret)
+{
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        char *r = strdup(root);
+        if (!r) {
+                close(fd);
+                return -ENOMEM;
+        }
+        *ret = (Sysfs){.root_fd = fd, .root = r};
+        return 0;
+}
+
+void sysfs_close(Sysfs *s)
+{
+        if (s->root_fd >= 0)
+                close(s->root_fd);
+        free(s->root);
+        *s = (Sysfs){.root_fd = -1};
+}
+
+int sysfs_open_dir(const Sysfs *s, const char *relpath)
+{
+        while (*relpath == '/')
+                relpath++;
+        if (!*relpath) {
+                int fd = fcntl(s->root_fd, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        return openat_beneath(s->root_fd, relpath, O_RDONLY | O_DIRECTORY, true);
+}
+
+int sysfs_open_subdir(int dirfd, const char *name)
+{
+        return openat_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, true);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+        return strcmp(((const SysfsEntry *) a)->name, ((const SysfsEntry *) b)->name);
+}
+
+void sysfs_entries_free(SysfsEntry *e, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(e[i].name);
+        free(e);
+}
+
+int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
+{
+        SysfsEntry *e = NULL;
+        size_t n = 0, allocated = 0;
+        struct dirent *de;
+        DIR *d;
+        int fd, r = 0;
+
+        fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        rewinddir(d);
+
+        while ((errno = 0, de = readdir(d))) {
+                SysfsEntryType type;
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+
+                /* kernfs fills d_type; the stat is for trees on file systems that don't.
+                 * No stat per file otherwise: a scan of 10,000 disks lists a million. */
+                unsigned char dt = de->d_type;
+                if (dt == DT_UNKNOWN) {
+                        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                continue; /* vanished meanwhile */
+                        dt = S_ISREG(st.st_mode)   ? DT_REG
+                             : S_ISDIR(st.st_mode) ? DT_DIR
+                             : S_ISLNK(st.st_mode) ? DT_LNK
+                                                   : DT_FIFO;
+                }
+                type = dt == DT_REG   ? SYSFS_ENTRY_FILE
+                       : dt == DT_DIR ? SYSFS_ENTRY_DIR
+                       : dt == DT_LNK ? SYSFS_ENTRY_LINK
+                                      : SYSFS_ENTRY_OTHER;
+
+                if (n >= allocated) {
+                        size_t na = allocated ? allocated * 2 : 32;
+                        SysfsEntry *t = realloc(e, na * sizeof(SysfsEntry));
+                        if (!t) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        e = t;
+                        allocated = na;
+                }
+                e[n].name = strdup(de->d_name);
+                if (!e[n].name) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                e[n].type = type;
+                n++;
+        }
+        if (errno != 0) {
+                r = -errno;
+                goto fail;
+        }
+        closedir(d);
+
+        if (n > 1)
+                qsort(e, n, sizeof(SysfsEntry), entry_cmp);
+        *ret = e;
+        *ret_n = n;
+        return 0;
+
+fail:
+        closedir(d);
+        sysfs_entries_free(e, n);
+        return r;
+}
+
+bool sysfs_has_file(int dirfd, const char *name)
+{
+        struct stat st;
+        return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int sysfs_file_mode(int dirfd, const char *name)
+{
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        return (int) (st.st_mode & 07777);
+}
+
+char *sysfs_value_escape(const char *buf, size_t len)
+{
+        const unsigned char *s = (const unsigned char *) buf;
+        char *out, *q;
+
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+
+        out = malloc(len * 4 + 1);
+        if (!out)
+                return NULL;
+        q = out;
+        for (size_t i = 0; i < len;) {
+                size_t n;
+                if (utf8_valid_prefix(s + i, len - i, &n)) {
+                        memcpy(q, s + i, n);
+                        q += n;
+                        i += n;
+                } else {
+                        q += sprintf(q, "\\x%02x", s[i]);
+                        i++;
+                }
+        }
+        *q = 0;
+        /* Most values are short: give back the slack of the worst-case allocation. */
+        char *t = realloc(out, (size_t) (q - out) + 1);
+        return t ? t : out;
+}
+
+static int read_fd(int fd, char **ret)
+{
+        char buf[SYSFS_VALUE_MAX];
+        size_t len = 0;
+
+        while (len < sizeof(buf)) {
+                ssize_t k = read(fd, buf + len, sizeof(buf) - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        /* A FIFO with no writer, opened non-blocking: nothing to read. */
+                        if (errno == EAGAIN)
+                                break;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                /* kernfs hands over a whole attribute in one read, and a file ends where a read
+                 * comes up short: no second read() just to see 0. */
+                if (len < sizeof(buf))
+                        break;
+        }
+        char *v = sysfs_value_escape(buf, len);
+        if (!v)
+                return -ENOMEM;
+        *ret = v;
+        return 0;
+}
+
+int sysfs_read_attr(int dirfd, const char *name, char **ret)
+{
+        int fd, r;
+
+        fd = openat_beneath(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
+        if (fd == -EACCES) {
+                /* kernfs refuses to open write-only attributes (remove, rescan) for reading:
+                 * they have no value to show. */
+                int mode = sysfs_file_mode(dirfd, name);
+                if (mode >= 0 && !(mode & 0444)) {
+                        *ret = strdup("");
+                        return *ret ? 0 : -ENOMEM;
+                }
+        }
+        if (fd < 0)
+                return fd;
+        /* Root opens a mode-000 file all the same (CAP_DAC_OVERRIDE) where kernfs has nothing to show:
+         * a file without read permission bits reads as "" for everyone (doc/model.md). */
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & 0444)) {
+                close(fd);
+                *ret = strdup("");
+                return *ret ? 0 : -ENOMEM;
+        }
+        r = read_fd(fd, ret);
+        close(fd);
+        return r;
+}
+
+int sysfs_write_attr(int dirfd, const char *name, const char *value)
+{
+        size_t l = strlen(value);
+        ssize_t k;
+        int fd;
+
+        /* kernfs takes the whole value in the first write(), and nothing past a page. */
+        if (l > 4096)
+                return -E2BIG;
+        /* O_TRUNC: a no-op on kernfs, but what a plain file (a fixture) needs to end up holding exactly
+         * value. */
+        fd = openat_beneath(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK, true);
+        if (fd < 0)
+                return fd;
+        k = write(fd, value, l);
+        if (k < 0)
+                k = -errno;
+        close(fd);
+        if (k < 0)
+                return (int) k;
+        return (size_t) k == l ? 0 : -EIO;
+}
+
+int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret)
+{
+        while (*relpath == '/')
+                relpath++;
+        return sysfs_read_attr(s->root_fd, relpath, ret);
+}
+
+int sysfs_readlink(int dirfd, const char *name, char **ret)
+{
+        char buf[4096];
+        ssize_t k = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return -errno;
+        if ((size_t) k >= sizeof(buf) - 1)
+                return -ENAMETOOLONG;
+        buf[k] = 0;
+        char *t = strdup(buf);
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+int sysfs_resolve_relative(const char *base_dir, const char *target, char **ret)
+{
+        size_t lb = strlen(base_dir), lt = strlen(target);
+        char *out, *q;
+        const char *p;
+
+        /* Absolute link targets don't occur in sysfs; refusing them keeps us below the root. */
+        if (target[0] == '/')
+                return -EINVAL;
+
+        out = malloc(lb + lt + 3);
+        if (!out)
+                return -ENOMEM;
+        memcpy(out, base_dir, lb);
+        q = out + lb;
+        while (q > out && q[-1] == '/')
+                q--;
+
+        for (p = target; *p;) {
+                const char *e = strchrnul(p, '/');
+                size_t l = (size_t) (e - p);
+
+                if (l == 0 || (l == 1 && p[0] == '.'))
+                        ;
+                else if (l == 2 && p[0] == '.' && p[1] == '.') {
+                        if (q == out) {
+                                free(out);
+                                return -EINVAL;
+                        }
+                        while (q > out && q[-1] != '/')
+                                q--;
+                        if (q > out)
+                                q--;
+                } else {
+                        *q++ = '/';
+                        memcpy(q, p, l);
+                        q += l;
+                }
+                p = *e ? e + 1 : e;
+        }
+        *q = 0;
+        if (q == out) {
+                free(out);
+                return -EINVAL;
+        }
+        *ret = out;
+        return 0;
+}

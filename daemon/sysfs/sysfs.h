@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Reading below the sysfs root.  Every open is relative to the root's
+ * directory fd and confined beneath it (openat2 RESOLVE_BENEATH), so a
+ * crafted link or name can never make us read outside the tree.  No
+ * logging here: callers decide what a failure means.
+ */
+
+#define SYSFS_VALUE_MAX 4096
+
+typedef struct Sysfs {
+        int root_fd;
+        char *root; /* as given, for messages and the SysfsRoot property */
+} Sysfs;
+
+typedef enum SysfsEntryType {
+        SYSFS_ENTRY_FILE,
+        SYSFS_ENTRY_DIR,
+        SYSFS_ENTRY_LINK,
+        SYSFS_ENTRY_OTHER, /* FIFOs, sockets, devices: never read */
+} SysfsEntryType;
+
+typedef struct SysfsEntry {
+        char *name;
+        SysfsEntryType type;
+} SysfsEntry;
+
+int sysfs_open(const char *root, Sysfs *ret);
+void sysfs_close(Sysfs *s);
+
+/* Opens a directory by its path below the root ("devices/…" or "/devices/…"), following no links. */
+int sysfs_open_dir(const Sysfs *s, const char *relpath);
+/* Opens a subdirectory of an open directory, following no links. */
+int sysfs_open_subdir(int dirfd, const char *name);
+
+/* Lists a directory, sorted by name; "." and ".." left out. */
+int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
+void sysfs_entries_free(SysfsEntry *e, size_t n);
+bool sysfs_has_file(int dirfd, const char *name);
+/* Permission bits of a file in dirfd, or negative errno. */
+int sysfs_file_mode(int dirfd, const char *name);
+
+/* Reads an attribute: at most SYSFS_VALUE_MAX bytes, one trailing newline removed,
+ * NUL and invalid UTF-8 escaped as \xNN.  Never blocks on FIFOs. */
+int sysfs_read_attr(int dirfd, const char *name, char **ret);
+/* The same, relative to the root. */
+int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
+
+/* One write() of the whole value, no link followed; -EIO on a short write. */
+int sysfs_write_attr(int dirfd, const char *name, const char *value);
+
+/* readlinkat(), allocated. */
+int sysfs_readlink(int dirfd, const char *name, char **ret);
+
+/* Resolves a link target relative to the directory that holds the link, lexically:
+ * base "/devices/pci0000:00/…/block/sda" + "../../sdb" → "/devices/…/sdb".
+ * -EINVAL if it leaves the root. */
+int sysfs_resolve_relative(const char *base_dir, const char *target, char **ret);
+
+/* One value as published: a trailing newline removed, NUL and invalid UTF-8 escaped as \xNN.
+ * NULL on ENOMEM. */
+char *sysfs_value_escape(const char *buf, size_t len);

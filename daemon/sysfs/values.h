@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+
+/*
+ * Parsers for the text of sysfs attributes, as sysfs_read_attr() returns
+ * it.  Pure: no I/O, no logging, no global state, so that the fuzzer can
+ * drive them and everything that reads a value agrees on what it means.
+ * All return 0 or a negative errno and leave their outputs untouched on
+ * failure.
+ */
+
+/* A decimal unsigned number, nothing around it: "4096".  -EBADMSG otherwise, -ERANGE past 2^64-1. */
+int parse_u64(const char *v, uint64_t *ret);
+
+/* The dev attribute: "MAJ:MIN".  -EBADMSG otherwise. */
+int parse_dev(const char *v, unsigned *ret_major, unsigned *ret_minor);
+
+/* sysfs counts sizes in 512-byte sectors whatever the device's block size; saturates. */
+uint64_t sectors_to_bytes(uint64_t sectors);
+
+/* A queue's scheduler attribute, "none [mq-deadline] kyber bfq": every name offered (a
+ * NULL-terminated vector; either output may be NULL) and the active one, bracketed ("" if none is). */
+int parse_scheduler(const char *v, char ***ret_all, char **ret_active);
+
+/* A uevent file's KEY=value lines, as a NULL-terminated vector of key, value, key, value …
+ * Lines without '=' or with an empty key are skipped. */
+int parse_uevent_file(const char *v, char ***ret_pairs);
+/* The value of one key of a uevent file, or -ENOENT. */
+int uevent_file_get(const char *v, const char *key, char **ret);

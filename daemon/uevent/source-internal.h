@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What the uevent source's three files share: the source itself and how it starts. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "uevent/source.h"
+
+/* At most this many datagrams per poll callback: a burst must not starve the bus. */
+#define READ_BURST_MAX 256
+
+/* As udevd and systemd-udevd-kernel.socket: enough for a coldplug of thousands of disks. */
+#define NETLINK_RCVBUF_DEFAULT (128 * 1024 * 1024)
+
+/* The kernel's uevent multicast group, as a bind()/nl_groups mask. */
+#define UEVENT_GROUP_KERNEL 1U
+
+/* Drop messages: at most this many per window, then one summary line. */
+#define DROP_LOG_BURST 10
+#define DROP_LOG_WINDOW_MS 10000
+
+/*
+ * POLLERR callbacks that neither carried an error nor yielded a datagram.
+ * libuv stops the handle on POLLERR; we restart it, but an error that never
+ * clears would make that a busy loop, so past this many in a row we give up.
+ */
+#define ERROR_SPIN_MAX 16
+
+typedef enum UeventSourceKind {
+        UEVENT_SOURCE_NETLINK,
+        UEVENT_SOURCE_SOCKET,
+} UeventSourceKind;
+
+struct UeventSource {
+        uv_poll_t poll; /* poll.data points back here */
+        UeventSourceKind kind;
+        int fd;
+
+        bool polling; /* the uv_poll_t is started */
+        bool paused;  /* the owner asked us not to read */
+        bool closing; /* uevent_source_free() was called; wait for the close callback */
+        bool dead;    /* a read error that won't clear: stay stopped */
+        unsigned error_spins;
+
+        char *path; /* socket kind: the file we bound, and its identity, to unlink only our own */
+        dev_t path_dev;
+        ino_t path_ino;
+        uid_t uid; /* socket kind: our euid, allowed to send besides root */
+
+        UeventSourceHandler handler;
+        UeventSourceLostHandler lost;
+        UeventSourceDrainedHandler drained;
+        void *userdata;
+
+        uint64_t dropped;
+        uint64_t drop_log_window_start;
+        unsigned drop_log_count;
+        uint64_t drop_log_suppressed;
+
+        /*
+         * One datagram.  uevent_parse() refuses anything longer than
+         * UEVENT_SIZE_MAX, so a bigger one is truncated here, flagged
+         * MSG_TRUNC and dropped: the bound is the format's, not a guess.
+         */
+        uint8_t buf[UEVENT_SIZE_MAX];
+};
+
+/*
+ * Allocates the source around an fd that is ready to read, registers it
+ * with the loop and starts polling.  On failure fd is not closed.
+ */
+int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHandler handler,
+                 UeventSourceLostHandler lost, void *userdata, UeventSource **ret);
+
+/* SO_PASSCRED: every datagram carries its sender's credentials, for the checks in source.c. */
+int source_set_passcred(int fd);
