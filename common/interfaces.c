@@ -56,7 +56,13 @@ const PropertyInfo queue_properties[] = {
 };
 
 const PropertyInfo elevator_properties[] = {{}};
-const PropertyInfo device_properties[] = {{}};
+const PropertyInfo device_properties[] = {
+        {PROP_SUBSYSTEM, BLKMODEL_PROP_SUBSYSTEM, "s", PROPERTY_EMITS_CONST, .source = PROPERTY_SOURCE_SUBSYSTEM},
+        /* Bound and unbound with events of the device's own subsystem, which are not ours to hear:
+         * read at every Get, never announced. */
+        {PROP_DRIVER, BLKMODEL_PROP_DRIVER, "s", PROPERTY_EMITS_FALSE, .source = PROPERTY_SOURCE_DRIVER},
+        {},
+};
 
 static const struct {
         const char *interface;

@@ -43,6 +43,8 @@ typedef enum PropertyId {
         PROP_SCHEDULERS,
         PROP_ELEVATOR,
         PROP_MEMBERS,
+        PROP_SUBSYSTEM,
+        PROP_DRIVER,
         _PROP_MAX,
 } PropertyId;
 
@@ -50,6 +52,8 @@ typedef enum PropertyId {
 #define PROPERTY_SOURCE_UEVENT "uevent"
 #define PROPERTY_SOURCE_HOLDERS "holders/"
 #define PROPERTY_SOURCE_SLAVES "slaves/"
+#define PROPERTY_SOURCE_SUBSYSTEM "subsystem@"
+#define PROPERTY_SOURCE_DRIVER "driver@"
 
 typedef struct PropertyInfo {
         PropertyId id;

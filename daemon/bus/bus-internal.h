@@ -30,24 +30,32 @@ struct Publisher {
 
 /* ---- properties.c ---- */
 
-/* Appends one property of iface as a variant: 1, or 0 if the interface has no such property.
- * lenient: an unreadable attribute reads as "" (GetAll: one bad file must not hide the rest);
- * otherwise it is a ReadFailed error. */
+/*
+ * The appenders.  bound, if not NULL, grows by at least the bytes appended (alignment and
+ * padding included), so that a reply can be refused before it passes the bus's message limit.
+ */
+
+/* One property of iface as a variant: 1, or 0 if the interface has no such property.  lenient: an
+ * unreadable attribute reads as "" (GetAll: one bad file must not hide the rest); otherwise it is a
+ * ReadFailed error. */
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
-                        bool lenient, sd_bus_error *error);
-/* a{sv}: the interface's properties; the raw attributes too if with_attributes. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
-                                bool with_attributes);
-/* a{sa{sv}}: every interface of k, as GetManagedObjects and InterfacesAdded carry it. */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k);
+                        bool lenient, size_t *bound, sd_bus_error *error);
+/* a{sv}: every property of the interface, equal to what GetAll returns. */
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, size_t *bound);
+/* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
+ * carry it. */
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound);
 /* as: the names of k's interfaces. */
 int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
 /* ---- managed-objects.c ---- */
 
-/* An upper bound of what bus_append_object() appends for k. */
+/* About what bus_append_object() appends for k, without reading anything. */
 size_t bus_object_size_estimate(const Kobject *k);
-/* ObjectManager.GetManagedObjects on the root (top NULL) or on a kset. */
+/* Does k answer GetManagedObjects for what is below it?  Ksets, disks and devices do, so that a
+ * model too big for one message can be read in parts. */
+bool bus_object_is_manager(const Kobject *k);
+/* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error);
 
 /* ---- introspect.c ---- */

@@ -41,7 +41,8 @@ static const char standard_interfaces_xml[] =
         "  </signal>\n"
         " </interface>\n";
 
-/* A kset answers GetManagedObjects for its part of the model; the signals come from the root. */
+/* A kset, a disk or a device answers GetManagedObjects for its part of the model; the signals come
+ * from the root. */
 static const char kset_object_manager_xml[] =
         " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
         "  <method name=\"GetManagedObjects\">\n"
@@ -98,7 +99,7 @@ int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret)
                 kobject_iface(k, i, &iface);
                 xml_iface(f, &iface);
         }
-        if (k->ktype->id == KTYPE_KSET)
+        if (bus_object_is_manager(k))
                 fputs(kset_object_manager_xml, f);
         r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
         for (size_t i = 0; r >= 0 && i < n_children; i++)

@@ -6,38 +6,47 @@
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
 
+/* Values guessed for an object never read yet: most attribute values are a few characters. */
+#define GUESSED_VALUE_BYTES 16
+#define GUESSED_UEVENT_BYTES 256
+
+static size_t entry_estimate(const char *name, const char *signature)
+{
+        return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1;
+}
+
 size_t bus_object_size_estimate(const Kobject *k)
 {
-        /* What bus_append_object() appends, measured from above on kernel-shaped trees (1.1-1.3x the
-         * real size): D-Bus pads dict entries to 8 bytes and prefixes strings with their length. */
-        size_t n = 16 + strlen(k->path), values = live_object_value_bytes(k);
+        size_t n = 16 + strlen(k->path), values = live_object_value_bytes(k), guessed = 0;
         Iface iface;
 
-        n += 6 * 24 + strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
-             (k->kset ? strlen(k->kset->path) : 1) + 16;
-        /* The values at the last reading; before one, the uevent file's few short lines (a PCI
-         * device's, with DRIVER, PCI_ID, MODALIAS …, are the longest). */
-        if (values > 0)
-                n += values;
-        else if (ktype_is_block_device(k->ktype))
-                n += 224;
-        else if (k->ktype->id == KTYPE_DEVICE)
-                n += 384;
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
                 n += 16 + strlen(iface.name);
                 for (const PropertyInfo *p = iface.properties; p->name; p++)
-                        n += 24 + strlen(p->name);
+                        n += entry_estimate(p->name, p->signature) + 8;
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
+                        n += entry_estimate(iface.attrs->attrs[j].member, "s") + 8;
+                        guessed += GUESSED_VALUE_BYTES;
+                }
         }
+        /* The values at the last reading; before one, a guess. */
+        if (values > 0)
+                n += values;
+        else
+                n += guessed + (k->ktype->has_uevent ? GUESSED_UEVENT_BYTES : 0);
+        n += strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
+             (k->kset ? strlen(k->kset->path) : 1);
         for (Kobject *c = k->first_child; c; c = c->next_sibling)
                 n += 8 + strlen(c->path); /* Partitions, Queue, Elevator */
         for (Kobject *c = k->first_member; c; c = c->next_member)
                 n += 8 + strlen(c->path); /* Members */
-        if (ktype_is_block_device(k->ktype))
-                n += 64; /* Holders, Slaves: mostly empty, a few paths on stacked devices */
-        if (k->ktype->id == KTYPE_QUEUE)
-                n += 128; /* Schedulers */
         return n;
+}
+
+bool bus_object_is_manager(const Kobject *k)
+{
+        return k->ktype->id == KTYPE_KSET || k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_DEVICE;
 }
 
 typedef int (*ObjectFunc)(Publisher *p, Kobject *k, void *userdata);
@@ -70,60 +79,83 @@ static int add_estimate(Publisher *p, Kobject *k, void *userdata)
         return 0;
 }
 
+typedef struct Reply {
+        sd_bus_message *m;
+        size_t bound, limit;
+} Reply;
+
 static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
 {
-        sd_bus_message *reply = userdata;
+        Reply *reply = userdata;
         int r;
 
-        r = sd_bus_message_open_container(reply, 'e', "oa{sa{sv}}");
+        r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
         if (r >= 0)
-                r = sd_bus_message_append(reply, "o", k->path);
+                r = sd_bus_message_append(reply->m, "o", k->path);
+        reply->bound += 8 + 4 + strlen(k->path) + 1 + 8;
         if (r >= 0)
-                r = bus_append_object(p, reply, k);
+                r = bus_append_object(p, reply->m, k, &reply->bound);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = sd_bus_message_close_container(reply->m);
+        /* The estimate said it would fit, the values read say otherwise: stop before the bus drops us. */
+        if (r >= 0 && reply->bound > reply->limit)
+                return -E2BIG;
         return r;
 }
 
+static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus_error *error)
+{
+        const char *where = top ? top->path : BLKMODEL_ROOT_PATH;
+
+        log_warning("GetManagedObjects on %s refused: about %zu MiB, more than one message may carry (%zu MiB).",
+                    where, bytes >> 20, limit >> 20);
+        if (!top)
+                return bus_error_limits_exceeded(error,
+                                                 "The objects below %s are about %zu MiB, more than one message "
+                                                 "may carry (%zu MiB): call GetManagedObjects on %s and on %s "
+                                                 "for their parts.",
+                                                 where, bytes >> 20, limit >> 20, p->model->block_kset->path,
+                                                 p->model->devices_kset->path);
+        return bus_error_limits_exceeded(error,
+                                         "The objects below %s are about %zu MiB, more than one message may "
+                                         "carry (%zu MiB): call GetManagedObjects on each of its children "
+                                         "(Introspect lists them) for their parts.",
+                                         where, bytes >> 20, limit >> 20);
+}
+
 /*
- * The root answers for every object; a kset for the objects below it, so that a model too large
- * for one message (10,000 disks with their partitions, queues and hardware) can still be read
- * whole in two calls, on /org/blkmodel1/block and /org/blkmodel1/devices.
+ * The root answers for every object; a kset, a disk or a device for the objects below it, so that a
+ * model too large for one message (10,000 disks with every attribute) can still be read whole, in
+ * parts.
  */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *where = top ? top->path : BLKMODEL_ROOT_PATH;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default; a bus
          * drops a connection that sends more.  Refuse instead. */
-        size_t estimate = 64, limit = MIN(p->message_max, BUS_ARRAY_MAX);
+        Reply reply = {.bound = 64, .limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096};
+        size_t estimate = 64;
         int r;
 
         (void) foreach_below(p, top, add_estimate, &estimate);
-        if (estimate > limit) {
-                log_warning("GetManagedObjects on %s refused: about %zu MiB, more than one message may carry (%zu MiB).",
-                            where, estimate >> 20, limit >> 20);
-                return bus_error_limits_exceeded(error,
-                                                 "The objects below %s are about %zu MiB, more than one message may "
-                                                 "carry (%zu MiB): call GetManagedObjects on %s and on %s for their "
-                                                 "parts.",
-                                                 where, estimate >> 20, limit >> 20, p->model->block_kset->path,
-                                                 p->model->devices_kset->path);
-        }
-        log_debug("GetManagedObjects on %s: at most %zu bytes.", where, estimate);
+        if (estimate > reply.limit)
+                return refuse(p, top, estimate, reply.limit, error);
+        log_debug("GetManagedObjects on %s: about %zu bytes.", top ? top->path : BLKMODEL_ROOT_PATH, estimate);
 
-        r = sd_bus_message_new_method_return(msg, &reply);
+        r = sd_bus_message_new_method_return(msg, &m);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{oa{sa{sv}}}");
+                r = sd_bus_message_open_container(m, 'a', "{oa{sa{sv}}}");
+        reply.m = m;
         if (r >= 0)
-                r = foreach_below(p, top, append_managed_object, reply);
+                r = foreach_below(p, top, append_managed_object, &reply);
+        if (r == -E2BIG)
+                r = refuse(p, top, reply.bound, reply.limit, error);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_send(NULL, reply, NULL);
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_send(NULL, m, NULL);
         /* Building it scattered thousands of small allocations over the heap: give the pages back. */
-        reply = sd_bus_message_unref(reply);
+        m = sd_bus_message_unref(m);
         (void) malloc_trim(0);
         return r;
 }

@@ -35,7 +35,7 @@ static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = bus_append_property(p, &d, &iface, property, reply, false, error);
+        r = bus_append_property(p, &d, &iface, property, reply, false, NULL, error);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -58,7 +58,7 @@ static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_
                 return bus_error_unknown_interface(error, k->path, interface);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = bus_append_iface_properties(p, &d, &iface, reply, true);
+                r = bus_append_iface_properties(p, &d, &iface, reply, NULL);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -200,7 +200,7 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 
         if (bus_is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
                 return bus_check_signature(msg, "", error) ?: method_introspect(p, msg, k, error);
-        if (k->ktype->id == KTYPE_KSET && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
+        if (bus_object_is_manager(k) && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                 return bus_check_signature(msg, "", error) ?: bus_method_get_managed_objects(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: method_get(p, msg, k, error);

@@ -41,7 +41,14 @@ static int append_typed_value(sd_bus_message *m, const TypedValue *v)
         return -EINVAL;
 }
 
-static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bus_message *m)
+/* What one dict entry {sv} takes at most: its 8-byte alignment, the name, the variant's signature, the
+ * value's own alignment and the value. */
+static size_t entry_bound(const char *name, const char *signature, size_t value_bytes)
+{
+        return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1 + 8 + value_bytes;
+}
+
+static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bus_message *m, size_t *bound)
 {
         TypedValue v;
         int r;
@@ -49,6 +56,8 @@ static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bu
         r = typed_value_read(d, p->model, info, &v);
         if (r < 0)
                 return r;
+        if (bound)
+                *bound += entry_bound(info->name, info->signature, typed_value_size(&v));
         r = sd_bus_message_open_container(m, 'v', info->signature);
         if (r >= 0)
                 r = append_typed_value(m, &v);
@@ -59,7 +68,7 @@ static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bu
 }
 
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
-                        bool lenient, sd_bus_error *error)
+                        bool lenient, size_t *bound, sd_bus_error *error)
 {
         const char *value = "";
         const Attr *a;
@@ -67,7 +76,7 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
 
         for (const PropertyInfo *info = iface->properties; info->name; info++)
                 if (streq(info->name, member)) {
-                        r = append_typed(p, d, info, m);
+                        r = append_typed(p, d, info, m, bound);
                         return r < 0 ? r : 1;
                 }
 
@@ -84,11 +93,14 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
                 log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
                 value = "";
         }
+        if (bound)
+                *bound += entry_bound(member, "s", 4 + strlen(value) + 1);
         r = sd_bus_message_append(m, "v", "s", value);
         return r < 0 ? r : 1;
 }
 
-static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m)
+static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
+                             size_t *bound)
 {
         int r;
 
@@ -96,31 +108,25 @@ static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const 
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", member);
         if (r >= 0)
-                r = bus_append_property(p, d, iface, member, m, true, NULL);
+                r = bus_append_property(p, d, iface, member, m, true, bound, NULL);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
 }
 
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
-                                bool with_attributes)
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, size_t *bound)
 {
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
         for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
-                r = append_dict_entry(p, d, iface, info->name, m);
-        for (size_t i = 0; r >= 0 && with_attributes && iface->attrs && i < iface->attrs->n_attrs; i++)
-                r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m);
+                r = append_dict_entry(p, d, iface, info->name, m, bound);
+        for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
+                r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m, bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
-/*
- * The Kobject and typed properties of every interface.  Raw attribute values are left to Get and
- * GetAll: all of them for 10,000 disks would be 136 MiB, more than a D-Bus message may be, and
- * ~3 million reads.
- */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k)
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound)
 {
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         Iface iface;
@@ -132,8 +138,10 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k)
                 r = sd_bus_message_open_container(m, 'e', "sa{sv}");
                 if (r >= 0)
                         r = sd_bus_message_append(m, "s", iface.name);
+                if (bound)
+                        *bound += 8 + 4 + strlen(iface.name) + 1 + 8;
                 if (r >= 0)
-                        r = bus_append_iface_properties(p, &d, &iface, m, false);
+                        r = bus_append_iface_properties(p, &d, &iface, m, bound);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }

@@ -20,7 +20,7 @@ void publisher_object_added(Publisher *p, Kobject *k)
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
-                r = bus_append_object(p, s, k);
+                r = bus_append_object(p, s, k, NULL);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "InterfacesAdded", k->path);
@@ -72,7 +72,7 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
                         if (r >= 0)
                                 r = sd_bus_message_append(s, "s", iface.name);
                         if (r >= 0)
-                                r = bus_append_iface_properties(p, &d, &iface, s, false);
+                                r = bus_append_iface_properties(p, &d, &iface, s, NULL);
                         if (r >= 0)
                                 r = sd_bus_message_close_container(s);
                 }
@@ -104,7 +104,7 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", *c);
                 if (r >= 0)
-                        r = bus_append_property(p, &d, &iface, *c, s, true, NULL);
+                        r = bus_append_property(p, &d, &iface, *c, s, true, NULL, NULL);
                 if (r >= 0)
                         r = sd_bus_message_close_container(s);
         }

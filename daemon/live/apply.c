@@ -26,6 +26,9 @@ static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
                 return model_find_devpath(l->model, devpath);
         if (r == -ENOENT)
                 log_debug("%s: gone before it could be read.", devpath);
+        else if (r == -ENODEV)
+                log_warning("%s: an event for what class/block does not list as a block device; ignored.",
+                            devpath);
         else if (r < 0)
                 log_warning_errno(r, "%s: cannot add the block device: %m", devpath);
         if (r < 0)
@@ -35,16 +38,35 @@ static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
         return k;
 }
 
-static void remove_object(Live *l, Kobject *k, Applied *a)
+/* sysfs, not the datagram, says whether something went: a synthetic remove (udevadm trigger
+ * --action=remove) leaves the device where it is.  Returns whether it went. */
+static bool remove_object(Live *l, Kobject *k, Applied *a)
 {
+        if (scan_block_device_present(l->sysfs, k->devpath)) {
+                log_debug("%s: removed by an event, but class/block still lists it; it stays.", k->devpath);
+                return false;
+        }
+        free(a->gone_path);
+        a->gone_path = strdup(k->path);
+        if (!a->gone_path)
+                log_error("Out of memory: the remove event of %s names no object.", k->devpath);
         if (k->ktype->id == KTYPE_PARTITION && !a->disk)
                 a->disk = kobject_ref(k->parent);
         model_unlink(l->model, k);
+        return true;
 }
 
 static void apply(Live *l, const Uevent *u, Applied *a)
 {
         Kobject *k = model_find_devpath(l->model, u->devpath);
+
+        /* Ksets, queues, schedulers and devices follow their disk, never an event of their own. */
+        if (k && !ktype_is_block_device(k->ktype)) {
+                log_debug("%s: an event for a %s, which follows its disk; not applied.", u->devpath,
+                          k->ktype->name);
+                a->k = k;
+                return;
+        }
 
         switch (u->action) {
         case UEVENT_ADD:
@@ -57,19 +79,15 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                 return;
 
         case UEVENT_REMOVE:
-                if (!k)
-                        return;
-                a->gone_path = strdup(k->path);
-                if (!a->gone_path)
-                        log_error("Out of memory: the remove event of %s names no object.", u->devpath);
-                remove_object(l, k, a);
+                if (k && !remove_object(l, k, a))
+                        a->k = k;
                 return;
 
         case UEVENT_MOVE: {
                 /* A rename changes the object path: the old object goes, the new one comes. */
                 Kobject *old = u->devpath_old ? model_find_devpath(l->model, u->devpath_old) : NULL;
-                if (old)
-                        remove_object(l, old, a);
+                if (old && ktype_is_block_device(old->ktype))
+                        (void) remove_object(l, old, a);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
                 return;
         }

@@ -22,9 +22,6 @@ typedef struct ChangeRecord {
 #define FINGERPRINT_UNREADABLE UINT64_C(1)
 #define FINGERPRINT_VOLATILE UINT64_C(0)
 
-/* Attributes that change without an event and that users change: re-read every poll interval. */
-static const char *const watched_queue_files[] = {"scheduler", "read_ahead_kb"};
-
 static bool slot_typed(const PropertyInfo *p)
 {
         return p->emits == PROPERTY_EMITS_TRUE;
@@ -44,13 +41,39 @@ static size_t n_slots(const Kobject *k)
         return n;
 }
 
-static bool attr_watched(const Kobject *k, const Iface *iface, const char *file)
+/*
+ * What changes without an event we hear, and is therefore re-read by the poll: whatever is
+ * writable (a scheduler set with echo, a udev rule's tunable), a hardware device's attributes (its
+ * events are of its own subsystem, not ours) and runtime PM (power/), which moves by itself.
+ */
+static bool attr_watched(const Kobject *k, const Iface *iface, const Attr *a)
 {
-        if (k->ktype->id != KTYPE_QUEUE || iface->kind != IFACE_KIND)
+        if (a->flags & (ATTR_VOLATILE | ATTR_WRITE_ONLY))
                 return false;
-        for (size_t i = 0; i < ELEMENTSOF(watched_queue_files); i++)
-                if (streq(watched_queue_files[i], file))
-                        return true;
+        if ((a->flags & ATTR_WRITABLE) || k->ktype->id == KTYPE_DEVICE)
+                return true;
+        return iface->attr_dir && streq(iface->attr_dir, "power");
+}
+
+/* The attribute a typed property derives from, if it is one of the interface's files. */
+static const Attr *source_attr(const Iface *iface, const PropertyInfo *p)
+{
+        for (size_t j = 0; p->source && iface->attrs && j < iface->attrs->n_attrs; j++)
+                if (streq(iface->attrs->attrs[j].file, p->source))
+                        return &iface->attrs->attrs[j];
+        return NULL;
+}
+
+bool changes_watched(const Kobject *k)
+{
+        Iface iface;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++)
+                        if (attr_watched(k, &iface, &iface.attrs->attrs[j]))
+                                return true;
+        }
         return false;
 }
 
@@ -63,8 +86,10 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
         case REFRESH_STRUCTURE:
                 return !p->source || streq(p->source, PROPERTY_SOURCE_HOLDERS) ||
                        streq(p->source, PROPERTY_SOURCE_SLAVES);
-        case REFRESH_WATCHED:
-                return p->source && attr_watched(k, iface, p->source);
+        case REFRESH_WATCHED: {
+                const Attr *a = source_attr(iface, p);
+                return a && attr_watched(k, iface, a);
+        }
         }
         return true;
 }
@@ -78,7 +103,7 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
         case REFRESH_STRUCTURE:
                 return false;
         case REFRESH_WATCHED:
-                return attr_watched(k, iface, a->file);
+                return attr_watched(k, iface, a);
         }
         return true;
 }

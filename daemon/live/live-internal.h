@@ -37,6 +37,7 @@ struct Live {
         uv_timer_t poll_timer;
         Kobject **polled;
         size_t n_polled, poll_pos;
+        uint64_t poll_round_start; /* µs */
         unsigned n_open_handles;
 };
 
@@ -60,6 +61,8 @@ typedef enum Refresh {
  * if there was no reading before).  Returns how many were announced. */
 int changes_refresh(Live *l, Kobject *k, Refresh how);
 bool changes_recorded(const Kobject *k);
+/* Has k anything the poll must re-read? */
+bool changes_watched(const Kobject *k);
 /* The directory gained or lost attribute files or groups: takes over the reference to shape. */
 int changes_reshape(Live *l, Kobject *k, Shape *shape);
 /* Re-reads the directory and what changed in it, shape and values. */

@@ -2,25 +2,32 @@
 #include "base/log.h"
 #include "live/live-internal.h"
 
-/* Objects whose values are recorded per loop iteration during warm-up. */
-#define WARMUP_BATCH 32
-/* Queues re-read per tick: a round over 10,000 disks is spread over the interval, not one stall. */
-#define POLL_SLICE 256
+/*
+ * Reading in slices: no slice keeps the loop for longer than this (a client's call waits at most
+ * that long), and the poll takes no more than POLL_CPU_PERCENT of the time.  At scale a round over
+ * every watched attribute takes longer than --poll-interval: detection latency grows with the
+ * number of disks, the CPU spent does not.
+ */
+#define SLICE_USEC 2000
+#define POLL_CPU_PERCENT 5
+
+static uint64_t now_usec(Live *l)
+{
+        return uv_hrtime() / 1000;
+}
 
 /* References: an event may remove any of them before its turn. */
-static int collect(Live *l, bool queues, Kobject ***ret, size_t *ret_n)
+static int collect(Live *l, bool (*want)(const Kobject *k), Kobject ***ret, size_t *ret_n)
 {
-        Kobject *kset = l->model->block_kset, **list;
-        size_t n = 0;
+        Kobject **list, *k;
+        size_t n = 0, i = 0;
 
-        list = calloc(kset->n_members + 1, sizeof(Kobject *));
+        list = calloc(l->model->n_objects + 1, sizeof(Kobject *));
         if (!list)
                 return -ENOMEM;
-        for (Kobject *k = kset->first_member; k; k = k->next_member) {
-                Kobject *o = queues ? kobject_find_child_type(k, KTYPE_QUEUE) : k;
-                if (o)
-                        list[n++] = kobject_ref(o);
-        }
+        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+                if (want(k))
+                        list[n++] = kobject_ref(k);
         *ret = list;
         *ret_n = n;
         return 0;
@@ -36,11 +43,17 @@ static void release(Live *l, Kobject ***list, size_t *n, size_t *pos)
 
 /* ---- warm-up: a first reading of every disk and partition, so that a change can be told ---- */
 
+static bool is_block_device(const Kobject *k)
+{
+        return ktype_is_block_device(k->ktype);
+}
+
 static void on_warmup(uv_idle_t *h)
 {
         Live *l = h->data;
+        uint64_t start = now_usec(l);
 
-        for (unsigned i = 0; i < WARMUP_BATCH && l->warm_pos < l->n_warm; i++) {
+        while (l->warm_pos < l->n_warm && now_usec(l) - start < SLICE_USEC) {
                 Kobject *k = l->warm[l->warm_pos++];
                 /* Removed meanwhile, or already read by an event: nothing to do. */
                 if (k->linked && !changes_recorded(k))
@@ -57,7 +70,7 @@ int poll_warmup_start(Live *l)
 {
         int r;
 
-        r = collect(l, false, &l->warm, &l->n_warm);
+        r = collect(l, is_block_device, &l->warm, &l->n_warm);
         if (r < 0)
                 return r;
         l->warm_pos = 0;
@@ -75,25 +88,34 @@ void poll_warmup_stop(Live *l)
 static void on_poll_tick(uv_timer_t *t)
 {
         Live *l = t->data;
-        uint64_t interval = l->poll_interval_ms, next;
+        uint64_t start = now_usec(l), spent, interval = (uint64_t) l->poll_interval_ms * 1000, next;
 
         if (l->poll_pos >= l->n_polled) {
                 release(l, &l->polled, &l->n_polled, &l->poll_pos);
-                if (collect(l, true, &l->polled, &l->n_polled) < 0) {
+                if (collect(l, changes_watched, &l->polled, &l->n_polled) < 0) {
                         log_error("Out of memory while polling attributes; trying again later.");
-                        (void) uv_timer_start(&l->poll_timer, on_poll_tick, interval, 0);
+                        (void) uv_timer_start(&l->poll_timer, on_poll_tick, l->poll_interval_ms, 0);
                         return;
                 }
+                l->poll_round_start = start;
         }
-        for (unsigned i = 0; i < POLL_SLICE && l->poll_pos < l->n_polled; i++) {
-                Kobject *q = l->polled[l->poll_pos++];
-                /* The first reading of a queue only records (at most once per round). */
-                if (q->linked)
-                        (void) changes_refresh(l, q, changes_recorded(q) ? REFRESH_WATCHED : REFRESH_RECORD);
-                kobject_unref(l->model, q);
+        while (l->poll_pos < l->n_polled && now_usec(l) - start < SLICE_USEC) {
+                Kobject *k = l->polled[l->poll_pos++];
+                /* The first reading of an object only records (at most once per round). */
+                if (k->linked)
+                        (void) changes_refresh(l, k, changes_recorded(k) ? REFRESH_WATCHED : REFRESH_RECORD);
+                kobject_unref(l->model, k);
         }
-        next = interval / (l->n_polled / POLL_SLICE + 1);
-        (void) uv_timer_start(&l->poll_timer, on_poll_tick, next > 0 ? next : 1, 0);
+
+        /* Rest long enough to stay within the CPU budget; a finished round waits for its interval. */
+        spent = now_usec(l) - start;
+        next = spent * (100 / POLL_CPU_PERCENT - 1);
+        if (l->poll_pos >= l->n_polled) {
+                uint64_t round = now_usec(l) - l->poll_round_start;
+                if (round < interval)
+                        next = MAX(next, interval - round);
+        }
+        (void) uv_timer_start(&l->poll_timer, on_poll_tick, MAX(next / 1000, (uint64_t) 1), 0);
 }
 
 void poll_start(Live *l)

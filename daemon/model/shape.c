@@ -6,8 +6,18 @@
 #include "model/naming.h"
 #include "model/shape.h"
 
-/* Attributes whose value moves without any event (SPEC §4). */
-static const char *const volatile_files[] = { "stat", "inflight" };
+/*
+ * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters, runtime-PM
+ * and wakeup clocks.  Read fresh at every Get, never announced (EmitsChangedSignal "false"), never
+ * polled: announcing them would be a signal per poll.
+ */
+static const char *const volatile_files[] = {
+        "stat", "inflight",
+        "runtime_active_time", "runtime_suspended_time",
+        "iodone_cnt", "ioerr_cnt", "iorequest_cnt", "iotmo_cnt",
+        "wakeup_count", "wakeup_active", "wakeup_active_count", "wakeup_abort_count", "wakeup_expire_count",
+        "wakeup_total_time_ms", "wakeup_max_time_ms", "wakeup_last_time_ms", "wakeup_prevent_sleep_time_ms",
+};
 
 void shape_registry_init(ShapeRegistry *r)
 {
@@ -126,6 +136,8 @@ static void attr_set_learn_modes(AttrSet *s, const char *dir, ShapeModeReader mo
                 int mode = mode_of(rel ? rel : s->attrs[i].file, userdata);
                 if (mode >= 0 && (mode & 0222))
                         s->attrs[i].flags |= ATTR_WRITABLE;
+                if (mode >= 0 && (mode & 0222) && !(mode & 0444))
+                        s->attrs[i].flags |= ATTR_WRITE_ONLY;
         }
 }
 

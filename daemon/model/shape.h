@@ -17,6 +17,7 @@
 typedef enum AttrFlags {
         ATTR_VOLATILE = 1 << 0, /* changes without an event: no PropertiesChanged */
         ATTR_WRITABLE = 1 << 1, /* has a write bit: the property is read-write */
+        ATTR_WRITE_ONLY = 1 << 2, /* no read bit (remove, rescan): always "", nothing to watch */
 } AttrFlags;
 
 typedef struct Attr {

@@ -392,6 +392,23 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         return 0;
 }
 
+/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
+static bool listed_in_class_block(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(freep) char *target = NULL, *resolved = NULL;
+        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
+
+        return fd >= 0 && sysfs_readlink(fd, basename_of(devpath), &target) >= 0 &&
+               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
+}
+
+bool scan_block_device_present(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
+
+        return fd >= 0 && listed_in_class_block(s, devpath);
+}
+
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(freep) char *parent = NULL;
@@ -401,6 +418,13 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
 
         if (model_find_devpath(m, devpath))
                 return -EEXIST;
+        if (!listed_in_class_block(s, devpath)) {
+                fd = sysfs_open_dir(s, devpath);
+                if (fd < 0)
+                        return fd;
+                (void) close(fd);
+                return -ENODEV;
+        }
         fd = sysfs_open_dir(s, devpath);
         if (fd < 0)
                 return fd;

@@ -23,6 +23,14 @@ void block_devs_free(BlockDev *l, size_t n);
  * same name are logged and left out. */
 int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
 
+/*
+ * Is there a block device at devpath: its directory, and class/block listing it?  The kernel
+ * takes the class/block link away before it sends a device's remove event (device_del()), and
+ * only then the directory: a remove that finds the link still there is synthetic (udevadm
+ * trigger --action=remove), and the device stays.
+ */
+bool scan_block_device_present(const Sysfs *s, const char *devpath);
+
 /* Enumerates every block device under class/block; returns the number of disks added. */
 int scan_all(const Sysfs *s, Model *m);
 
@@ -40,6 +48,7 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret);
 /*
  * Adds the block device at devpath, disk or partition as its directory says.  A partition
  * whose disk is not in the model brings its disk along (with every partition).  Returns the
- * object, -EEXIST if it is there already, -ENOTDIR if it is no block device.
+ * object, -EEXIST if it is there already, -ENOENT if the directory is gone, -ENODEV if class/block
+ * does not list it as a block device.
  */
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret);

@@ -147,6 +147,19 @@ static int child_path(ObjDir *d, TypedValue *v, KtypeId id)
         return set_string(v, c ? c->path : "/");
 }
 
+/* The basename of a link of the object's directory ("subsystem" → "scsi"), "" when there is none. */
+static int read_link_name(ObjDir *d, TypedValue *v, const char *link)
+{
+        _cleanup_(freep) char *target = NULL;
+        const char *slash;
+        int fd = objdir_fd(d);
+
+        if (fd < 0 || sysfs_readlink(fd, link, &target) < 0)
+                return set_string(v, "");
+        slash = strrchr(target, '/');
+        return set_string(v, slash ? slash + 1 : target);
+}
+
 static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
 {
         const Kobject *k = d->k;
@@ -199,6 +212,10 @@ static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
                 return read_scheduler(d, v, true);
         case PROP_MEMBERS:
                 return read_members(d, v);
+        case PROP_SUBSYSTEM:
+                return read_link_name(d, v, "subsystem");
+        case PROP_DRIVER:
+                return read_link_name(d, v, "driver");
         case _PROP_MAX:
                 break;
         }

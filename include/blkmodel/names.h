@@ -62,6 +62,8 @@
 #define BLKMODEL_PROP_SCHEDULERS        "Schedulers"
 #define BLKMODEL_PROP_ELEVATOR          "Elevator"
 #define BLKMODEL_PROP_MEMBERS           "Members"
+#define BLKMODEL_PROP_SUBSYSTEM         "Subsystem"
+#define BLKMODEL_PROP_DRIVER            "Driver"
 #define BLKMODEL_PROP_VERSION           "Version"
 #define BLKMODEL_PROP_SYSFS_ROOT        "SysfsRoot"
 #define BLKMODEL_PROP_UEVENT_SOURCE     "UeventSource"

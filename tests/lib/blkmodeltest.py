@@ -337,7 +337,7 @@ TYPED_PROPERTIES = {
     "Queue": ("Scheduler", "Schedulers", "Elevator"),
     "Kset": ("Members",),
     "Elevator": (),
-    "Device": (),
+    "Device": ("Subsystem", "Driver"),
 }
 
 # Subdirectories a kind handles itself: never attribute groups.
