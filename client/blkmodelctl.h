@@ -9,9 +9,9 @@
 #include "bus.h"
 
 /* Exit codes of SPEC §7. */
-#define EXIT_OK         0
-#define EXIT_FAIL       1
-#define EXIT_USAGE      2
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
 
 /*
  * Everything the command line decided, plus the connection.  One per
@@ -32,8 +32,8 @@ typedef struct Ctl {
         bool removed;
         bool since_set;
         uint64_t since;
-        const char *actions;            /* comma-separated, NULL = all */
-        uint64_t timeout_usec;          /* UINT64_MAX = forever */
+        const char *actions;   /* comma-separated, NULL = all */
+        uint64_t timeout_usec; /* UINT64_MAX = forever */
 
         sd_bus *bus;
 } Ctl;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,8 @@
 #include "blkmodelctl.h"
 #include "bus.h"
 
-const char *bus_kind_to_string(BusKind kind) {
+const char *bus_kind_to_string(BusKind kind)
+{
         switch (kind) {
         case BUS_KIND_SYSTEM:
                 return "system bus";
@@ -28,7 +29,8 @@ const char *bus_kind_to_string(BusKind kind) {
         return "bus";
 }
 
-int bus_open(BusKind kind, const char *address, sd_bus **ret) {
+int bus_open(BusKind kind, const char *address, sd_bus **ret)
+{
         sd_bus *bus = NULL;
         int r = -EINVAL;
 
@@ -59,13 +61,13 @@ int bus_open(BusKind kind, const char *address, sd_bus **ret) {
         return 0;
 }
 
-bool bus_error_is_not_running(const sd_bus_error *error) {
-        return sd_bus_error_has_names(error,
-                                      SD_BUS_ERROR_SERVICE_UNKNOWN,
-                                      SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+bool bus_error_is_not_running(const sd_bus_error *error)
+{
+        return sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
 }
 
-int bus_report_error(const sd_bus_error *error, int r, const char *what) {
+int bus_report_error(const sd_bus_error *error, int r, const char *what)
+{
         if (sd_bus_error_is_set(error)) {
                 if (bus_error_is_not_running(error))
                         return ctl_fail("blkmodeld is not running on this bus (%s)", error->name);
@@ -79,14 +81,16 @@ int bus_report_error(const sd_bus_error *error, int r, const char *what) {
         return ctl_fail("%s: %s", what ? what : "Call failed", strerror(r < 0 ? -r : r));
 }
 
-int bus_report_resolve_error(const sd_bus_error *error, int r, const char *spec) {
+int bus_report_resolve_error(const sd_bus_error *error, int r, const char *spec)
+{
         /* Our own wording, whatever the daemon's message says. */
         if (sd_bus_error_has_name(error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
                 return ctl_fail("No such object: %s (%s)", spec, error->name);
         return bus_report_error(error, r, spec);
 }
 
-int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error) {
+int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
+{
         sd_bus_message *reply = NULL;
         const char *path;
         char *copy;
@@ -101,9 +105,8 @@ int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *er
                 return 0;
         }
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_RESOLVE,
-                               error, &reply, "s", spec);
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
         if (r < 0)
                 return r;
 
@@ -120,7 +123,8 @@ int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *er
         return 0;
 }
 
-int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret) {
+int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret)
+{
         union {
                 uint8_t u8;
                 int16_t s16;
@@ -184,7 +188,8 @@ int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret) {
         return 0;
 }
 
-static int read_basic_json(sd_bus_message *m, char type, json_object **ret) {
+static int read_basic_json(sd_bus_message *m, char type, json_object **ret)
+{
         union {
                 uint8_t u8;
                 int16_t s16;
@@ -256,7 +261,8 @@ typedef int (*DictEntryReader)(sd_bus_message *m, void *userdata);
  * each entry.  Every dict in a reply, however deeply nested, is read through here, so the
  * container bookkeeping is written once.
  */
-static int read_dict(sd_bus_message *m, const char *contents, DictEntryReader read_entry, void *userdata) {
+static int read_dict(sd_bus_message *m, const char *contents, DictEntryReader read_entry, void *userdata)
+{
         char entry[SD_BUS_MAXIMUM_SIGNATURE_LENGTH + 1];
         size_t len = strlen(contents);
         int r;
@@ -292,7 +298,8 @@ static int read_dict(sd_bus_message *m, const char *contents, DictEntryReader re
 }
 
 /* One entry of any dict into the object userdata, the key (of any basic type) as text. */
-static int read_json_dict_entry(sd_bus_message *m, void *userdata) {
+static int read_json_dict_entry(sd_bus_message *m, void *userdata)
+{
         json_object *obj = userdata, *value = NULL;
         char *key = NULL;
         char type;
@@ -318,7 +325,8 @@ static int read_json_dict_entry(sd_bus_message *m, void *userdata) {
         return 0;
 }
 
-static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret) {
+static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret)
+{
         json_object *obj;
         int r;
 
@@ -336,7 +344,8 @@ static int read_dict_json(sd_bus_message *m, const char *contents, json_object *
         return 0;
 }
 
-static int read_sequence_json(sd_bus_message *m, char type, const char *contents, json_object **ret) {
+static int read_sequence_json(sd_bus_message *m, char type, const char *contents, json_object **ret)
+{
         json_object *arr;
         int r;
 
@@ -379,7 +388,8 @@ fail:
         return r;
 }
 
-int bus_message_read_json(sd_bus_message *m, json_object **ret) {
+int bus_message_read_json(sd_bus_message *m, json_object **ret)
+{
         const char *contents;
         json_object *j = NULL;
         char type;
@@ -428,11 +438,12 @@ typedef struct ModelReader {
         json_object *into;
         BusPropertyFilter filter;
         void *userdata;
-        const char *iface;      /* while reading a{sv}: the interface the properties belong to */
+        const char *iface; /* while reading a{sv}: the interface the properties belong to */
 } ModelReader;
 
 /* A new empty object at parent[key]; NULL when out of memory. */
-static json_object *json_add_object(json_object *parent, const char *key) {
+static json_object *json_add_object(json_object *parent, const char *key)
+{
         json_object *child = json_object_new_object();
 
         if (!child || json_object_object_add(parent, key, child) < 0) {
@@ -443,7 +454,8 @@ static json_object *json_add_object(json_object *parent, const char *key) {
 }
 
 /* One {sv}: kept in into if the filter wants it, skipped unread otherwise. */
-static int read_property_entry(sd_bus_message *m, void *userdata) {
+static int read_property_entry(sd_bus_message *m, void *userdata)
+{
         ModelReader *mr = userdata;
         json_object *value = NULL;
         const char *name;
@@ -467,15 +479,17 @@ static int read_property_entry(sd_bus_message *m, void *userdata) {
 }
 
 /* Reads a{sv} into obj, keeping the properties the filter wants. */
-static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilter filter,
-                           void *userdata, json_object *obj) {
-        ModelReader mr = { .into = obj, .filter = filter, .userdata = userdata, .iface = iface };
+static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilter filter, void *userdata,
+                           json_object *obj)
+{
+        ModelReader mr = {.into = obj, .filter = filter, .userdata = userdata, .iface = iface};
 
         return read_dict(m, "{sv}", read_property_entry, &mr);
 }
 
 /* One {sa{sv}}: an interface and its properties, into into[iface]. */
-static int read_interface_entry(sd_bus_message *m, void *userdata) {
+static int read_interface_entry(sd_bus_message *m, void *userdata)
+{
         ModelReader *mr = userdata;
         json_object *props;
         const char *iface;
@@ -493,7 +507,8 @@ static int read_interface_entry(sd_bus_message *m, void *userdata) {
 }
 
 /* One {oa{sa{sv}}}: an object and its interfaces, into into[path]. */
-static int read_object_entry(sd_bus_message *m, void *userdata) {
+static int read_object_entry(sd_bus_message *m, void *userdata)
+{
         ModelReader *mr = userdata, ifaces = *mr;
         const char *path;
         int r;
@@ -509,15 +524,16 @@ static int read_object_entry(sd_bus_message *m, void *userdata) {
         return read_dict(m, "{sa{sv}}", read_interface_entry, &ifaces);
 }
 
-int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata,
-                            json_object **ret, sd_bus_error *error) {
+int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata, json_object **ret,
+                            sd_bus_error *error)
+{
         sd_bus_message *reply = NULL;
-        ModelReader mr = { .filter = filter, .userdata = userdata };
+        ModelReader mr = {.filter = filter, .userdata = userdata};
         int r;
 
         r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
-                               error, &reply, NULL);
+                               "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", error, &reply,
+                               NULL);
         if (r < 0)
                 return r;
 
@@ -536,14 +552,13 @@ int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdat
         return 0;
 }
 
-int bus_get_all(sd_bus *bus, const char *path, const char *iface,
-                json_object **ret, sd_bus_error *error) {
+int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error)
+{
         sd_bus_message *reply = NULL;
         json_object *props;
         int r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path,
-                               "org.freedesktop.DBus.Properties", "GetAll",
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll",
                                error, &reply, "s", iface);
         if (r < 0)
                 return r;
@@ -572,7 +587,7 @@ typedef struct Fetch {
         json_object *model;
         const BusPropRequest *req;
         size_t in_flight;
-        int error;              /* the first failure other than a vanished object */
+        int error; /* the first failure other than a vanished object */
         sd_bus_error bus_error;
 } Fetch;
 
@@ -582,7 +597,8 @@ typedef struct FetchCall {
 } FetchCall;
 
 /* model[path][iface], created if missing. */
-static json_object *model_iface(json_object *model, const char *path, const char *iface) {
+static json_object *model_iface(json_object *model, const char *path, const char *iface)
+{
         json_object *obj, *props;
 
         if (!json_object_object_get_ex(model, path, &obj)) {
@@ -602,7 +618,8 @@ static json_object *model_iface(json_object *model, const char *path, const char
         return props;
 }
 
-static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
         FetchCall *c = userdata;
         Fetch *f = c->fetch;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
@@ -612,7 +629,7 @@ static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
         f->in_flight--;
         if (e) {
                 /* The object went away between GetManagedObjects and now, or has no such attribute here
-         * (only SCSI devices have a type): it is simply not there. */
+                 * (only SCSI devices have a type): it is simply not there. */
                 if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY) &&
                     f->error == 0) {
                         f->error = -sd_bus_error_get_errno(e) ?: -EIO;
@@ -642,8 +659,9 @@ done:
 }
 
 int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
-                         sd_bus_error *error) {
-        Fetch f = { .model = model, .bus_error = SD_BUS_ERROR_NULL };
+                         sd_bus_error *error)
+{
+        Fetch f = {.model = model, .bus_error = SD_BUS_ERROR_NULL};
         size_t sent = 0;
         int r = 0;
 
@@ -655,7 +673,7 @@ int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *
                                 r = -ENOMEM;
                                 goto out;
                         }
-                        *c = (FetchCall) { .fetch = &f, .req = &req[sent] };
+                        *c = (FetchCall){.fetch = &f, .req = &req[sent]};
                         if (req[sent].prop)
                                 r = sd_bus_call_method_async(bus, NULL, BLKMODEL_BUS_NAME, req[sent].path,
                                                              "org.freedesktop.DBus.Properties", "Get",
@@ -693,14 +711,16 @@ out:
         return r < 0 ? r : 0;
 }
 
-void bus_event_done(BusEvent *ev) {
+void bus_event_done(BusEvent *ev)
+{
         if (!ev)
                 return;
         json_object_put(ev->env);
         ev->env = NULL;
 }
 
-int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret) {
+int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
+{
         BusEvent ev = {};
         int r;
 
@@ -724,7 +744,8 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret) {
         return 0;
 }
 
-int bus_signalfd_open(void) {
+int bus_signalfd_open(void)
+{
         sigset_t mask;
         int fd;
 
@@ -737,14 +758,16 @@ int bus_signalfd_open(void) {
         return fd < 0 ? -errno : fd;
 }
 
-uint64_t bus_now(void) {
+uint64_t bus_now(void)
+{
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
 }
 
-int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline) {
+int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
+{
         struct pollfd p[2] = {};
         uint64_t until = deadline, t = UINT64_MAX, now;
         int events, fd, timeout_ms, r;
@@ -771,8 +794,8 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline) {
                 timeout_ms = ms > INT32_MAX ? INT32_MAX : (int) ms;
         }
 
-        p[0] = (struct pollfd) { .fd = fd, .events = (short) events };
-        p[1] = (struct pollfd) { .fd = sigfd, .events = POLLIN };
+        p[0] = (struct pollfd){.fd = fd, .events = (short) events};
+        p[1] = (struct pollfd){.fd = sigfd, .events = POLLIN};
         r = poll(p, sigfd >= 0 ? 2 : 1, timeout_ms);
         if (r < 0)
                 return errno == EINTR ? 0 : -errno;
@@ -788,14 +811,13 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline) {
         return 0;
 }
 
-int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata,
-                   sd_bus_error *error) {
+int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error)
+{
         sd_bus_message *reply = NULL;
         int r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_GET_EVENTS,
-                               error, &reply, "t", after);
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_GET_EVENTS, error, &reply, "t", after);
         if (r < 0)
                 return r;
 

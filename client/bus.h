@@ -47,12 +47,11 @@ typedef bool (*BusPropertyFilter)(const char *iface, const char *name, void *use
  * Interfaces are always listed, with only the properties the filter keeps
  * (all if filter is NULL), so that a huge model need not be held in full.
  */
-int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata,
-                            json_object **ret, sd_bus_error *error);
+int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata, json_object **ret,
+                            sd_bus_error *error);
 
 /* Properties.GetAll(iface) into { prop: value }. */
-int bus_get_all(sd_bus *bus, const char *path, const char *iface,
-                json_object **ret, sd_bus_error *error);
+int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error);
 
 /*
  * GetManagedObjects carries the Kobject and typed properties; raw attribute values come from
@@ -77,7 +76,7 @@ typedef struct BusEvent {
         const char *action;
         const char *devpath;
         const char *object;
-        json_object *env;       /* owned */
+        json_object *env; /* owned */
 } BusEvent;
 
 void bus_event_done(BusEvent *ev);
@@ -99,5 +98,4 @@ uint64_t bus_now(void);
 
 /* Manager.GetEvents(after); calls cb for each event in order. */
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);
-int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata,
-                   sd_bus_error *error);
+int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error);

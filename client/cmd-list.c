@@ -20,21 +20,16 @@
 #include "output.h"
 
 /* Only what the table needs: the full model can be large. */
-static bool list_filter(const char *iface, const char *name, void *userdata) {
+static bool list_filter(const char *iface, const char *name, void *userdata)
+{
         if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) == 0)
-                return strcmp(name, BLKMODEL_PROP_NAME) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_KTYPE) == 0;
-        if (strcmp(iface, BLKMODEL_IFACE_DISK) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_PARTITION) == 0)
-                return strcmp(name, BLKMODEL_PROP_MAJOR) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_MINOR) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_SIZE) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_READ_ONLY) == 0 ||
+                return strcmp(name, BLKMODEL_PROP_NAME) == 0 || strcmp(name, BLKMODEL_PROP_KTYPE) == 0;
+        if (strcmp(iface, BLKMODEL_IFACE_DISK) == 0 || strcmp(iface, BLKMODEL_IFACE_PARTITION) == 0)
+                return strcmp(name, BLKMODEL_PROP_MAJOR) == 0 || strcmp(name, BLKMODEL_PROP_MINOR) == 0 ||
+                       strcmp(name, BLKMODEL_PROP_SIZE) == 0 || strcmp(name, BLKMODEL_PROP_READ_ONLY) == 0 ||
                        strcmp(name, BLKMODEL_PROP_PARTITIONS) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_HOLDERS) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_SLAVES) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_QUEUE) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_DEVICE) == 0;
+                       strcmp(name, BLKMODEL_PROP_HOLDERS) == 0 || strcmp(name, BLKMODEL_PROP_SLAVES) == 0 ||
+                       strcmp(name, BLKMODEL_PROP_QUEUE) == 0 || strcmp(name, BLKMODEL_PROP_DEVICE) == 0;
         if (strcmp(iface, BLKMODEL_IFACE_QUEUE) == 0)
                 return strcmp(name, "scheduler") == 0;
         if (strcmp(iface, BLKMODEL_IFACE_GROUP_PREFIX "dm") == 0)
@@ -54,29 +49,46 @@ typedef struct ListContext {
 } ListContext;
 
 /* lib/blkdev.c: blkdev_scsi_type_to_name() */
-static const char *scsi_type_to_name(long type) {
+static const char *scsi_type_to_name(long type)
+{
         switch (type) {
-        case 0x00: return "disk";
-        case 0x01: return "tape";
-        case 0x02: return "printer";
-        case 0x03: return "processor";
-        case 0x04: return "worm";
-        case 0x05: return "rom";
-        case 0x06: return "scanner";
-        case 0x07: return "mo-disk";
-        case 0x08: return "changer";
-        case 0x09: return "comm";
-        case 0x0c: return "raid";
-        case 0x0d: return "enclosure";
-        case 0x0e: return "rbc";
-        case 0x11: return "osd";
-        case 0x7f: return "no-lun";
+        case 0x00:
+                return "disk";
+        case 0x01:
+                return "tape";
+        case 0x02:
+                return "printer";
+        case 0x03:
+                return "processor";
+        case 0x04:
+                return "worm";
+        case 0x05:
+                return "rom";
+        case 0x06:
+                return "scanner";
+        case 0x07:
+                return "mo-disk";
+        case 0x08:
+                return "changer";
+        case 0x09:
+                return "comm";
+        case 0x0c:
+                return "raid";
+        case 0x0d:
+                return "enclosure";
+        case 0x0e:
+                return "rbc";
+        case 0x11:
+                return "osd";
+        case 0x7f:
+                return "no-lun";
         }
         return NULL;
 }
 
 /* Caller frees.  lsblk's get_type(), from the model instead of sysfs. */
-static char *list_type(ListContext *lc, json_object *obj, const char *name, bool partition) {
+static char *list_type(ListContext *lc, json_object *obj, const char *name, bool partition)
+{
         char *t = NULL;
 
         if (partition)
@@ -126,7 +138,8 @@ static char *list_type(ListContext *lc, json_object *obj, const char *name, bool
  * (bracketed or not, as lsblk tells bio-based devices apart), dm/uuid and dm/name, md/level, and
  * the SCSI type of each disk's device.
  */
-static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *error) {
+static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *error)
+{
         size_t n = 0, max = 2 * (size_t) json_object_object_length(lc->model) + 1;
         BusPropRequest *req = calloc(max, sizeof(BusPropRequest));
         int r;
@@ -137,16 +150,16 @@ static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *err
                 const char *dev;
 
                 if (model_has_iface(obj, BLKMODEL_IFACE_QUEUE))
-                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_QUEUE, "scheduler" };
+                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_QUEUE, "scheduler"};
                 if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "dm")) {
-                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "uuid" };
-                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "name" };
+                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "uuid"};
+                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "name"};
                 }
                 if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "md"))
-                        req[n++] = (BusPropRequest) { path, BLKMODEL_IFACE_GROUP_PREFIX "md", "level" };
+                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "md", "level"};
                 dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
                 if (dev && strcmp(dev, "/") != 0)
-                        req[n++] = (BusPropRequest) { dev, BLKMODEL_IFACE_DEVICE, "type" };
+                        req[n++] = (BusPropRequest){dev, BLKMODEL_IFACE_DEVICE, "type"};
                 if (n + 4 > max) {
                         BusPropRequest *more = reallocarray(req, max *= 2, sizeof(BusPropRequest));
                         if (!more) {
@@ -162,7 +175,8 @@ static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *err
 }
 
 /* The disk a partition belongs to: its path minus the last element. */
-static json_object *list_partition_disk(ListContext *lc, const char *path) {
+static json_object *list_partition_disk(ListContext *lc, const char *path)
+{
         const char *slash = strrchr(path, '/');
         json_object *o;
         char *p;
@@ -182,7 +196,8 @@ static json_object *list_partition_disk(ListContext *lc, const char *path) {
  * bio-based devices (dm, md), whose file says "none" unbracketed.
  * Caller frees.
  */
-static char *list_scheduler(ListContext *lc, json_object *disk) {
+static char *list_scheduler(ListContext *lc, json_object *disk)
+{
         const char *q = model_string(disk, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_QUEUE);
         const char *s = model_string(model_object(lc->model, q), BLKMODEL_IFACE_QUEUE, "scheduler");
         const char *open, *close;
@@ -192,15 +207,17 @@ static char *list_scheduler(ListContext *lc, json_object *disk) {
         return strndup(open + 1, (size_t) (close - open - 1));
 }
 
-static uint64_t list_devno(json_object *model, const char *path) {
+static uint64_t list_devno(json_object *model, const char *path)
+{
         json_object *o = model_object(model, path);
-        const char *iface = model_has_iface(o, BLKMODEL_IFACE_PARTITION) ?
-                            BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
+        const char *iface = model_has_iface(o, BLKMODEL_IFACE_PARTITION) ? BLKMODEL_IFACE_PARTITION
+                                                                         : BLKMODEL_IFACE_DISK;
 
         return model_u64(o, iface, BLKMODEL_PROP_MAJOR) << 32 | model_u64(o, iface, BLKMODEL_PROP_MINOR);
 }
 
-static int list_compare(const void *a, const void *b, void *userdata) {
+static int list_compare(const void *a, const void *b, void *userdata)
+{
         const char *pa = *(const char *const *) a, *pb = *(const char *const *) b;
         json_object *model = userdata;
         uint64_t da = list_devno(model, pa), db = list_devno(model, pb);
@@ -211,13 +228,14 @@ static int list_compare(const void *a, const void *b, void *userdata) {
 }
 
 /* lsblk's order: by MAJ:MIN. */
-static void list_sort(ListContext *lc, const char **paths, size_t n) {
+static void list_sort(ListContext *lc, const char **paths, size_t n)
+{
         qsort_r(paths, n, sizeof(char *), list_compare, lc->model);
 }
 
 /* Children in lsblk's order: partitions first, then holders, each by name. */
-static int list_children(ListContext *lc, json_object *obj, bool partition,
-                         const char ***ret, size_t *ret_n) {
+static int list_children(ListContext *lc, json_object *obj, bool partition, const char ***ret, size_t *ret_n)
+{
         const char *iface = partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
         json_object *parts = partition ? NULL : model_prop(obj, iface, BLKMODEL_PROP_PARTITIONS);
         json_object *holders = model_prop(obj, iface, BLKMODEL_PROP_HOLDERS);
@@ -244,8 +262,9 @@ static int list_children(ListContext *lc, json_object *obj, bool partition,
  * Adds one device and everything stacked on it.  depth bounds a cycle
  * that a confused model could contain (a holder that is its own slave).
  */
-static int list_device(ListContext *lc, const char *path, json_object *jparent,
-                       bool last, bool root, unsigned depth) {
+static int list_device(ListContext *lc, const char *path, json_object *jparent, bool last, bool root,
+                       unsigned depth)
+{
         json_object *obj = model_object(lc->model, path);
         bool partition = model_has_iface(obj, BLKMODEL_IFACE_PARTITION);
         const char *iface = partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
@@ -339,9 +358,8 @@ static int list_device(ListContext *lc, const char *path, json_object *jparent,
                 goto finish;
         }
 
-        r = table_add_row(lc->table, (const char *const[]) {
-                label, majmin, size, ro ? "1" : "0", type, sched,
-        });
+        r = table_add_row(lc->table,
+                          (const char *const[]){label, majmin, size, ro ? "1" : "0", type, sched});
         if (r < 0)
                 goto finish;
 
@@ -363,18 +381,15 @@ finish:
         return r;
 }
 
-int cmd_list(Ctl *ctl, char **args, int n_args) {
+int cmd_list(Ctl *ctl, char **args, int n_args)
+{
         /* Minimum widths are lsblk's width hints, for equal tables. */
         static const TableColumn columns[] = {
-                { "NAME", ALIGN_LEFT, 0 },
-                { "MAJ:MIN", ALIGN_LEFT, 0 },
-                { "SIZE", ALIGN_RIGHT, 5 },
-                { "RO", ALIGN_RIGHT, 0 },
-                { "TYPE", ALIGN_LEFT, 4 },
-                { "SCHEDULER", ALIGN_LEFT, 0 },
+                        {"NAME", ALIGN_LEFT, 0}, {"MAJ:MIN", ALIGN_LEFT, 0}, {"SIZE", ALIGN_RIGHT, 5},
+                        {"RO", ALIGN_RIGHT, 0},  {"TYPE", ALIGN_LEFT, 4},    {"SCHEDULER", ALIGN_LEFT, 0},
         };
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        ListContext lc = { .ctl = ctl };
+        ListContext lc = {.ctl = ctl};
         json_object *jroot = NULL, *jdevs = NULL;
         const char **roots = NULL;
         size_t n_roots = 0;

@@ -12,7 +12,8 @@
 #include "output.h"
 
 /* The whole model: GetManagedObjects has the typed properties, GetAll the raw attributes. */
-static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *error) {
+static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *error)
+{
         size_t n = 0, max = 0;
         BusPropRequest *req = NULL;
         int r;
@@ -28,7 +29,7 @@ static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *
                 json_object_object_foreach(obj, iface, props) {
                         (void) props;
                         if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) != 0)
-                                req[n++] = (BusPropRequest) { path, iface, NULL };
+                                req[n++] = (BusPropRequest){path, iface, NULL};
                 }
         }
         r = bus_fetch_properties(bus, model, req, n, error);
@@ -36,7 +37,8 @@ static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *
         return r;
 }
 
-int cmd_dump(Ctl *ctl, char **args, int n_args) {
+int cmd_dump(Ctl *ctl, char **args, int n_args)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         json_object *model = NULL;
         sd_bus *bus = NULL;
@@ -61,7 +63,8 @@ int cmd_dump(Ctl *ctl, char **args, int n_args) {
         return r;
 }
 
-int cmd_trigger(Ctl *ctl, char **args, int n_args) {
+int cmd_trigger(Ctl *ctl, char **args, int n_args)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *action = n_args > 1 ? args[1] : "change";
         char *path = NULL;
@@ -72,9 +75,8 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args) {
         if (r != EXIT_OK)
                 return r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_TRIGGER,
-                               &error, NULL, "os", path, action);
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_TRIGGER, &error, NULL, "os", path, action);
         if (r < 0) {
                 char *what = NULL;
 

@@ -10,8 +10,8 @@
  */
 
 #include <errno.h>
-#include <poll.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +22,12 @@
 #include "blkmodelctl.h"
 #include "output.h"
 
-#define NAME_OWNER_CHANGED_MATCH \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus'," \
+#define NAME_OWNER_CHANGED_MATCH                                                                            \
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
 
-static bool action_wanted(const Ctl *ctl, const char *action) {
+static bool action_wanted(const Ctl *ctl, const char *action)
+{
         const char *p = ctl->actions;
         size_t n = strlen(action);
 
@@ -43,7 +44,8 @@ static bool action_wanted(const Ctl *ctl, const char *action) {
         }
 }
 
-static const char *action_colour(const char *action) {
+static const char *action_colour(const char *action)
+{
         if (strcmp(action, "add") == 0 || strcmp(action, "online") == 0 || strcmp(action, "bind") == 0)
                 return ANSI_GREEN;
         if (strcmp(action, "remove") == 0 || strcmp(action, "offline") == 0 || strcmp(action, "unbind") == 0)
@@ -51,7 +53,8 @@ static const char *action_colour(const char *action) {
         return ANSI_YELLOW;
 }
 
-static json_object *event_to_json(const BusEvent *ev) {
+static json_object *event_to_json(const BusEvent *ev)
+{
         json_object *j = json_object_new_object();
 
         if (!j)
@@ -65,7 +68,8 @@ static json_object *event_to_json(const BusEvent *ev) {
 }
 
 /* The human form: "[SEQNUM] action  devpath", then the environment. */
-static void event_print_human(const Ctl *ctl, const BusEvent *ev) {
+static void event_print_human(const Ctl *ctl, const BusEvent *ev)
+{
         printf("[%" PRIu64 "] %s%-7s%s %s\n", ev->seqnum,
                output_colour(ctl->colour, action_colour(ev->action)), ev->action,
                output_colour(ctl->colour, ANSI_RESET), ev->devpath);
@@ -80,13 +84,14 @@ typedef struct Monitor {
         Ctl *ctl;
         sd_bus *bus;
         bool have_last;
-        uint64_t last;          /* the highest seqnum dealt with */
-        int failed;             /* an EXIT_* code when a write failed */
+        uint64_t last; /* the highest seqnum dealt with */
+        int failed;    /* an EXIT_* code when a write failed */
 } Monitor;
 
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...) {
+                __attribute__((format(printf, 4, 5)));
+static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
+{
         char *msg = NULL;
         va_list ap;
 
@@ -113,7 +118,8 @@ static void monitor_notice(Monitor *mon, const char *type, json_object *extra, c
         free(msg);
 }
 
-static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to) {
+static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to)
+{
         json_object *j = json_object_new_object();
 
         if (j) {
@@ -121,13 +127,16 @@ static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to) {
                 json_object_object_add(j, "to", json_object_new_uint64(to));
         }
         if (from == to)
-                monitor_notice(mon, "gap", j, "missed event %" PRIu64 "; the model may have changed unseen", from);
+                monitor_notice(mon, "gap", j, "missed event %" PRIu64 "; the model may have changed unseen",
+                               from);
         else
-                monitor_notice(mon, "gap", j, "missed events %" PRIu64 "-%" PRIu64 "; the model may have changed unseen",
+                monitor_notice(mon, "gap", j,
+                               "missed events %" PRIu64 "-%" PRIu64 "; the model may have changed unseen",
                                from, to);
 }
 
-static void monitor_print(Monitor *mon, const BusEvent *ev) {
+static void monitor_print(Monitor *mon, const BusEvent *ev)
+{
         if (!action_wanted(mon->ctl, ev->action))
                 return;
 
@@ -151,10 +160,11 @@ static void monitor_print(Monitor *mon, const BusEvent *ev) {
 
 typedef struct Replay {
         Monitor *mon;
-        uint64_t upto;          /* only events below this seqnum */
+        uint64_t upto; /* only events below this seqnum */
 } Replay;
 
-static int replay_one(const BusEvent *ev, void *userdata) {
+static int replay_one(const BusEvent *ev, void *userdata)
+{
         Replay *rp = userdata;
         Monitor *mon = rp->mon;
 
@@ -175,9 +185,10 @@ static int replay_one(const BusEvent *ev, void *userdata) {
  * printed yet.  Returns 0, 1 if they had expired, or a negative error
  * (already reported).
  */
-static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto) {
+static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        Replay rp = { .mon = mon, .upto = upto };
+        Replay rp = {.mon = mon, .upto = upto};
         int r;
 
         r = bus_get_events(mon->bus, after, replay_one, &rp, &error);
@@ -185,7 +196,7 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto) {
                 if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
                         r = 1;
                 else if (bus_error_is_not_running(&error))
-                        r = 0;  /* it is gone; NameOwnerChanged tells the rest */
+                        r = 0; /* it is gone; NameOwnerChanged tells the rest */
                 else {
                         bus_report_error(&error, r, "Failed to get events");
                         r = -EIO;
@@ -195,18 +206,20 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto) {
         return r;
 }
 
-static uint64_t monitor_oldest(Monitor *mon) {
+static uint64_t monitor_oldest(Monitor *mon)
+{
         uint64_t oldest = 0;
 
         if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM,
-                                        NULL, 't', &oldest) < 0)
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM, NULL, 't',
+                                        &oldest) < 0)
                 return 0;
         return oldest;
 }
 
 /* Events after `after` expired: say so and go on from the oldest retained. */
-static int monitor_expired(Monitor *mon, uint64_t after) {
+static int monitor_expired(Monitor *mon, uint64_t after)
+{
         uint64_t oldest = monitor_oldest(mon);
         json_object *j = json_object_new_object();
 
@@ -216,26 +229,29 @@ static int monitor_expired(Monitor *mon, uint64_t after) {
         }
         monitor_notice(mon, "expired", j,
                        "events after %" PRIu64 " have expired (oldest retained: %" PRIu64
-                       "); resync with 'blkmodelctl dump'", after, oldest);
+                       "); resync with 'blkmodelctl dump'",
+                       after, oldest);
 
         mon->have_last = oldest > 0;
         mon->last = oldest > 0 ? oldest - 1 : 0;
         return monitor_replay(mon, mon->last, UINT64_MAX) < 0 ? -EIO : 0;
 }
 
-static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
         Monitor *mon = userdata;
         BusEvent ev = {};
         int r;
 
         r = bus_message_read_event_fields(m, &ev);
         if (r < 0) {
-                monitor_notice(mon, "malformed", NULL, "ignoring a malformed Uevent signal: %s", strerror(-r));
+                monitor_notice(mon, "malformed", NULL, "ignoring a malformed Uevent signal: %s",
+                               strerror(-r));
                 return 0;
         }
 
         if (mon->have_last && ev.seqnum <= mon->last)
-                goto finish;            /* printed from GetEvents already */
+                goto finish; /* printed from GetEvents already */
 
         if (mon->have_last && ev.seqnum > mon->last + 1) {
                 /* Fill the hole while the daemon still remembers it. */
@@ -257,7 +273,8 @@ finish:
         return 0;
 }
 
-static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
         Monitor *mon = userdata;
         const char *name, *old_owner, *new_owner;
 
@@ -281,7 +298,8 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
-static int monitor_subscribe(Monitor *mon) {
+static int monitor_subscribe(Monitor *mon)
+{
         int r;
 
         r = sd_bus_match_signal(mon->bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
@@ -293,13 +311,14 @@ static int monitor_subscribe(Monitor *mon) {
 
 /* The daemon's LastSeqnum, asked in a way that also starts it if the bus
  * can activate it, and that tells a daemon which is not there. */
-static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last) {
+static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
         r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM,
-                                        &error, 't', ret_last);
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't',
+                                        ret_last);
         if (r < 0)
                 r = bus_report_error(&error, r, "Failed to reach blkmodeld");
         else
@@ -309,14 +328,15 @@ static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last) {
 }
 
 /* The bus itself went away: reconnect once a second until it is back. */
-static int monitor_reconnect(Monitor *mon, int sigfd) {
+static int monitor_reconnect(Monitor *mon, int sigfd)
+{
         int r;
 
         monitor_notice(mon, "disconnected", NULL, "lost the connection to the bus; reconnecting");
         mon->bus = mon->ctl->bus = sd_bus_close_unref(mon->bus);
 
         for (;;) {
-                struct pollfd p = { .fd = sigfd, .events = POLLIN };
+                struct pollfd p = {.fd = sigfd, .events = POLLIN};
 
                 r = poll(&p, 1, 1000);
                 if (r > 0)
@@ -338,8 +358,9 @@ static int monitor_reconnect(Monitor *mon, int sigfd) {
         return 0;
 }
 
-int cmd_monitor(Ctl *ctl, char **args, int n_args) {
-        Monitor mon = { .ctl = ctl };
+int cmd_monitor(Ctl *ctl, char **args, int n_args)
+{
+        Monitor mon = {.ctl = ctl};
         uint64_t last = 0;
         int sigfd = -1, r;
 
@@ -405,7 +426,7 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args) {
                 if (r == 0)
                         r = bus_wait_event(mon.bus, sigfd, UINT64_MAX);
                 if (r == 1)
-                        break;          /* SIGINT/SIGTERM: a normal end */
+                        break; /* SIGINT/SIGTERM: a normal end */
                 if (r < 0) {
                         r = monitor_reconnect(&mon, sigfd);
                         if (r == 1)
@@ -425,7 +446,8 @@ typedef struct EventsList {
         json_object *array;
 } EventsList;
 
-static int events_one(const BusEvent *ev, void *userdata) {
+static int events_one(const BusEvent *ev, void *userdata)
+{
         EventsList *el = userdata;
 
         if (!action_wanted(el->ctl, ev->action))
@@ -442,9 +464,10 @@ static int events_one(const BusEvent *ev, void *userdata) {
         return 0;
 }
 
-int cmd_events(Ctl *ctl, char **args, int n_args) {
+int cmd_events(Ctl *ctl, char **args, int n_args)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        EventsList el = { .ctl = ctl };
+        EventsList el = {.ctl = ctl};
         sd_bus *bus = NULL;
         int r;
 

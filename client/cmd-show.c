@@ -19,10 +19,11 @@
 #include "output.h"
 
 #define UNKNOWN_PROPERTY "org.freedesktop.DBus.Error.UnknownProperty"
-#define INVALID_ARGS     "org.freedesktop.DBus.Error.InvalidArgs"
+#define INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 
 /* Display order: Kobject, the kind interface, Kset/Manager, then groups. */
-static int show_rank(const char *iface) {
+static int show_rank(const char *iface)
+{
         if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) == 0)
                 return 0;
         if (strcmp(iface, BLKMODEL_IFACE_KSET) == 0 || strcmp(iface, BLKMODEL_IFACE_MANAGER) == 0)
@@ -32,7 +33,8 @@ static int show_rank(const char *iface) {
         return 1;
 }
 
-static int show_compare(const void *a, const void *b) {
+static int show_compare(const void *a, const void *b)
+{
         const IntrospectInterface *x = a, *y = b;
         int rx = show_rank(x->name), ry = show_rank(y->name);
 
@@ -42,7 +44,8 @@ static int show_compare(const void *a, const void *b) {
 }
 
 /* Prints the properties of one kind (typed or raw) of one interface. */
-static void show_properties(Ctl *ctl, json_object *props, const char *iface, bool typed, size_t indent) {
+static void show_properties(Ctl *ctl, json_object *props, const char *iface, bool typed, size_t indent)
+{
         size_t width = 0;
 
         json_object_object_foreach(props, k1, v1) {
@@ -63,7 +66,8 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
         }
 }
 
-int cmd_show(Ctl *ctl, char **args, int n_args) {
+int cmd_show(Ctl *ctl, char **args, int n_args)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         Introspection in = {};
         json_object *jroot = NULL, *jifaces = NULL, *all = NULL;
@@ -152,9 +156,9 @@ finish:
 }
 
 /* Resolves OBJECT and finds ATTR on it; prints the error itself. */
-static int property_lookup(Ctl *ctl, const char *spec, const char *attr, char **ret_path,
-                           Introspection *in, const IntrospectInterface **ret_iface,
-                           const IntrospectProperty **ret_prop) {
+static int property_lookup(Ctl *ctl, const char *spec, const char *attr, char **ret_path, Introspection *in,
+                           const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         char *path = NULL;
         sd_bus *bus = NULL;
@@ -189,12 +193,13 @@ fail:
 }
 
 static int property_get(sd_bus *bus, const char *path, const char *iface, const char *member,
-                        json_object **ret, sd_bus_error *error) {
+                        json_object **ret, sd_bus_error *error)
+{
         sd_bus_message *reply = NULL;
         int r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get",
-                               error, &reply, "ss", iface, member);
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get", error,
+                               &reply, "ss", iface, member);
         if (r < 0)
                 return r;
         r = bus_message_read_json(reply, ret);
@@ -203,7 +208,8 @@ static int property_get(sd_bus *bus, const char *path, const char *iface, const 
 }
 
 static int property_print(Ctl *ctl, const char *path, const char *iface, const char *member,
-                          json_object *value) {
+                          json_object *value)
+{
         if (ctl->json) {
                 json_object *j = json_object_new_object();
 
@@ -221,8 +227,8 @@ static int property_print(Ctl *ctl, const char *path, const char *iface, const c
 }
 
 /* Gets the property's value now and prints it; a failed Get is reported with what. */
-static int property_show(Ctl *ctl, const char *path, const char *iface, const char *member,
-                         const char *what) {
+static int property_show(Ctl *ctl, const char *path, const char *iface, const char *member, const char *what)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         json_object *value = NULL;
         int r;
@@ -238,7 +244,8 @@ static int property_show(Ctl *ctl, const char *path, const char *iface, const ch
         return r;
 }
 
-int cmd_get(Ctl *ctl, char **args, int n_args) {
+int cmd_get(Ctl *ctl, char **args, int n_args)
+{
         const IntrospectInterface *iface;
         const IntrospectProperty *prop;
         Introspection in = {};
@@ -256,9 +263,10 @@ int cmd_get(Ctl *ctl, char **args, int n_args) {
         return r;
 }
 
-static int parse_bool(const char *s, int *ret) {
-        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on", NULL };
-        static const char *const no[] = { "0", "no", "n", "false", "f", "off", NULL };
+static int parse_bool(const char *s, int *ret)
+{
+        static const char *const yes[] = {"1", "yes", "y", "true", "t", "on", NULL};
+        static const char *const no[] = {"0", "no", "n", "false", "f", "off", NULL};
 
         for (const char *const *p = yes; *p; p++)
                 if (strcasecmp(s, *p) == 0) {
@@ -274,7 +282,8 @@ static int parse_bool(const char *s, int *ret) {
 }
 
 /* Appends VALUE converted to the property's basic type. */
-static int append_value(sd_bus_message *m, const char *type, const char *value) {
+static int append_value(sd_bus_message *m, const char *type, const char *value)
+{
         char *end;
         int r;
 
@@ -307,11 +316,18 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         case SD_BUS_TYPE_UINT16:
         case SD_BUS_TYPE_UINT32:
         case SD_BUS_TYPE_UINT64: {
-                static const uint64_t max[] = { UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX };
+                static const uint64_t max[] = {UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX};
                 unsigned long long v;
-                int idx = type[0] == SD_BUS_TYPE_BYTE ? 0 : type[0] == SD_BUS_TYPE_UINT16 ? 1 :
-                          type[0] == SD_BUS_TYPE_UINT32 ? 2 : 3;
-                union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; } u;
+                int idx = type[0] == SD_BUS_TYPE_BYTE     ? 0
+                          : type[0] == SD_BUS_TYPE_UINT16 ? 1
+                          : type[0] == SD_BUS_TYPE_UINT32 ? 2
+                                                          : 3;
+                union {
+                        uint8_t u8;
+                        uint16_t u16;
+                        uint32_t u32;
+                        uint64_t u64;
+                } u;
 
                 if (value[0] == '-')
                         return -EINVAL;
@@ -333,7 +349,11 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         case SD_BUS_TYPE_INT32:
         case SD_BUS_TYPE_INT64: {
                 long long v;
-                union { int16_t s16; int32_t s32; int64_t s64; } u;
+                union {
+                        int16_t s16;
+                        int32_t s32;
+                        int64_t s64;
+                } u;
 
                 errno = 0;
                 v = strtoll(value, &end, 0);
@@ -355,7 +375,8 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         return -EOPNOTSUPP;
 }
 
-int cmd_set(Ctl *ctl, char **args, int n_args) {
+int cmd_set(Ctl *ctl, char **args, int n_args)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const IntrospectInterface *iface;
         const IntrospectProperty *prop;
@@ -377,12 +398,13 @@ int cmd_set(Ctl *ctl, char **args, int n_args) {
         if (r >= 0) {
                 r = append_value(m, prop->type, args[2]);
                 if (r == -EINVAL) {
-                        r = ctl_fail("Invalid value '%s' for %s of type '%s' (%s)",
-                                     args[2], prop->name, prop->type, INVALID_ARGS);
+                        r = ctl_fail("Invalid value '%s' for %s of type '%s' (%s)", args[2], prop->name,
+                                     prop->type, INVALID_ARGS);
                         goto finish;
                 }
                 if (r == -EOPNOTSUPP) {
-                        r = ctl_fail("Cannot set %s: properties of type '%s' are not settable from the command line (%s)",
+                        r = ctl_fail("Cannot set %s: properties of type '%s' are not settable from the "
+                                     "command line (%s)",
                                      prop->name, prop->type, INVALID_ARGS);
                         goto finish;
                 }

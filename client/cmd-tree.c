@@ -16,12 +16,11 @@
 #include "model.h"
 #include "output.h"
 
-static bool tree_filter(const char *iface, const char *name, void *userdata) {
+static bool tree_filter(const char *iface, const char *name, void *userdata)
+{
         if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) == 0)
-                return strcmp(name, BLKMODEL_PROP_NAME) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_KTYPE) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_KSET) == 0 ||
-                       strcmp(name, BLKMODEL_PROP_PARENT) == 0 ||
+                return strcmp(name, BLKMODEL_PROP_NAME) == 0 || strcmp(name, BLKMODEL_PROP_KTYPE) == 0 ||
+                       strcmp(name, BLKMODEL_PROP_KSET) == 0 || strcmp(name, BLKMODEL_PROP_PARENT) == 0 ||
                        strcmp(name, BLKMODEL_PROP_DEVPATH) == 0;
         if (strcmp(iface, BLKMODEL_IFACE_DISK) == 0)
                 return strcmp(name, BLKMODEL_PROP_DEVICE) == 0;
@@ -31,12 +30,13 @@ static bool tree_filter(const char *iface, const char *name, void *userdata) {
 typedef struct TreeContext {
         Ctl *ctl;
         json_object *model;
-        json_object *children;          /* parent path → [child path] */
+        json_object *children; /* parent path → [child path] */
         Table *table;
         TreePrefix prefix;
 } TreeContext;
 
-static int tree_index(TreeContext *tc) {
+static int tree_index(TreeContext *tc)
+{
         tc->children = json_object_new_object();
         if (!tc->children)
                 return -ENOMEM;
@@ -67,7 +67,8 @@ static int tree_index(TreeContext *tc) {
 }
 
 /* The sorted children of path; the strings belong to the index. */
-static int tree_children(TreeContext *tc, const char *path, const char ***ret, size_t *ret_n) {
+static int tree_children(TreeContext *tc, const char *path, const char ***ret, size_t *ret_n)
+{
         json_object *list = NULL;
         const char **c;
         size_t n;
@@ -89,7 +90,8 @@ static int tree_children(TreeContext *tc, const char *path, const char ***ret, s
         return 0;
 }
 
-static const char *tree_kset_name(TreeContext *tc, json_object *obj) {
+static const char *tree_kset_name(TreeContext *tc, json_object *obj)
+{
         const char *kset = model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KSET);
 
         if (!kset || strcmp(kset, "/") == 0)
@@ -98,7 +100,8 @@ static const char *tree_kset_name(TreeContext *tc, json_object *obj) {
 }
 
 /* The devpath the disk's "device" link points to, NULL when virtual. */
-static const char *tree_device_link(TreeContext *tc, json_object *obj) {
+static const char *tree_device_link(TreeContext *tc, json_object *obj)
+{
         const char *dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
         const char *devpath;
 
@@ -108,8 +111,9 @@ static const char *tree_device_link(TreeContext *tc, json_object *obj) {
         return devpath ? devpath : dev;
 }
 
-static int tree_node(TreeContext *tc, const char *path, json_object *jparent,
-                     bool last, bool root, unsigned depth) {
+static int tree_node(TreeContext *tc, const char *path, json_object *jparent, bool last, bool root,
+                     unsigned depth)
+{
         json_object *obj = model_object(tc->model, path);
         const char *name = model_name(tc->model, path);
         const char *ktype = model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KTYPE);
@@ -175,9 +179,8 @@ static int tree_node(TreeContext *tc, const char *path, json_object *jparent,
                 linktext = NULL;
                 goto finish;
         }
-        r = table_add_row(tc->table, (const char *const[]) {
-                label, ktype ? ktype : "", kset ? kset : "", linktext ? linktext : "",
-        });
+        r = table_add_row(tc->table, (const char *const[]){label, ktype ? ktype : "", kset ? kset : "",
+                                                           linktext ? linktext : ""});
         if (r < 0)
                 goto finish;
 
@@ -195,15 +198,16 @@ finish:
         return r;
 }
 
-int cmd_tree(Ctl *ctl, char **args, int n_args) {
+int cmd_tree(Ctl *ctl, char **args, int n_args)
+{
         static const TableColumn columns[] = {
-                { "NAME", ALIGN_LEFT },
-                { "KTYPE", ALIGN_LEFT },
-                { "KSET", ALIGN_LEFT },
-                { "DEVICE", ALIGN_LEFT },
+                        {"NAME", ALIGN_LEFT},
+                        {"KTYPE", ALIGN_LEFT},
+                        {"KSET", ALIGN_LEFT},
+                        {"DEVICE", ALIGN_LEFT},
         };
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        TreeContext tc = { .ctl = ctl };
+        TreeContext tc = {.ctl = ctl};
         json_object *jroot = NULL, *jlist = NULL;
         const char **roots = NULL;
         size_t n_roots = 0;

@@ -18,19 +18,20 @@
 #include "blkmodelctl.h"
 #include "output.h"
 
-#define NAME_OWNER_CHANGED_MATCH \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus'," \
+#define NAME_OWNER_CHANGED_MATCH                                                                            \
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
 
 typedef struct Waiter {
         Ctl *ctl;
         const char *spec;
-        bool dirty;             /* something changed: look again */
-        char *path;             /* the object, while it exists */
-        bool no_daemon;         /* the last look found no blkmodeld */
+        bool dirty;     /* something changed: look again */
+        char *path;     /* the object, while it exists */
+        bool no_daemon; /* the last look found no blkmodeld */
 } Waiter;
 
-static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
         Waiter *w = userdata;
 
         w->dirty = true;
@@ -39,7 +40,8 @@ static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 
 /* Returns 1 when the wait is over, 0 to go on, or -1 after it stored the
  * exit code of a failure (already reported) in ret_exit. */
-static int waiter_check(Waiter *w, int *ret_exit) {
+static int waiter_check(Waiter *w, int *ret_exit)
+{
         sd_bus_error error = SD_BUS_ERROR_NULL;
         char *path = NULL;
         int r;
@@ -53,7 +55,7 @@ static int waiter_check(Waiter *w, int *ret_exit) {
         } else if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_NO_SUCH_OBJECT)) {
                 r = w->ctl->removed;
         } else if (bus_error_is_not_running(&error)) {
-                r = 0;          /* wait for the daemon to come */
+                r = 0; /* wait for the daemon to come */
         } else {
                 *ret_exit = bus_report_resolve_error(&error, r, w->spec);
                 r = -1;
@@ -62,8 +64,9 @@ static int waiter_check(Waiter *w, int *ret_exit) {
         return r;
 }
 
-int cmd_wait(Ctl *ctl, char **args, int n_args) {
-        Waiter w = { .ctl = ctl, .spec = args[0] };
+int cmd_wait(Ctl *ctl, char **args, int n_args)
+{
+        Waiter w = {.ctl = ctl, .spec = args[0]};
         uint64_t deadline = UINT64_MAX;
         int sigfd = -1, r, code = EXIT_FAIL;
         sd_bus *bus = NULL;
@@ -82,8 +85,7 @@ int cmd_wait(Ctl *ctl, char **args, int n_args) {
         /* Subscribe first (AddMatch is synchronous), then look. */
         r = sd_bus_match_signal(bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                 "org.freedesktop.DBus.ObjectManager",
-                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded",
-                                on_change, &w);
+                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded", on_change, &w);
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL, NAME_OWNER_CHANGED_MATCH, on_change, &w);
         if (r < 0) {

@@ -60,6 +60,5 @@ bool introspect_interface_is_model(const char *iface);
  * (sanitized as the daemon does), or GROUP/FILE for an attribute group.
  * Kind interfaces come first, then Kobject, Kset, Manager, then groups.
  */
-int introspect_find_property(const Introspection *i, const char *attr,
-                             const IntrospectInterface **ret_iface,
+int introspect_find_property(const Introspection *i, const char *attr, const IntrospectInterface **ret_iface,
                              const IntrospectProperty **ret_prop);

@@ -13,16 +13,17 @@ bool output_want_colour(int fd);
 /* Tree glyphs in UTF-8 only where the locale speaks it. */
 bool output_want_utf8(void);
 
-#define ANSI_BOLD       "\033[1m"
-#define ANSI_GREY       "\033[2m"
-#define ANSI_RED        "\033[31m"
-#define ANSI_GREEN      "\033[32m"
-#define ANSI_YELLOW     "\033[33m"
-#define ANSI_BLUE       "\033[34m"
-#define ANSI_RESET      "\033[0m"
+#define ANSI_BOLD "\033[1m"
+#define ANSI_GREY "\033[2m"
+#define ANSI_RED "\033[31m"
+#define ANSI_GREEN "\033[32m"
+#define ANSI_YELLOW "\033[33m"
+#define ANSI_BLUE "\033[34m"
+#define ANSI_RESET "\033[0m"
 
 /* Returns on when colour is wanted, "" otherwise. */
-static inline const char *output_colour(bool colour, const char *on) {
+static inline const char *output_colour(bool colour, const char *on)
+{
         return colour ? on : "";
 }
 
@@ -36,7 +37,7 @@ typedef enum TreeStyle {
 } TreeStyle;
 
 typedef struct TreePrefix {
-        char *buf;      /* the indentation of the ancestors */
+        char *buf; /* the indentation of the ancestors */
         size_t len;
         size_t allocated;
 } TreePrefix;
@@ -57,7 +58,7 @@ typedef enum Align {
 typedef struct TableColumn {
         const char *header;
         Align align;
-        size_t min_width;       /* 0: as wide as the widest cell */
+        size_t min_width; /* 0: as wide as the widest cell */
 } TableColumn;
 
 typedef struct Table Table;
