@@ -20,6 +20,8 @@
 #include "blkmodelctl.h"
 #include "output.h"
 
+#include "common/time-util.h"
+
 #ifndef BLKMODEL_VERSION
 #define BLKMODEL_VERSION "unknown"
 #endif
@@ -69,7 +71,7 @@ int ctl_bus(Ctl *ctl, sd_bus **ret)
         int r;
 
         if (!ctl->bus) {
-                r = bus_open(ctl->bus_kind, ctl->address, &ctl->bus);
+                r = bus_open(ctl->bus_kind, ctl->address, NULL, &ctl->bus);
                 if (r < 0) {
                         if (ctl->bus_kind == BUS_KIND_ADDRESS)
                                 return ctl_fail("Failed to connect to bus at %s: %s", ctl->address,
@@ -324,14 +326,14 @@ static int parse_timeout(const char *s, uint64_t *ret)
         double d;
 
         if (strcmp(s, "infinity") == 0) {
-                *ret = UINT64_MAX;
+                *ret = USEC_INFINITY;
                 return 0;
         }
         errno = 0;
         d = strtod(s, &end);
         if (errno != 0 || end == s || *end != '\0' || !isfinite(d) || d < 0 || d > 1e9)
                 return -EINVAL;
-        *ret = (uint64_t) (d * 1e6);
+        *ret = (uint64_t) (d * USEC_PER_SEC);
         return 0;
 }
 
@@ -466,7 +468,7 @@ int main(int argc, char *argv[])
         Ctl ctl = {
                         .bus_kind = BUS_KIND_SYSTEM,
                         .legend = true,
-                        .timeout_usec = UINT64_MAX,
+                        .timeout_usec = USEC_INFINITY,
         };
         const Verb *v;
         int r, n_args;

@@ -8,6 +8,8 @@
 
 #include "bus.h"
 
+#include "common/bus-open.h"
+
 /* Exit codes of SPEC §7. */
 #define EXIT_OK 0
 #define EXIT_FAIL 1
@@ -33,7 +35,7 @@ typedef struct Ctl {
         bool since_set;
         uint64_t since;
         const char *actions;   /* comma-separated, NULL = all */
-        uint64_t timeout_usec; /* UINT64_MAX = forever */
+        uint64_t timeout_usec; /* USEC_INFINITY = forever */
 
         sd_bus *bus;
 } Ctl;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <blkmodel/names.h>
@@ -16,50 +15,7 @@
 #include "blkmodelctl.h"
 #include "bus.h"
 
-const char *bus_kind_to_string(BusKind kind)
-{
-        switch (kind) {
-        case BUS_KIND_SYSTEM:
-                return "system bus";
-        case BUS_KIND_SESSION:
-                return "session bus";
-        case BUS_KIND_ADDRESS:
-                return "bus";
-        }
-        return "bus";
-}
-
-int bus_open(BusKind kind, const char *address, sd_bus **ret)
-{
-        sd_bus *bus = NULL;
-        int r = -EINVAL;
-
-        switch (kind) {
-        case BUS_KIND_SYSTEM:
-                r = sd_bus_open_system(&bus);
-                break;
-        case BUS_KIND_SESSION:
-                r = sd_bus_open_user(&bus);
-                break;
-        case BUS_KIND_ADDRESS:
-                r = sd_bus_new(&bus);
-                if (r < 0)
-                        return r;
-                r = sd_bus_set_address(bus, address);
-                if (r >= 0)
-                        r = sd_bus_set_bus_client(bus, 1);
-                if (r >= 0)
-                        r = sd_bus_start(bus);
-                break;
-        }
-        if (r < 0) {
-                sd_bus_unref(bus);
-                return r;
-        }
-
-        *ret = bus;
-        return 0;
-}
+#include "common/time-util.h"
 
 bool bus_error_is_not_running(const sd_bus_error *error)
 {
@@ -694,7 +650,7 @@ int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *
                 if (r < 0)
                         goto out;
                 if (r == 0) {
-                        r = sd_bus_wait(bus, UINT64_MAX);
+                        r = sd_bus_wait(bus, USEC_INFINITY);
                         if (r < 0)
                                 goto out;
                 }
@@ -706,7 +662,7 @@ out:
         /* Replies still due would name f, which is about to go: drain them first. */
         while (f.in_flight > 0 && sd_bus_process(bus, NULL) >= 0)
                 if (f.in_flight > 0)
-                        (void) sd_bus_wait(bus, UINT64_MAX);
+                        (void) sd_bus_wait(bus, USEC_INFINITY);
         sd_bus_error_free(&f.bus_error);
         return r < 0 ? r : 0;
 }
@@ -758,18 +714,10 @@ int bus_signalfd_open(void)
         return fd < 0 ? -errno : fd;
 }
 
-uint64_t bus_now(void)
-{
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
 {
         struct pollfd p[2] = {};
-        uint64_t until = deadline, t = UINT64_MAX, now;
+        uint64_t until = deadline, t = USEC_INFINITY, now;
         int events, fd, timeout_ms, r;
 
         fd = sd_bus_get_fd(bus);
@@ -784,8 +732,8 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
         if (t < until)
                 until = t;
 
-        now = bus_now();
-        if (until == UINT64_MAX)
+        now = now_usec();
+        if (until == USEC_INFINITY)
                 timeout_ms = -1;
         else if (until <= now)
                 timeout_ms = 0;
@@ -806,7 +754,7 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
                 (void) read(sigfd, &si, sizeof(si));
                 return 1;
         }
-        if (r == 0 && deadline != UINT64_MAX && bus_now() >= deadline)
+        if (r == 0 && deadline != USEC_INFINITY && now_usec() >= deadline)
                 return -ETIMEDOUT;
         return 0;
 }

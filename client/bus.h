@@ -7,16 +7,6 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
-typedef enum BusKind {
-        BUS_KIND_SYSTEM,
-        BUS_KIND_SESSION,
-        BUS_KIND_ADDRESS,
-} BusKind;
-
-/* Opens and starts a client connection; negative errno on failure. */
-int bus_open(BusKind kind, const char *address, sd_bus **ret);
-const char *bus_kind_to_string(BusKind kind);
-
 /* True if the error says that nobody owns org.blkmodel1. */
 bool bus_error_is_not_running(const sd_bus_error *error);
 
@@ -88,13 +78,10 @@ int bus_signalfd_open(void);
 
 /*
  * Waits until the bus has work, a signal arrives on sigfd (returns 1), or
- * deadline (CLOCK_MONOTONIC µs, UINT64_MAX = never) passes (-ETIMEDOUT).
+ * deadline (CLOCK_MONOTONIC µs, USEC_INFINITY = never) passes (-ETIMEDOUT).
  * Returns 0 when sd_bus_process() should run.
  */
 int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline);
-
-/* CLOCK_MONOTONIC in µs. */
-uint64_t bus_now(void);
 
 /* Manager.GetEvents(after); calls cb for each event in order. */
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);

@@ -22,6 +22,8 @@
 #include "blkmodelctl.h"
 #include "output.h"
 
+#include "common/time-util.h"
+
 #define NAME_OWNER_CHANGED_MATCH                                                                            \
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
@@ -341,7 +343,7 @@ static int monitor_reconnect(Monitor *mon, int sigfd)
                 r = poll(&p, 1, 1000);
                 if (r > 0)
                         return 1;
-                if (bus_open(mon->ctl->bus_kind, mon->ctl->address, &mon->bus) < 0)
+                if (bus_open(mon->ctl->bus_kind, mon->ctl->address, NULL, &mon->bus) < 0)
                         continue;
                 mon->ctl->bus = mon->bus;
                 r = monitor_subscribe(mon);
@@ -424,7 +426,7 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
                 if (r > 0)
                         continue;
                 if (r == 0)
-                        r = bus_wait_event(mon.bus, sigfd, UINT64_MAX);
+                        r = bus_wait_event(mon.bus, sigfd, USEC_INFINITY);
                 if (r == 1)
                         break; /* SIGINT/SIGTERM: a normal end */
                 if (r < 0) {

@@ -18,6 +18,8 @@
 #include "model.h"
 #include "output.h"
 
+#include "common/interfaces.h"
+
 #define UNKNOWN_PROPERTY "org.freedesktop.DBus.Error.UnknownProperty"
 #define INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 
@@ -43,6 +45,15 @@ static int show_compare(const void *a, const void *b)
         return strcmp(x->name, y->name);
 }
 
+/*
+ * The model's own properties are shown apart from sysfs's raw attributes.  Manager's are in no
+ * table, but they are all it has, and a lone group prints the same whichever it is.
+ */
+static bool property_is_typed(const char *iface, const char *name)
+{
+        return interface_find_property(iface, name);
+}
+
 /* Prints the properties of one kind (typed or raw) of one interface. */
 static void show_properties(Ctl *ctl, json_object *props, const char *iface, bool typed, size_t indent)
 {
@@ -50,11 +61,11 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
 
         json_object_object_foreach(props, k1, v1) {
                 (void) v1;
-                if (model_prop_is_typed(iface, k1) == typed && strlen(k1) > width)
+                if (property_is_typed(iface, k1) == typed && strlen(k1) > width)
                         width = strlen(k1);
         }
         json_object_object_foreach(props, key, value) {
-                if (model_prop_is_typed(iface, key) != typed)
+                if (property_is_typed(iface, key) != typed)
                         continue;
                 /* An empty value gets no padding: no trailing blanks. */
                 if (output_value_is_empty(value)) {
@@ -123,7 +134,7 @@ int cmd_show(Ctl *ctl, char **args, int n_args)
 
                 json_object_object_foreach(props, key, value) {
                         (void) value;
-                        if (model_prop_is_typed(iface, key))
+                        if (property_is_typed(iface, key))
                                 has_typed = true;
                         else
                                 has_raw = true;

@@ -18,6 +18,8 @@
 #include "blkmodelctl.h"
 #include "output.h"
 
+#include "common/time-util.h"
+
 #define NAME_OWNER_CHANGED_MATCH                                                                            \
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
@@ -67,7 +69,7 @@ static int waiter_check(Waiter *w, int *ret_exit)
 int cmd_wait(Ctl *ctl, char **args, int n_args)
 {
         Waiter w = {.ctl = ctl, .spec = args[0]};
-        uint64_t deadline = UINT64_MAX;
+        uint64_t deadline = USEC_INFINITY;
         int sigfd = -1, r, code = EXIT_FAIL;
         sd_bus *bus = NULL;
 
@@ -75,8 +77,8 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
 
-        if (ctl->timeout_usec != UINT64_MAX)
-                deadline = bus_now() + ctl->timeout_usec;
+        if (ctl->timeout_usec != USEC_INFINITY)
+                deadline = now_usec() + ctl->timeout_usec;
 
         sigfd = bus_signalfd_open();
         if (sigfd < 0)

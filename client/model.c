@@ -88,46 +88,6 @@ void model_sort_paths(json_object *model, const char **paths, size_t n)
         qsort_r(paths, n, sizeof(char *), compare_paths, model);
 }
 
-static const struct {
-        const char *iface;
-        const char *const *props;
-} typed_properties[] = {
-                {BLKMODEL_IFACE_KOBJECT,
-                 (const char *const[]){BLKMODEL_PROP_NAME, BLKMODEL_PROP_DEVPATH, BLKMODEL_PROP_PARENT,
-                                       BLKMODEL_PROP_KSET, BLKMODEL_PROP_KTYPE, BLKMODEL_PROP_UEVENT, NULL}},
-                {BLKMODEL_IFACE_KSET, (const char *const[]){BLKMODEL_PROP_MEMBERS, NULL}},
-                {BLKMODEL_IFACE_DISK,
-                 (const char *const[]){BLKMODEL_PROP_MAJOR, BLKMODEL_PROP_MINOR, BLKMODEL_PROP_SIZE,
-                                       BLKMODEL_PROP_READ_ONLY, BLKMODEL_PROP_REMOVABLE,
-                                       BLKMODEL_PROP_PARTITIONS, BLKMODEL_PROP_HOLDERS, BLKMODEL_PROP_SLAVES,
-                                       BLKMODEL_PROP_QUEUE, BLKMODEL_PROP_DEVICE, NULL}},
-                {BLKMODEL_IFACE_PARTITION,
-                 (const char *const[]){BLKMODEL_PROP_MAJOR, BLKMODEL_PROP_MINOR, BLKMODEL_PROP_SIZE,
-                                       BLKMODEL_PROP_READ_ONLY, BLKMODEL_PROP_NUMBER, BLKMODEL_PROP_START,
-                                       BLKMODEL_PROP_HOLDERS, NULL}},
-                {BLKMODEL_IFACE_QUEUE,
-                 (const char *const[]){BLKMODEL_PROP_SCHEDULER, BLKMODEL_PROP_SCHEDULERS,
-                                       BLKMODEL_PROP_ELEVATOR, NULL}},
-                {BLKMODEL_IFACE_MANAGER,
-                 (const char *const[]){BLKMODEL_PROP_VERSION, BLKMODEL_PROP_SYSFS_ROOT,
-                                       BLKMODEL_PROP_UEVENT_SOURCE, BLKMODEL_PROP_LAST_SEQNUM,
-                                       BLKMODEL_PROP_OLDEST_SEQNUM, BLKMODEL_PROP_EVENTS_LOST,
-                                       BLKMODEL_PROP_OBJECT_COUNT, NULL}},
-};
-
-bool model_prop_is_typed(const char *iface, const char *prop)
-{
-        for (size_t i = 0; i < sizeof(typed_properties) / sizeof(typed_properties[0]); i++) {
-                if (strcmp(typed_properties[i].iface, iface) != 0)
-                        continue;
-                for (const char *const *p = typed_properties[i].props; *p; p++)
-                        if (strcmp(*p, prop) == 0)
-                                return true;
-                return false;
-        }
-        return false;
-}
-
 char *model_sanitize_member(const char *name)
 {
         size_t n = strlen(name);
