@@ -18,6 +18,8 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
 #include "output.h"
 
 #include "common/time-util.h"

@@ -6,8 +6,6 @@
 
 #include <systemd/sd-bus.h>
 
-#include "bus.h"
-
 #include "common/bus-open.h"
 
 /* Exit codes of SPEC §7. */

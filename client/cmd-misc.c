@@ -9,6 +9,8 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
 #include "output.h"
 
 /* The whole model: GetManagedObjects has the typed properties, GetAll the raw attributes. */

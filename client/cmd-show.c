@@ -15,6 +15,10 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-json.h"
+#include "bus-model.h"
+#include "introspect.h"
 #include "model.h"
 #include "output.h"
 

@@ -13,6 +13,8 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
 #include "model.h"
 #include "output.h"
 

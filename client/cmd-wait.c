@@ -16,6 +16,9 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
+#include "bus-wait.h"
 #include "output.h"
 
 #include "common/time-util.h"
