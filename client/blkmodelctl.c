@@ -23,6 +23,7 @@
 #include "output.h"
 
 #include "common/time-util.h"
+#include "common/util.h"
 
 #ifndef BLKMODEL_VERSION
 #define BLKMODEL_VERSION "unknown"
@@ -32,12 +33,12 @@ static const char *program = "blkmodelctl";
 
 int ctl_fail(const char *fmt, ...)
 {
-        char *msg = NULL;
+        _cleanup_(freep) char *msg = NULL;
         va_list ap;
         int r;
 
         /* Whatever went to stdout so far must not interleave with this. */
-        fflush(stdout);
+        (void) fflush(stdout);
         va_start(ap, fmt);
         r = vasprintf(&msg, fmt, ap);
         va_end(ap);
@@ -51,20 +52,19 @@ int ctl_fail(const char *fmt, ...)
                 if (*p == '\n' || *p == '\r')
                         *p = ' ';
         fprintf(stderr, "%s: %s\n", program, msg);
-        free(msg);
         return EXIT_FAIL;
 }
 
-static int ctl_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int ctl_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
 static int ctl_usage(const char *verb, const char *fmt, ...)
 {
         va_list ap;
 
-        fprintf(stderr, "%s%s%s: ", program, verb ? " " : "", verb ? verb : "");
+        fprintf(stderr, "%s%s%s: ", program, verb ? " " : "", strempty(verb));
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
         va_end(ap);
-        fprintf(stderr, " (see '%s%s%s --help')\n", program, verb ? " " : "", verb ? verb : "");
+        fprintf(stderr, " (see '%s%s%s --help')\n", program, verb ? " " : "", strempty(verb));
         return EXIT_USAGE;
 }
 
@@ -83,7 +83,7 @@ int ctl_bus(Ctl *ctl, sd_bus **ret)
                 }
                 /* set and trigger may need polkit to ask the user. */
                 if (isatty(STDIN_FILENO) == 1)
-                        (void) sd_bus_set_allow_interactive_authorization(ctl->bus, 1);
+                        (void) sd_bus_set_allow_interactive_authorization(ctl->bus, true);
         }
         *ret = ctl->bus;
         return EXIT_OK;
@@ -91,7 +91,7 @@ int ctl_bus(Ctl *ctl, sd_bus **ret)
 
 int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path)
 {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -101,13 +101,9 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path)
 
         r = bus_resolve(bus, spec, ret_path, &error);
         if (r < 0)
-                r = bus_report_resolve_error(&error, r, spec);
-        else {
-                *ret_bus = bus;
-                r = EXIT_OK;
-        }
-        sd_bus_error_free(&error);
-        return r;
+                return bus_report_resolve_error(&error, r, spec);
+        *ret_bus = bus;
+        return EXIT_OK;
 }
 
 enum {
@@ -224,8 +220,8 @@ static const Verb verbs[] = {
 
 static const Verb *verb_find(const char *name)
 {
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-                if (strcmp(verbs[i].name, name) == 0)
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
                         return verbs + i;
         return NULL;
 }
@@ -237,18 +233,18 @@ static void help_main(void)
                "on D-Bus as %s.\n\n"
                "Commands:\n",
                program, BLKMODEL_BUS_NAME);
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const Verb *v = verbs + i;
                 /* Long synopses are for COMMAND --help; keep this one screen wide. */
                 const char *syn = strlen(v->synopsis) <= 17 ? v->synopsis
                                   : v->min_args > 0         ? "OBJECT [OPTIONS]"
                                                             : "[OPTIONS]";
-                char *line = NULL;
+                _cleanup_(freep) char *line = NULL;
 
+                /* Short of memory, the name alone will do; asprintf() leaves line undefined then. */
                 if (asprintf(&line, "%s %s", v->name, syn) < 0)
                         line = NULL;
-                printf("  %-24s %s\n", line ? line : v->name, v->summary);
-                free(line);
+                printf("  %-24s %s\n", line ?: v->name, v->summary);
         }
         printf("\n"
                "OBJECT is anything Manager.Resolve accepts: sda1, /dev/sda1, 8:1,\n"
@@ -266,9 +262,9 @@ static void help_main(void)
 
 static void help_verb(const Verb *v)
 {
-        printf("%s [OPTIONS] %s%s%s\n\n%s\n", program, v->name, v->synopsis[0] ? " " : "", v->synopsis,
+        printf("%s [OPTIONS] %s%s%s\n\n%s\n", program, v->name, isempty(v->synopsis) ? "" : " ", v->synopsis,
                v->summary);
-        if (v->help[0])
+        if (!isempty(v->help))
                 printf("\n%s", v->help);
         printf("\nGlobal options (%s --help): --system, --session, --address=ADDR,\n"
                "--json, --no-legend.\n",
@@ -282,7 +278,7 @@ static const char *const known_actions[] = {
 static bool action_is_known(const char *a, size_t n)
 {
         for (const char *const *k = known_actions; *k; k++)
-                if (strlen(*k) == n && strncmp(*k, a, n) == 0)
+                if (strlen(*k) == n && startswith(a, *k))
                         return true;
         return false;
 }
@@ -312,7 +308,7 @@ static int parse_u64(const char *s, uint64_t *ret)
         char *end;
         unsigned long long v;
 
-        if (!s[0] || s[0] == '-' || s[0] == '+')
+        if (isempty(s) || s[0] == '-' || s[0] == '+')
                 return -EINVAL;
         errno = 0;
         v = strtoull(s, &end, 10);
@@ -327,7 +323,7 @@ static int parse_timeout(const char *s, uint64_t *ret)
         char *end;
         double d;
 
-        if (strcmp(s, "infinity") == 0) {
+        if (streq(s, "infinity")) {
                 *ret = USEC_INFINITY;
                 return 0;
         }
@@ -465,9 +461,15 @@ static int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const 
         return OPTIONS_GO_ON;
 }
 
+static void ctl_done(Ctl *ctl)
+{
+        /* Closing would drop what is still queued to be sent: flush first. */
+        ctl->bus = sd_bus_flush_close_unref(ctl->bus);
+}
+
 int main(int argc, char *argv[])
 {
-        Ctl ctl = {
+        _cleanup_(ctl_done) Ctl ctl = {
                         .bus_kind = BUS_KIND_SYSTEM,
                         .legend = true,
                         .timeout_usec = USEC_INFINITY,
@@ -486,7 +488,7 @@ int main(int argc, char *argv[])
         if (optind >= argc)
                 return ctl_usage(NULL, "missing command");
 
-        if (strcmp(argv[optind], "help") == 0) {
+        if (streq(argv[optind], "help")) {
                 if (optind + 1 >= argc) {
                         help_main();
                         return EXIT_OK;
@@ -510,7 +512,7 @@ int main(int argc, char *argv[])
         if (r != OPTIONS_GO_ON)
                 return r;
 
-        if (ctl.bus_kind == BUS_KIND_ADDRESS && (!ctl.address || !ctl.address[0]))
+        if (ctl.bus_kind == BUS_KIND_ADDRESS && isempty(ctl.address))
                 return ctl_usage(NULL, "--address needs a bus address");
 
         n_args = argc - optind;
@@ -518,7 +520,7 @@ int main(int argc, char *argv[])
                 return ctl_usage(v->name, "missing argument: expected %s", v->synopsis);
         if (n_args > v->max_args)
                 return ctl_usage(v->name, "unexpected argument '%s'", argv[optind + v->max_args]);
-        if (strcmp(v->name, "trigger") == 0 && n_args == 2 && !ctl_action_is_known(argv[optind + 1]))
+        if (streq(v->name, "trigger") && n_args == 2 && !ctl_action_is_known(argv[optind + 1]))
                 return ctl_usage(v->name, "unknown action '%s'", argv[optind + 1]);
 
         ctl.colour = output_want_colour(STDOUT_FILENO);
@@ -528,9 +530,5 @@ int main(int argc, char *argv[])
 
         if (fflush(stdout) != 0 && r == EXIT_OK)
                 r = ctl_fail("Failed to write output: %s", strerror(errno));
-        if (ctl.bus) {
-                (void) sd_bus_flush(ctl.bus);
-                ctl.bus = sd_bus_close_unref(ctl.bus);
-        }
         return r;
 }

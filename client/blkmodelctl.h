@@ -7,6 +7,7 @@
 #include <systemd/sd-bus.h>
 
 #include "common/bus-open.h"
+#include "common/util.h"
 
 /* Exit codes of SPEC §7. */
 #define EXIT_OK 0
@@ -51,7 +52,7 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path);
  * One line on stderr, "blkmodelctl: ...".  Returns EXIT_FAIL so that
  * callers can write "return ctl_fail(...)".
  */
-int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ctl_fail(const char *fmt, ...) _printf_(1, 2);
 
 /* add, remove, change, move, online, offline, bind or unbind. */
 bool ctl_action_is_known(const char *action);

@@ -6,6 +6,9 @@
 
 #include "bus-events.h"
 #include "bus-json.h"
+#include "json-util.h"
+
+#include "common/util.h"
 
 void bus_event_done(BusEvent *ev)
 {
@@ -17,10 +20,12 @@ void bus_event_done(BusEvent *ev)
 
 int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
 {
-        BusEvent ev = {};
+        _cleanup_(json_object_putp) json_object *env = NULL;
+        const char *action, *devpath, *object;
+        uint64_t seqnum;
         int r;
 
-        r = sd_bus_message_read(m, "tsso", &ev.seqnum, &ev.action, &ev.devpath, &ev.object);
+        r = sd_bus_message_read(m, "tsso", &seqnum, &action, &devpath, &object);
         if (r < 0)
                 return r;
         r = sd_bus_message_peek_type(m, NULL, NULL);
@@ -28,21 +33,25 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
                 return r;
         if (r == 0)
                 return -EBADMSG;
-        r = bus_message_read_json(m, &ev.env);
+        r = bus_message_read_json(m, &env);
         if (r < 0)
                 return r;
-        if (!json_object_is_type(ev.env, json_type_object)) {
-                json_object_put(ev.env);
+        if (!json_object_is_type(env, json_type_object))
                 return -EBADMSG;
-        }
 
-        *ret = ev;
+        *ret = (BusEvent){
+                        .seqnum = seqnum,
+                        .action = action,
+                        .devpath = devpath,
+                        .object = object,
+                        .env = TAKE_PTR(env),
+        };
         return 0;
 }
 
 int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error)
 {
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
         r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
@@ -52,30 +61,25 @@ int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userd
 
         r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "(tssoa{ss})");
         if (r < 0)
-                goto finish;
+                return r;
         for (;;) {
-                BusEvent ev = {};
+                _cleanup_(bus_event_done) BusEvent ev = {};
 
                 r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_STRUCT, "tssoa{ss}");
                 if (r < 0)
-                        goto finish;
+                        return r;
                 if (r == 0)
                         break;
                 r = bus_message_read_event_fields(reply, &ev);
                 if (r < 0)
-                        goto finish;
+                        return r;
                 r = sd_bus_message_exit_container(reply);
-                if (r >= 0)
-                        r = cb(&ev, userdata);
-                bus_event_done(&ev);
                 if (r < 0)
-                        goto finish;
+                        return r;
+                r = cb(&ev, userdata);
+                if (r < 0)
+                        return r;
         }
         r = sd_bus_message_exit_container(reply);
-        if (r > 0)
-                r = 0;
-
-finish:
-        sd_bus_message_unref(reply);
-        return r;
+        return r < 0 ? r : 0;
 }

@@ -6,7 +6,8 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
-/* Reads one a(tssoa{ss}) event struct (Uevent signal args or GetEvents item). */
+/* One (tssoa{ss}) event: the Uevent signal's arguments or an item of GetEvents.  The strings point
+ * into the message it was read from. */
 typedef struct BusEvent {
         uint64_t seqnum;
         const char *action;
@@ -16,7 +17,7 @@ typedef struct BusEvent {
 } BusEvent;
 
 void bus_event_done(BusEvent *ev);
-/* Reads the five fields at the read pointer (not inside a struct). */
+/* Reads the five fields at the read pointer (not inside a struct); *ret untouched on failure. */
 int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret);
 
 /* Manager.GetEvents(after); calls cb for each event in order. */

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "bus-json.h"
+#include "json-util.h"
+
+#include "common/util.h"
 
 int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret)
 {
@@ -178,34 +181,32 @@ int bus_message_read_dict(sd_bus_message *m, const char *contents, DictEntryRead
 /* One entry of any dict into the object userdata, the key (of any basic type) as text. */
 static int read_json_dict_entry(sd_bus_message *m, void *userdata)
 {
-        json_object *obj = userdata, *value = NULL;
-        char *key = NULL;
+        _cleanup_(json_object_putp) json_object *value = NULL;
+        _cleanup_(freep) char *key = NULL;
+        json_object *obj = userdata;
         char type;
         int r;
 
         r = sd_bus_message_peek_type(m, &type, NULL);
-        if (r <= 0)
-                return r < 0 ? r : -EBADMSG;
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -EBADMSG;
         r = bus_message_read_basic_string(m, type, &key);
         if (r < 0)
                 return r;
         r = bus_message_read_json(m, &value);
-        if (r < 0) {
-                free(key);
+        if (r < 0)
                 return r;
-        }
-        r = json_object_object_add(obj, key, value);
-        free(key);
-        if (r < 0) {
-                json_object_put(value);
+        if (json_object_object_add(obj, key, value) < 0)
                 return -ENOMEM;
-        }
+        TAKE_PTR(value);
         return 0;
 }
 
 static int read_dict_json(sd_bus_message *m, const char *contents, json_object **ret)
 {
-        json_object *obj;
+        _cleanup_(json_object_putp) json_object *obj = NULL;
         int r;
 
         obj = json_object_new_object();
@@ -213,18 +214,16 @@ static int read_dict_json(sd_bus_message *m, const char *contents, json_object *
                 return -ENOMEM;
 
         r = bus_message_read_dict(m, contents, read_json_dict_entry, obj);
-        if (r < 0) {
-                json_object_put(obj);
+        if (r < 0)
                 return r;
-        }
 
-        *ret = obj;
+        *ret = TAKE_PTR(obj);
         return 0;
 }
 
 static int read_sequence_json(sd_bus_message *m, char type, const char *contents, json_object **ret)
 {
-        json_object *arr;
+        _cleanup_(json_object_putp) json_object *arr = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, type, contents);
@@ -236,40 +235,52 @@ static int read_sequence_json(sd_bus_message *m, char type, const char *contents
                 return -ENOMEM;
 
         for (;;) {
-                json_object *item = NULL;
+                _cleanup_(json_object_putp) json_object *item = NULL;
 
                 r = sd_bus_message_peek_type(m, NULL, NULL);
                 if (r < 0)
-                        goto fail;
+                        return r;
                 if (r == 0)
                         break;
 
                 r = bus_message_read_json(m, &item);
                 if (r < 0)
-                        goto fail;
-                if (json_object_array_add(arr, item) < 0) {
-                        json_object_put(item);
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                        return r;
+                if (json_object_array_add(arr, item) < 0)
+                        return -ENOMEM;
+                TAKE_PTR(item);
         }
 
         r = sd_bus_message_exit_container(m);
         if (r < 0)
-                goto fail;
+                return r;
 
-        *ret = arr;
+        *ret = TAKE_PTR(arr);
         return 0;
+}
 
-fail:
-        json_object_put(arr);
-        return r;
+static int read_variant_json(sd_bus_message *m, const char *contents, json_object **ret)
+{
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents);
+        if (r < 0)
+                return r;
+        r = bus_message_read_json(m, &j);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(j);
+        return 0;
 }
 
 int bus_message_read_json(sd_bus_message *m, json_object **ret)
 {
         const char *contents;
-        json_object *j = NULL;
         char type;
         int r;
 
@@ -284,25 +295,10 @@ int bus_message_read_json(sd_bus_message *m, json_object **ret)
                 if (contents[0] == SD_BUS_TYPE_DICT_ENTRY_BEGIN)
                         return read_dict_json(m, contents, ret);
                 return read_sequence_json(m, type, contents, ret);
-
         case SD_BUS_TYPE_STRUCT:
                 return read_sequence_json(m, type, contents, ret);
-
         case SD_BUS_TYPE_VARIANT:
-                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents);
-                if (r < 0)
-                        return r;
-                r = bus_message_read_json(m, &j);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(m);
-                if (r < 0) {
-                        json_object_put(j);
-                        return r;
-                }
-                *ret = j;
-                return 0;
-
+                return read_variant_json(m, contents, ret);
         default:
                 return read_basic_json(m, type, ret);
         }

@@ -8,39 +8,34 @@
 
 #include "bus-json.h"
 #include "bus-model.h"
+#include "json-util.h"
 
 #include "common/time-util.h"
+#include "common/util.h"
 
 int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
 {
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *path;
         char *copy;
         int r;
 
         /* The root object is no kobject, so Resolve need not know it. */
-        if (strcmp(spec, BLKMODEL_ROOT_PATH) == 0) {
-                copy = strdup(spec);
-                if (!copy)
-                        return -ENOMEM;
-                *ret_path = copy;
-                return 0;
+        if (streq(spec, BLKMODEL_ROOT_PATH))
+                path = spec;
+        else {
+                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                                       BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_read(reply, "o", &path);
+                if (r < 0)
+                        return r;
         }
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
-                               BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
-        if (r < 0)
-                return r;
-
-        r = sd_bus_message_read(reply, "o", &path);
-        if (r >= 0) {
-                copy = strdup(path);
-                r = copy ? 0 : -ENOMEM;
-        }
-        sd_bus_message_unref(reply);
-        if (r < 0)
-                return r;
-
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
         *ret_path = copy;
         return 0;
 }
@@ -56,23 +51,11 @@ typedef struct ModelReader {
         const char *iface; /* while reading a{sv}: the interface the properties belong to */
 } ModelReader;
 
-/* A new empty object at parent[key]; NULL when out of memory. */
-static json_object *json_add_object(json_object *parent, const char *key)
-{
-        json_object *child = json_object_new_object();
-
-        if (!child || json_object_object_add(parent, key, child) < 0) {
-                json_object_put(child);
-                return NULL;
-        }
-        return child;
-}
-
 /* One {sv}: kept in into if the filter wants it, skipped unread otherwise. */
 static int read_property_entry(sd_bus_message *m, void *userdata)
 {
+        _cleanup_(json_object_putp) json_object *value = NULL;
         ModelReader *mr = userdata;
-        json_object *value = NULL;
         const char *name;
         int r;
 
@@ -86,10 +69,9 @@ static int read_property_entry(sd_bus_message *m, void *userdata)
         r = bus_message_read_json(m, &value);
         if (r < 0)
                 return r;
-        if (json_object_object_add(mr->into, name, value) < 0) {
-                json_object_put(value);
+        if (json_object_object_add(mr->into, name, value) < 0)
                 return -ENOMEM;
-        }
+        TAKE_PTR(value);
         return 0;
 }
 
@@ -142,7 +124,8 @@ static int read_object_entry(sd_bus_message *m, void *userdata)
 int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata, json_object **ret,
                             sd_bus_error *error)
 {
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(json_object_putp) json_object *model = NULL;
         ModelReader mr = {.filter = filter, .userdata = userdata};
         int r;
 
@@ -152,25 +135,22 @@ int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdat
         if (r < 0)
                 return r;
 
-        mr.into = json_object_new_object();
-        if (!mr.into)
-                r = -ENOMEM;
-        else
-                r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
-        sd_bus_message_unref(reply);
-        if (r < 0) {
-                json_object_put(mr.into);
+        model = json_object_new_object();
+        if (!model)
+                return -ENOMEM;
+        mr.into = model;
+        r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
+        if (r < 0)
                 return r;
-        }
 
-        *ret = mr.into;
+        *ret = TAKE_PTR(model);
         return 0;
 }
 
 int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error)
 {
-        sd_bus_message *reply = NULL;
-        json_object *props;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(json_object_putp) json_object *props = NULL;
         int r;
 
         r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll",
@@ -179,19 +159,13 @@ int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **
                 return r;
 
         props = json_object_new_object();
-        if (!props) {
-                sd_bus_message_unref(reply);
+        if (!props)
                 return -ENOMEM;
-        }
-
         r = read_properties(reply, iface, NULL, NULL, props);
-        sd_bus_message_unref(reply);
-        if (r < 0) {
-                json_object_put(props);
+        if (r < 0)
                 return r;
-        }
 
-        *ret = props;
+        *ret = TAKE_PTR(props);
         return 0;
 }
 
@@ -199,8 +173,8 @@ int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **
 #define FETCH_IN_FLIGHT 128
 
 typedef struct Fetch {
+        sd_bus *bus;
         json_object *model;
-        const BusPropRequest *req;
         size_t in_flight;
         int error; /* the first failure other than a vanished object */
         sd_bus_error bus_error;
@@ -211,117 +185,140 @@ typedef struct FetchCall {
         const BusPropRequest *req;
 } FetchCall;
 
+static void fetch_done(Fetch *f)
+{
+        /* Replies still due would name f, which is about to go: drain them first. */
+        while (f->in_flight > 0 && sd_bus_process(f->bus, NULL) >= 0)
+                if (f->in_flight > 0)
+                        (void) sd_bus_wait(f->bus, USEC_INFINITY);
+        sd_bus_error_free(&f->bus_error);
+}
+
+/* Keeps the first failure only: the one that stops the fetch. */
+static void fetch_fail(Fetch *f, int error, const sd_bus_error *bus_error)
+{
+        if (f->error != 0)
+                return;
+        f->error = error;
+        if (bus_error)
+                (void) sd_bus_error_copy(&f->bus_error, bus_error);
+}
+
 /* model[path][iface], created if missing. */
 static json_object *model_iface(json_object *model, const char *path, const char *iface)
 {
         json_object *obj, *props;
 
         if (!json_object_object_get_ex(model, path, &obj)) {
-                obj = json_object_new_object();
-                if (!obj || json_object_object_add(model, path, obj) < 0) {
-                        json_object_put(obj);
+                obj = json_add_object(model, path);
+                if (!obj)
                         return NULL;
-                }
         }
-        if (!json_object_object_get_ex(obj, iface, &props)) {
-                props = json_object_new_object();
-                if (!props || json_object_object_add(obj, iface, props) < 0) {
-                        json_object_put(props);
-                        return NULL;
-                }
-        }
+        if (!json_object_object_get_ex(obj, iface, &props))
+                props = json_add_object(obj, iface);
         return props;
+}
+
+/* Stores the answer to one request in model[path][iface]. */
+static int fetch_store(json_object *model, const BusPropRequest *req, sd_bus_message *reply)
+{
+        _cleanup_(json_object_putp) json_object *value = NULL;
+        json_object *props;
+        int r;
+
+        props = model_iface(model, req->path, req->iface);
+        if (!props)
+                return -ENOMEM;
+        if (!req->prop)
+                return read_properties(reply, req->iface, NULL, NULL, props);
+
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, NULL);
+        if (r < 0)
+                return r;
+        r = bus_message_read_json(reply, &value);
+        if (r < 0)
+                return r;
+        if (json_object_object_add(props, req->prop, value) < 0)
+                return -ENOMEM;
+        TAKE_PTR(value);
+        return 0;
 }
 
 static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
-        FetchCall *c = userdata;
-        Fetch *f = c->fetch;
+        _cleanup_(freep) FetchCall *c = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
-        json_object *props, *value = NULL;
-        int r = 0;
+        Fetch *f = c->fetch;
+        int r;
 
         f->in_flight--;
         if (e) {
                 /* The object went away between GetManagedObjects and now, or has no such attribute here
                  * (only SCSI devices have a type): it is simply not there. */
-                if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY) &&
-                    f->error == 0) {
-                        f->error = -sd_bus_error_get_errno(e) ?: -EIO;
-                        sd_bus_error_copy(&f->bus_error, e);
-                }
-                goto done;
+                if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY))
+                        fetch_fail(f, -sd_bus_error_get_errno(e) ?: -EIO, e);
+                return 0;
         }
-        props = model_iface(f->model, c->req->path, c->req->iface);
-        if (!props)
-                r = -ENOMEM;
-        else if (!c->req->prop)
-                r = read_properties(reply, c->req->iface, NULL, NULL, props);
-        else {
-                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, NULL);
-                if (r >= 0)
-                        r = bus_message_read_json(reply, &value);
-                if (r >= 0 && json_object_object_add(props, c->req->prop, value) < 0) {
-                        json_object_put(value);
-                        r = -ENOMEM;
-                }
-        }
-        if (r < 0 && f->error == 0)
-                f->error = r;
-done:
-        free(c);
+
+        r = fetch_store(f->model, c->req, reply);
+        if (r < 0)
+                fetch_fail(f, r, NULL);
+        return 0;
+}
+
+static int fetch_send(Fetch *f, const BusPropRequest *req)
+{
+        _cleanup_(freep) FetchCall *c = NULL;
+        int r;
+
+        c = malloc(sizeof(FetchCall));
+        if (!c)
+                return -ENOMEM;
+        *c = (FetchCall){.fetch = f, .req = req};
+
+        if (req->prop)
+                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
+                                             "org.freedesktop.DBus.Properties", "Get", on_fetch_reply, c,
+                                             "ss", req->iface, req->prop);
+        else
+                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
+                                             "org.freedesktop.DBus.Properties", "GetAll", on_fetch_reply, c,
+                                             "s", req->iface);
+        if (r < 0)
+                return r;
+
+        /* The reply handler frees it. */
+        TAKE_PTR(c);
+        f->in_flight++;
         return 0;
 }
 
 int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
                          sd_bus_error *error)
 {
-        Fetch f = {.model = model, .bus_error = SD_BUS_ERROR_NULL};
+        _cleanup_(fetch_done) Fetch f = {.bus = bus, .model = model, .bus_error = SD_BUS_ERROR_NULL};
         size_t sent = 0;
-        int r = 0;
+        int r;
 
         while ((sent < n || f.in_flight > 0) && f.error == 0) {
-                while (sent < n && f.in_flight < FETCH_IN_FLIGHT) {
-                        FetchCall *c = malloc(sizeof(FetchCall));
-
-                        if (!c) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        *c = (FetchCall){.fetch = &f, .req = &req[sent]};
-                        if (req[sent].prop)
-                                r = sd_bus_call_method_async(bus, NULL, BLKMODEL_BUS_NAME, req[sent].path,
-                                                             "org.freedesktop.DBus.Properties", "Get",
-                                                             on_fetch_reply, c, "ss", req[sent].iface,
-                                                             req[sent].prop);
-                        else
-                                r = sd_bus_call_method_async(bus, NULL, BLKMODEL_BUS_NAME, req[sent].path,
-                                                             "org.freedesktop.DBus.Properties", "GetAll",
-                                                             on_fetch_reply, c, "s", req[sent].iface);
-                        if (r < 0) {
-                                free(c);
-                                goto out;
-                        }
-                        sent++;
-                        f.in_flight++;
+                for (; sent < n && f.in_flight < FETCH_IN_FLIGHT; sent++) {
+                        r = fetch_send(&f, &req[sent]);
+                        if (r < 0)
+                                return r;
                 }
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
-                        goto out;
+                        return r;
                 if (r == 0) {
                         r = sd_bus_wait(bus, USEC_INFINITY);
                         if (r < 0)
-                                goto out;
+                                return r;
                 }
         }
-        r = f.error;
-        if (r < 0 && error)
-                sd_bus_error_move(error, &f.bus_error);
-out:
-        /* Replies still due would name f, which is about to go: drain them first. */
-        while (f.in_flight > 0 && sd_bus_process(bus, NULL) >= 0)
-                if (f.in_flight > 0)
-                        (void) sd_bus_wait(bus, USEC_INFINITY);
-        sd_bus_error_free(&f.bus_error);
-        return r < 0 ? r : 0;
+        if (f.error < 0) {
+                if (error)
+                        (void) sd_bus_error_move(error, &f.bus_error);
+                return f.error;
+        }
+        return 0;
 }

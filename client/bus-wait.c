@@ -15,9 +15,9 @@ int bus_signalfd_open(void)
         sigset_t mask;
         int fd;
 
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
+        (void) sigemptyset(&mask);
+        (void) sigaddset(&mask, SIGINT);
+        (void) sigaddset(&mask, SIGTERM);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;
         fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -61,6 +61,7 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
         if (sigfd >= 0 && (p[1].revents & POLLIN)) {
                 struct signalfd_siginfo si;
 
+                /* Consumed, not looked at: SIGINT and SIGTERM both end the wait. */
                 (void) read(sigfd, &si, sizeof(si));
                 return 1;
         }

@@ -23,9 +23,11 @@
 #include "bus-error.h"
 #include "bus-events.h"
 #include "bus-wait.h"
+#include "json-util.h"
 #include "output.h"
 
 #include "common/time-util.h"
+#include "common/util.h"
 
 #define NAME_OWNER_CHANGED_MATCH                                                                            \
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
@@ -41,7 +43,7 @@ static bool action_wanted(const Ctl *ctl, const char *action)
         for (;;) {
                 size_t k = strcspn(p, ",");
 
-                if (k == n && strncmp(p, action, n) == 0)
+                if (k == n && startswith(p, action))
                         return true;
                 if (p[k] == '\0')
                         return false;
@@ -51,9 +53,9 @@ static bool action_wanted(const Ctl *ctl, const char *action)
 
 static const char *action_colour(const char *action)
 {
-        if (strcmp(action, "add") == 0 || strcmp(action, "online") == 0 || strcmp(action, "bind") == 0)
+        if (streq(action, "add") || streq(action, "online") || streq(action, "bind"))
                 return ANSI_GREEN;
-        if (strcmp(action, "remove") == 0 || strcmp(action, "offline") == 0 || strcmp(action, "unbind") == 0)
+        if (streq(action, "remove") || streq(action, "offline") || streq(action, "unbind"))
                 return ANSI_RED;
         return ANSI_YELLOW;
 }
@@ -93,11 +95,14 @@ typedef struct Monitor {
         int failed;    /* an EXIT_* code when a write failed */
 } Monitor;
 
+/* Says something about the stream itself: on stderr, or with --json in it, as an object of that type
+ * (extra's fields and a message).  Takes extra. */
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
-                __attribute__((format(printf, 4, 5)));
+                _printf_(4, 5);
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
 {
-        char *msg = NULL;
+        _cleanup_(json_object_putp) json_object *j = extra;
+        _cleanup_(freep) char *msg = NULL;
         va_list ap;
 
         va_start(ap, fmt);
@@ -105,22 +110,20 @@ static void monitor_notice(Monitor *mon, const char *type, json_object *extra, c
                 msg = NULL;
         va_end(ap);
 
-        if (mon->ctl->json) {
-                json_object *j = extra ? extra : json_object_new_object();
-
-                if (j) {
-                        json_object_object_add(j, "type", json_object_new_string(type));
-                        json_object_object_add(j, "message", json_object_new_string(msg ? msg : type));
-                        output_json(j, false);
-                        json_object_put(j);
-                }
+        if (!mon->ctl->json) {
                 (void) fflush(stdout);
-        } else {
-                json_object_put(extra);
-                (void) fflush(stdout);
-                fprintf(stderr, "blkmodelctl: %s\n", msg ? msg : type);
+                fprintf(stderr, "blkmodelctl: %s\n", msg ?: type);
+                return;
         }
-        free(msg);
+
+        if (!j)
+                j = json_object_new_object();
+        if (j) {
+                json_object_object_add(j, "type", json_object_new_string(type));
+                json_object_object_add(j, "message", json_object_new_string(msg ?: type));
+                output_json(j, false);
+        }
+        (void) fflush(stdout);
 }
 
 static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to)
@@ -146,7 +149,7 @@ static void monitor_print(Monitor *mon, const BusEvent *ev)
                 return;
 
         if (mon->ctl->json) {
-                json_object *j = event_to_json(ev);
+                _cleanup_(json_object_putp) json_object *j = event_to_json(ev);
 
                 if (!j) {
                         mon->failed = ctl_fail("Out of memory");
@@ -154,7 +157,6 @@ static void monitor_print(Monitor *mon, const BusEvent *ev)
                 }
                 json_object_object_add(j, "type", json_object_new_string("event"));
                 output_json(j, false);
-                json_object_put(j);
         } else
                 event_print_human(mon->ctl, ev);
 
@@ -192,23 +194,19 @@ static int replay_one(const BusEvent *ev, void *userdata)
  */
 static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
 {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         Replay rp = {.mon = mon, .upto = upto};
         int r;
 
         r = bus_get_events(mon->bus, after, replay_one, &rp, &error);
-        if (r < 0) {
-                if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
-                        r = 1;
-                else if (bus_error_is_not_running(&error))
-                        r = 0; /* it is gone; NameOwnerChanged tells the rest */
-                else {
-                        bus_report_error(&error, r, "Failed to get events");
-                        r = -EIO;
-                }
-        }
-        sd_bus_error_free(&error);
-        return r;
+        if (r >= 0)
+                return 0;
+        if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
+                return 1;
+        if (bus_error_is_not_running(&error))
+                return 0; /* it is gone; NameOwnerChanged tells the rest */
+        (void) bus_report_error(&error, r, "Failed to get events");
+        return -EIO;
 }
 
 static uint64_t monitor_oldest(Monitor *mon)
@@ -244,8 +242,8 @@ static int monitor_expired(Monitor *mon, uint64_t after)
 
 static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
+        _cleanup_(bus_event_done) BusEvent ev = {};
         Monitor *mon = userdata;
-        BusEvent ev = {};
         int r;
 
         r = bus_message_read_event_fields(m, &ev);
@@ -256,7 +254,7 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         }
 
         if (mon->have_last && ev.seqnum <= mon->last)
-                goto finish; /* printed from GetEvents already */
+                return 0; /* printed from GetEvents already */
 
         if (mon->have_last && ev.seqnum > mon->last + 1) {
                 /* Fill the hole while the daemon still remembers it. */
@@ -272,9 +270,6 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         monitor_print(mon, &ev);
         mon->have_last = true;
         mon->last = ev.seqnum;
-
-finish:
-        bus_event_done(&ev);
         return 0;
 }
 
@@ -285,17 +280,17 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
-        if (strcmp(name, BLKMODEL_BUS_NAME) != 0)
+        if (!streq(name, BLKMODEL_BUS_NAME))
                 return 0;
 
-        if (new_owner[0] == '\0') {
+        if (isempty(new_owner)) {
                 monitor_notice(mon, "daemon-stopped", NULL, "blkmodeld stopped; waiting for it to return");
                 return 0;
         }
 
         /* A new daemon counts from the start: show what it did so far. */
         monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
-                       old_owner[0] ? "was replaced" : "started");
+                       isempty(old_owner) ? "started" : "was replaced");
         mon->have_last = true;
         mon->last = 0;
         if (monitor_replay(mon, 0, UINT64_MAX) == 1)
@@ -318,18 +313,17 @@ static int monitor_subscribe(Monitor *mon)
  * can activate it, and that tells a daemon which is not there. */
 static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
 {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t last;
         int r;
 
         r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't',
-                                        ret_last);
+                                        &last);
         if (r < 0)
-                r = bus_report_error(&error, r, "Failed to reach blkmodeld");
-        else
-                r = EXIT_OK;
-        sd_bus_error_free(&error);
-        return r;
+                return bus_report_error(&error, r, "Failed to reach blkmodeld");
+        *ret_last = last;
+        return EXIT_OK;
 }
 
 /* The bus itself went away: reconnect once a second until it is back. */
@@ -365,9 +359,10 @@ static int monitor_reconnect(Monitor *mon, int sigfd)
 
 int cmd_monitor(Ctl *ctl, char **args, int n_args)
 {
+        _cleanup_(closep) int sigfd = -1;
         Monitor mon = {.ctl = ctl};
         uint64_t last = 0;
-        int sigfd = -1, r;
+        int r;
 
         r = ctl_bus(ctl, &mon.bus);
         if (r != EXIT_OK)
@@ -379,16 +374,14 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
 
         /* Subscribe first: whatever happens from now on reaches us. */
         r = monitor_subscribe(&mon);
-        if (r < 0) {
-                r = ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
-                goto finish;
-        }
+        if (r < 0)
+                return ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
 
         /* Then make sure there is a daemon at all: one failure line now
          * beats waiting silently for one that may never come. */
         r = monitor_check_daemon(&mon, &last);
         if (r != EXIT_OK)
-                goto finish;
+                return r;
 
         if (ctl->since_set) {
                 uint64_t since = ctl->since;
@@ -413,17 +406,13 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
                 r = monitor_replay(&mon, since, UINT64_MAX);
                 if (r == 1)
                         r = monitor_expired(&mon, since);
-                if (r < 0) {
-                        r = EXIT_FAIL;
-                        goto finish;
-                }
+                if (r < 0)
+                        return EXIT_FAIL;
         }
 
         for (;;) {
-                if (mon.failed) {
-                        r = mon.failed;
-                        goto finish;
-                }
+                if (mon.failed)
+                        return mon.failed;
 
                 r = sd_bus_process(mon.bus, NULL);
                 if (r > 0)
@@ -431,19 +420,10 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
                 if (r == 0)
                         r = bus_wait_event(mon.bus, sigfd, USEC_INFINITY);
                 if (r == 1)
-                        break; /* SIGINT/SIGTERM: a normal end */
-                if (r < 0) {
-                        r = monitor_reconnect(&mon, sigfd);
-                        if (r == 1)
-                                break;
-                }
+                        return EXIT_OK; /* SIGINT/SIGTERM: a normal end */
+                if (r < 0 && monitor_reconnect(&mon, sigfd) == 1)
+                        return EXIT_OK;
         }
-        r = EXIT_OK;
-
-finish:
-        if (sigfd >= 0)
-                close(sigfd);
-        return r;
 }
 
 typedef struct EventsList {
@@ -453,26 +433,27 @@ typedef struct EventsList {
 
 static int events_one(const BusEvent *ev, void *userdata)
 {
+        _cleanup_(json_object_putp) json_object *j = NULL;
         EventsList *el = userdata;
 
         if (!action_wanted(el->ctl, ev->action))
                 return 0;
-        if (el->array) {
-                json_object *j = event_to_json(ev);
-
-                if (!j || json_object_array_add(el->array, j) < 0) {
-                        json_object_put(j);
-                        return -ENOMEM;
-                }
-        } else
+        if (!el->array) {
                 event_print_human(el->ctl, ev);
+                return 0;
+        }
+
+        j = event_to_json(ev);
+        if (!j || json_object_array_add(el->array, j) < 0)
+                return -ENOMEM;
+        TAKE_PTR(j);
         return 0;
 }
 
 int cmd_events(Ctl *ctl, char **args, int n_args)
 {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        EventsList el = {.ctl = ctl};
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *array = NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -481,23 +462,19 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 return r;
 
         if (ctl->json) {
-                el.array = json_object_new_array();
-                if (!el.array)
+                array = json_object_new_array();
+                if (!array)
                         return ctl_fail("Out of memory");
         }
 
-        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one, &el, &error);
+        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one,
+                           &(EventsList){.ctl = ctl, .array = array}, &error);
         if (r == -ENOMEM && !sd_bus_error_is_set(&error))
-                r = ctl_fail("Out of memory");
-        else if (r < 0)
-                r = bus_report_error(&error, r, "Failed to get events");
-        else {
-                if (el.array)
-                        output_json(el.array, true);
-                r = EXIT_OK;
-        }
+                return ctl_fail("Out of memory");
+        if (r < 0)
+                return bus_report_error(&error, r, "Failed to get events");
 
-        json_object_put(el.array);
-        sd_bus_error_free(&error);
-        return r;
+        if (array)
+                output_json(array, true);
+        return EXIT_OK;
 }

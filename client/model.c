@@ -80,7 +80,7 @@ static int compare_paths(const void *a, const void *b, void *userdata)
         int r;
 
         r = strverscmp(model_name(model, pa), model_name(model, pb));
-        return r != 0 ? r : strcmp(pa, pb);
+        return r ?: strcmp(pa, pb);
 }
 
 void model_sort_paths(json_object *model, const char **paths, size_t n)

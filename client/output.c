@@ -9,16 +9,18 @@
 
 #include "output.h"
 
+#include "common/util.h"
+
 bool output_want_colour(int fd)
 {
         const char *e;
 
         /* https://no-color.org: present and not empty disables colour. */
         e = getenv("NO_COLOR");
-        if (e && e[0] != '\0')
+        if (!isempty(e))
                 return false;
         e = getenv("TERM");
-        if (e && strcmp(e, "dumb") == 0)
+        if (streq_ptr(e, "dumb"))
                 return false;
         return isatty(fd) == 1;
 }
@@ -176,7 +178,7 @@ int table_add_row(Table *t, const char *const *cells)
 
         char **row = t->cells + t->n_rows * t->n_columns;
         for (size_t i = 0; i < t->n_columns; i++) {
-                row[i] = strdup(cells[i] ? cells[i] : "");
+                row[i] = strdup(strempty(cells[i]));
                 if (!row[i]) {
                         while (i > 0)
                                 free(row[--i]);
@@ -201,8 +203,9 @@ static void table_print_cell(FILE *f, const char *s, size_t width, Align align, 
 
 void table_print(const Table *t, FILE *f, bool legend, bool colour)
 {
-        size_t *widths = calloc(t->n_columns, sizeof(size_t));
+        _cleanup_(freep) size_t *widths = NULL;
 
+        widths = calloc(t->n_columns, sizeof(size_t));
         if (!widths)
                 return;
 
@@ -247,8 +250,6 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
                 }
                 fputc('\n', f);
         }
-
-        free(widths);
 }
 
 void output_json(json_object *j, bool pretty)
@@ -260,11 +261,12 @@ void output_json(json_object *j, bool pretty)
         fputc('\n', stdout);
 }
 
+/* A JSON null (NULL) prints as nothing, a string as its text, anything else as JSON. */
 static void output_scalar(FILE *f, json_object *v)
 {
         if (!v)
-                fputs("", f);
-        else if (json_object_is_type(v, json_type_string))
+                return;
+        if (json_object_is_type(v, json_type_string))
                 fputs(json_object_get_string(v), f);
         else
                 fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
