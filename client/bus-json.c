@@ -11,7 +11,30 @@
 
 #include "common/util.h"
 
-int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret)
+/*
+ * A basic value as read.  D-Bus has a dozen basic types; what JSON and text make of them depends
+ * only on these five kinds, so one reader serves both.
+ */
+typedef enum BasicKind {
+        BASIC_STRING, /* string, object path, signature */
+        BASIC_BOOLEAN,
+        BASIC_INTEGER, /* every integer type that int64_t holds, file descriptors too */
+        BASIC_UINT64,
+        BASIC_DOUBLE,
+} BasicKind;
+
+typedef struct BasicValue {
+        BasicKind kind;
+        union {
+                const char *s; /* points into the message */
+                bool b;
+                int64_t i;
+                uint64_t u;
+                double d;
+        };
+} BasicValue;
+
+static int read_basic(sd_bus_message *m, char type, BasicValue *ret)
 {
         union {
                 uint8_t u8;
@@ -25,7 +48,7 @@ int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret)
                 int b;
                 const char *s;
         } v;
-        char *s = NULL;
+        BasicValue b;
         int r;
 
         r = sd_bus_message_read_basic(m, type, &v);
@@ -36,104 +59,95 @@ int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret)
         case SD_BUS_TYPE_STRING:
         case SD_BUS_TYPE_OBJECT_PATH:
         case SD_BUS_TYPE_SIGNATURE:
-                s = strdup(v.s);
+                b = (BasicValue){.kind = BASIC_STRING, .s = v.s};
                 break;
         case SD_BUS_TYPE_BOOLEAN:
-                s = strdup(v.b ? "true" : "false");
+                b = (BasicValue){.kind = BASIC_BOOLEAN, .b = v.b};
                 break;
         case SD_BUS_TYPE_BYTE:
-                r = asprintf(&s, "%u", v.u8);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.u8};
                 break;
         case SD_BUS_TYPE_INT16:
-                r = asprintf(&s, "%d", v.s16);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.s16};
                 break;
         case SD_BUS_TYPE_UINT16:
-                r = asprintf(&s, "%u", v.u16);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.u16};
                 break;
         case SD_BUS_TYPE_INT32:
         case SD_BUS_TYPE_UNIX_FD:
-                r = asprintf(&s, "%" PRIi32, v.s32);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.s32};
                 break;
         case SD_BUS_TYPE_UINT32:
-                r = asprintf(&s, "%" PRIu32, v.u32);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.u32};
                 break;
         case SD_BUS_TYPE_INT64:
-                r = asprintf(&s, "%" PRIi64, v.s64);
+                b = (BasicValue){.kind = BASIC_INTEGER, .i = v.s64};
                 break;
         case SD_BUS_TYPE_UINT64:
-                r = asprintf(&s, "%" PRIu64, v.u64);
+                b = (BasicValue){.kind = BASIC_UINT64, .u = v.u64};
                 break;
         case SD_BUS_TYPE_DOUBLE:
-                r = asprintf(&s, "%g", v.d);
+                b = (BasicValue){.kind = BASIC_DOUBLE, .d = v.d};
                 break;
         default:
                 return -EBADMSG;
         }
-        if (r < 0 || !s)
-                return -ENOMEM;
 
-        *ret = s;
+        *ret = b;
         return 0;
+}
+
+static json_object *basic_to_json(const BasicValue *b)
+{
+        switch (b->kind) {
+        case BASIC_STRING:
+                return json_object_new_string(b->s);
+        case BASIC_BOOLEAN:
+                return json_object_new_boolean(b->b);
+        case BASIC_INTEGER:
+                return json_object_new_int64(b->i);
+        case BASIC_UINT64:
+                return json_object_new_uint64(b->u);
+        case BASIC_DOUBLE:
+                return json_object_new_double(b->d);
+        }
+        return NULL;
+}
+
+/* The text of a value: how a dict key of any basic type becomes a JSON object key. */
+static char *basic_to_string(const BasicValue *b)
+{
+        char *s = NULL;
+        int r = 0;
+
+        switch (b->kind) {
+        case BASIC_STRING:
+                return strdup(b->s);
+        case BASIC_BOOLEAN:
+                return strdup(b->b ? "true" : "false");
+        case BASIC_INTEGER:
+                r = asprintf(&s, "%" PRIi64, b->i);
+                break;
+        case BASIC_UINT64:
+                r = asprintf(&s, "%" PRIu64, b->u);
+                break;
+        case BASIC_DOUBLE:
+                r = asprintf(&s, "%g", b->d);
+                break;
+        }
+        return r < 0 ? NULL : s;
 }
 
 static int read_basic_json(sd_bus_message *m, char type, json_object **ret)
 {
-        union {
-                uint8_t u8;
-                int16_t s16;
-                uint16_t u16;
-                int32_t s32;
-                uint32_t u32;
-                int64_t s64;
-                uint64_t u64;
-                double d;
-                int b;
-                const char *s;
-        } v;
-        json_object *j = NULL;
+        BasicValue b;
+        json_object *j;
         int r;
 
-        r = sd_bus_message_read_basic(m, type, &v);
+        r = read_basic(m, type, &b);
         if (r < 0)
                 return r;
-
-        switch (type) {
-        case SD_BUS_TYPE_STRING:
-        case SD_BUS_TYPE_OBJECT_PATH:
-        case SD_BUS_TYPE_SIGNATURE:
-                j = json_object_new_string(v.s);
-                break;
-        case SD_BUS_TYPE_BOOLEAN:
-                j = json_object_new_boolean(v.b);
-                break;
-        case SD_BUS_TYPE_BYTE:
-                j = json_object_new_int(v.u8);
-                break;
-        case SD_BUS_TYPE_INT16:
-                j = json_object_new_int(v.s16);
-                break;
-        case SD_BUS_TYPE_UINT16:
-                j = json_object_new_int(v.u16);
-                break;
-        case SD_BUS_TYPE_INT32:
-        case SD_BUS_TYPE_UNIX_FD:
-                j = json_object_new_int(v.s32);
-                break;
-        case SD_BUS_TYPE_UINT32:
-                j = json_object_new_int64(v.u32);
-                break;
-        case SD_BUS_TYPE_INT64:
-                j = json_object_new_int64(v.s64);
-                break;
-        case SD_BUS_TYPE_UINT64:
-                j = json_object_new_uint64(v.u64);
-                break;
-        case SD_BUS_TYPE_DOUBLE:
-                j = json_object_new_double(v.d);
-                break;
-        default:
-                return -EBADMSG;
-        }
+        j = basic_to_json(&b);
         if (!j)
                 return -ENOMEM;
 
@@ -184,6 +198,7 @@ static int read_json_dict_entry(sd_bus_message *m, void *userdata)
         _cleanup_(json_object_putp) json_object *value = NULL;
         _cleanup_(freep) char *key = NULL;
         json_object *obj = userdata;
+        BasicValue k;
         char type;
         int r;
 
@@ -192,9 +207,12 @@ static int read_json_dict_entry(sd_bus_message *m, void *userdata)
                 return r;
         if (r == 0)
                 return -EBADMSG;
-        r = bus_message_read_basic_string(m, type, &key);
+        r = read_basic(m, type, &k);
         if (r < 0)
                 return r;
+        key = basic_to_string(&k);
+        if (!key)
+                return -ENOMEM;
         r = bus_message_read_json(m, &value);
         if (r < 0)
                 return r;

@@ -7,9 +7,6 @@
 /* Reads one complete value of any type at the read pointer into JSON. */
 int bus_message_read_json(sd_bus_message *m, json_object **ret);
 
-/* Formats the basic value at the read pointer as text (for dict keys). */
-int bus_message_read_basic_string(sd_bus_message *m, char type, char **ret);
-
 /* Reads one entry of a dict: its key, then its value, both whole. */
 typedef int (*DictEntryReader)(sd_bus_message *m, void *userdata);
 

@@ -169,6 +169,20 @@ int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **
         return 0;
 }
 
+int bus_get_property(sd_bus *bus, const char *path, const char *iface, const char *prop, json_object **ret,
+                     sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get", error,
+                               &reply, "ss", iface, prop);
+        if (r < 0)
+                return r;
+        /* The variant itself: JSON has no such wrapper, so this is the value inside. */
+        return bus_message_read_json(reply, ret);
+}
+
 /* Calls in flight at once: enough to hide the round trips, few enough for any bus's limits. */
 #define FETCH_IN_FLIGHT 128
 
@@ -232,9 +246,6 @@ static int fetch_store(json_object *model, const BusPropRequest *req, sd_bus_mes
         if (!req->prop)
                 return read_properties(reply, req->iface, NULL, NULL, props);
 
-        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, NULL);
-        if (r < 0)
-                return r;
         r = bus_message_read_json(reply, &value);
         if (r < 0)
                 return r;

@@ -24,6 +24,10 @@ int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdat
 /* Properties.GetAll(iface) into { prop: value }. */
 int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error);
 
+/* Properties.Get(iface, prop): the value. */
+int bus_get_property(sd_bus *bus, const char *path, const char *iface, const char *prop, json_object **ret,
+                     sd_bus_error *error);
+
 /*
  * GetManagedObjects carries the Kobject and typed properties; raw attribute values come from
  * Get/GetAll.  One request: Get(iface, prop), or GetAll(iface) when prop is NULL.

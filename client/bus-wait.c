@@ -6,6 +6,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <blkmodel/names.h>
+
 #include "bus-wait.h"
 
 #include "common/time-util.h"
@@ -68,4 +70,14 @@ int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline)
         if (r == 0 && deadline != USEC_INFINITY && now_usec() >= deadline)
                 return -ETIMEDOUT;
         return 0;
+}
+
+int bus_match_daemon_owner(sd_bus *bus, sd_bus_message_handler_t callback, void *userdata)
+{
+        /* arg0: only blkmodeld's name, not every name on the bus. */
+        return sd_bus_add_match(bus, NULL,
+                                "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                                "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                                "arg0='" BLKMODEL_BUS_NAME "'",
+                                callback, userdata);
 }

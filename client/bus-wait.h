@@ -14,3 +14,6 @@ int bus_signalfd_open(void);
  * Returns 0 when sd_bus_process() should run.
  */
 int bus_wait_event(sd_bus *bus, int sigfd, uint64_t deadline);
+
+/* NameOwnerChanged for blkmodeld's name, in a floating slot: it comes, goes or is replaced. */
+int bus_match_daemon_owner(sd_bus *bus, sd_bus_message_handler_t callback, void *userdata);

@@ -21,6 +21,7 @@
 #include "json-util.h"
 #include "model.h"
 #include "output.h"
+#include "tree-draw.h"
 
 #include "common/util.h"
 
@@ -49,8 +50,6 @@ static bool list_filter(const char *iface, const char *name, void *userdata)
 typedef struct ListContext {
         Ctl *ctl;
         json_object *model;
-        Table *table;
-        TreePrefix prefix;
 } ListContext;
 
 /* lib/blkdev.c: blkdev_scsi_type_to_name() */
@@ -211,9 +210,11 @@ static void list_sort(ListContext *lc, const char **paths, size_t n)
 }
 
 /* Children in lsblk's order: partitions first, then holders, each sorted as list_sort() does. */
-static int list_children(ListContext *lc, json_object *obj, bool partition, const char ***ret_children,
-                         size_t *ret_n)
+static int list_children(const char *path, const char ***ret_children, size_t *ret_n, void *userdata)
 {
+        ListContext *lc = userdata;
+        json_object *obj = model_object(lc->model, path);
+        bool partition = model_has_iface(obj, BLKMODEL_IFACE_PARTITION);
         const char *iface = partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
         json_object *parts = partition ? NULL : model_prop(obj, iface, BLKMODEL_PROP_PARTITIONS);
         json_object *holders = model_prop(obj, iface, BLKMODEL_PROP_HOLDERS);
@@ -245,7 +246,6 @@ typedef struct ListDevice {
         uint32_t major, minor;
         uint64_t bytes;
         bool ro;
-        bool partition;
 } ListDevice;
 
 static void list_device_done(ListDevice *d)
@@ -258,10 +258,10 @@ static void list_device_done(ListDevice *d)
 static int list_device_read(ListContext *lc, const char *path, json_object *obj, ListDevice *ret)
 {
         _cleanup_(list_device_done) ListDevice d = {};
-        const char *iface, *dm_name;
+        bool partition = model_has_iface(obj, BLKMODEL_IFACE_PARTITION);
+        const char *iface = partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
+        const char *dm_name;
 
-        d.partition = model_has_iface(obj, BLKMODEL_IFACE_PARTITION);
-        iface = d.partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
         d.kname = model_name(lc->model, path);
 
         /* The device node's name: the kernel stores '/' as '!'; a dm device
@@ -278,10 +278,10 @@ static int list_device_read(ListContext *lc, const char *path, json_object *obj,
         d.minor = (uint32_t) model_u64(obj, iface, BLKMODEL_PROP_MINOR);
         d.bytes = model_u64(obj, iface, BLKMODEL_PROP_SIZE);
         d.ro = model_bool(obj, iface, BLKMODEL_PROP_READ_ONLY);
-        d.type = list_type(lc, obj, d.kname, d.partition);
+        d.type = list_type(lc, obj, d.kname, partition);
         if (!d.type)
                 return -ENOMEM;
-        d.sched = list_scheduler(lc, d.partition ? list_partition_disk(lc, path) : obj);
+        d.sched = list_scheduler(lc, partition ? list_partition_disk(lc, path) : obj);
         if (!d.sched)
                 return -ENOMEM;
 
@@ -307,104 +307,60 @@ static int list_device_json(const ListDevice *d, const char *path, json_object *
         return 0;
 }
 
-static int list_device_row(ListContext *lc, const ListDevice *d, const char *prefix)
+static int list_device_row(TreeDraw *d, const ListContext *lc, const ListDevice *dev)
 {
-        _cleanup_(freep) char *majmin = NULL, *size = NULL, *label = NULL;
+        _cleanup_(freep) char *majmin = NULL, *size = NULL;
 
         /* lsblk's own format, so that the columns line up as in lsblk. */
-        if (asprintf(&majmin, "%3" PRIu32 ":%-3" PRIu32, d->major, d->minor) < 0)
+        if (asprintf(&majmin, "%3" PRIu32 ":%-3" PRIu32, dev->major, dev->minor) < 0)
                 return -ENOMEM;
-        size = lc->ctl->bytes ? NULL : output_size_human(d->bytes);
-        if (!size && asprintf(&size, "%" PRIu64, d->bytes) < 0)
+        size = lc->ctl->bytes ? NULL : output_size_human(dev->bytes);
+        if (!size && asprintf(&size, "%" PRIu64, dev->bytes) < 0)
                 return -ENOMEM;
-        if (asprintf(&label, "%s%s", prefix, d->name) < 0)
-                return -ENOMEM;
-        return table_add_row(lc->table, (const char *const[]){label, majmin, size, d->ro ? "1" : "0",
-                                                              d->type, d->sched});
+        return tree_draw_row(d, (const char *const[]){dev->name, majmin, size, dev->ro ? "1" : "0",
+                                                      dev->type, dev->sched});
 }
 
-/*
- * Adds one device and everything stacked on it.  depth bounds a cycle
- * that a confused model could contain (a holder that is its own slave).
- */
-static int list_device(ListContext *lc, const char *path, json_object *jparent, bool last, bool root,
-                       unsigned depth)
+static int list_node(TreeDraw *d, const char *path, json_object *j, void *userdata)
 {
-        _cleanup_(list_device_done) ListDevice d = {};
-        _cleanup_(freep) const char **children = NULL;
-        _cleanup_(freep) char *prefix = NULL;
+        _cleanup_(list_device_done) ListDevice dev = {};
+        ListContext *lc = userdata;
         json_object *obj = model_object(lc->model, path);
-        size_t n_children = 0, saved;
         int r;
 
-        if (!obj || depth > 64)
-                return 0;
+        /* Named as a holder or partition, yet not in the model: nothing to show. */
+        if (!obj)
+                return 1;
 
-        r = list_device_read(lc, path, obj, &d);
+        r = list_device_read(lc, path, obj, &dev);
         if (r < 0)
                 return r;
-        r = list_children(lc, obj, d.partition, &children, &n_children);
-        if (r < 0)
-                return r;
-
-        if (lc->ctl->json) {
-                json_object *j, *arr;
-
-                j = json_append_object(jparent);
-                if (!j)
-                        return -ENOMEM;
-                r = list_device_json(&d, path, j);
-                if (r < 0)
-                        return r;
-                if (n_children == 0)
-                        return 0;
-
-                arr = json_add_array(j, "children");
-                if (!arr)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n_children; i++) {
-                        r = list_device(lc, children[i], arr, i + 1 == n_children, false, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
-
-        prefix = tree_prefix_line(&lc->prefix, TREE_STYLE_LSBLK, lc->ctl->utf8, last, root);
-        if (!prefix)
-                return -ENOMEM;
-        r = list_device_row(lc, &d, prefix);
-        if (r < 0)
-                return r;
-
-        saved = lc->prefix.len;
-        r = tree_prefix_push(&lc->prefix, TREE_STYLE_LSBLK, lc->ctl->utf8, last, root);
-        for (size_t i = 0; r >= 0 && i < n_children; i++)
-                r = list_device(lc, children[i], NULL, i + 1 == n_children, false, depth + 1);
-        tree_prefix_pop(&lc->prefix, saved);
-        return r;
+        return j ? list_device_json(&dev, path, j) : list_device_row(d, lc, &dev);
 }
 
-static void list_context_done(ListContext *lc)
-{
-        lc->table = table_free(lc->table);
-        tree_prefix_done(&lc->prefix);
-        json_object_put(lc->model);
-        lc->model = NULL;
-}
+/* Minimum widths are lsblk's width hints, for equal tables. */
+static const TableColumn list_columns[] = {
+                {"NAME", ALIGN_LEFT, 0}, {"MAJ:MIN", ALIGN_LEFT, 0}, {"SIZE", ALIGN_RIGHT, 5},
+                {"RO", ALIGN_RIGHT, 0},  {"TYPE", ALIGN_LEFT, 4},    {"SCHEDULER", ALIGN_LEFT, 0},
+};
+
+static const TreeDrawOps list_draw_ops = {
+                .style = TREE_STYLE_LSBLK,
+                /* A confused model may make a holder its own slave. */
+                .max_depth = 64,
+                .columns = list_columns,
+                .n_columns = ELEMENTSOF(list_columns),
+                .json_key = "blockdevices",
+                .children = list_children,
+                .node = list_node,
+};
 
 int cmd_list(Ctl *ctl, char **args, int n_args)
 {
-        /* Minimum widths are lsblk's width hints, for equal tables. */
-        static const TableColumn columns[] = {
-                        {"NAME", ALIGN_LEFT, 0}, {"MAJ:MIN", ALIGN_LEFT, 0}, {"SIZE", ALIGN_RIGHT, 5},
-                        {"RO", ALIGN_RIGHT, 0},  {"TYPE", ALIGN_LEFT, 4},    {"SCHEDULER", ALIGN_LEFT, 0},
-        };
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(json_object_putp) json_object *jroot = NULL;
-        _cleanup_(list_context_done) ListContext lc = {.ctl = ctl};
+        _cleanup_(json_object_putp) json_object *model = NULL;
         _cleanup_(freep) const char **roots = NULL;
-        json_object *jdevs = NULL;
+        ListContext lc = {.ctl = ctl};
         size_t n_roots = 0;
         sd_bus *bus = NULL;
         int r;
@@ -413,17 +369,19 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
 
-        r = bus_get_managed_objects(bus, list_filter, NULL, &lc.model, &error);
-        if (r >= 0)
-                r = list_fetch_attributes(&lc, bus, &error);
+        r = bus_get_managed_objects(bus, list_filter, NULL, &model, &error);
+        if (r < 0)
+                return bus_report_error(&error, r, "Failed to get the model");
+        lc.model = model;
+        r = list_fetch_attributes(&lc, bus, &error);
         if (r < 0)
                 return bus_report_error(&error, r, "Failed to get the model");
 
         /* Top level: disks that sit on nothing (no slaves). */
-        roots = calloc(json_object_object_length(lc.model) + 1, sizeof(char *));
+        roots = calloc(json_object_object_length(model) + 1, sizeof(char *));
         if (!roots)
                 return ctl_fail("Out of memory");
-        json_object_object_foreach(lc.model, path, obj) {
+        json_object_object_foreach(model, path, obj) {
                 json_object *slaves;
 
                 if (!model_has_iface(obj, BLKMODEL_IFACE_DISK))
@@ -435,26 +393,7 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         }
         list_sort(&lc, roots, n_roots);
 
-        if (ctl->json) {
-                jroot = json_object_new_object();
-                jdevs = jroot ? json_add_array(jroot, "blockdevices") : NULL;
-                if (!jdevs)
-                        return ctl_fail("Out of memory");
-        } else {
-                lc.table = table_new(columns, ELEMENTSOF(columns));
-                if (!lc.table)
-                        return ctl_fail("Out of memory");
-        }
-
-        for (size_t i = 0; i < n_roots; i++) {
-                r = list_device(&lc, roots[i], jdevs, true, true, 0);
-                if (r < 0)
-                        return ctl_fail("Out of memory");
-        }
-
-        if (ctl->json)
-                output_json(jroot, true);
-        else
-                table_print(lc.table, stdout, ctl->legend, ctl->colour);
+        if (tree_draw(&list_draw_ops, ctl, roots, n_roots, &lc) < 0)
+                return ctl_fail("Out of memory");
         return EXIT_OK;
 }

@@ -29,10 +29,6 @@
 #include "common/time-util.h"
 #include "common/util.h"
 
-#define NAME_OWNER_CHANGED_MATCH                                                                            \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
-        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
-
 static bool action_wanted(const Ctl *ctl, const char *action)
 {
         const char *p = ctl->actions;
@@ -95,8 +91,8 @@ typedef struct Monitor {
         int failed;    /* an EXIT_* code when a write failed */
 } Monitor;
 
-/* Says something about the stream itself: on stderr, or with --json in it, as an object of that type
- * (extra's fields and a message).  Takes extra. */
+/* A notice about the stream itself (a gap, a restart): a line on stderr, or with --json an object of
+ * that type in the stream, with extra's fields and the message.  Takes extra. */
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
                 _printf_(4, 5);
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
@@ -306,7 +302,7 @@ static int monitor_subscribe(Monitor *mon)
                                 BLKMODEL_IFACE_MANAGER, BLKMODEL_SIGNAL_UEVENT, on_uevent, mon);
         if (r < 0)
                 return r;
-        return sd_bus_add_match(mon->bus, NULL, NAME_OWNER_CHANGED_MATCH, on_name_owner_changed, mon);
+        return bus_match_daemon_owner(mon->bus, on_name_owner_changed, mon);
 }
 
 /* The daemon's LastSeqnum, asked in a way that also starts it if the bus

@@ -16,11 +16,9 @@
 
 #include "blkmodelctl.h"
 #include "bus-error.h"
-#include "bus-json.h"
 #include "bus-model.h"
 #include "introspect.h"
 #include "json-util.h"
-#include "model.h"
 #include "output.h"
 
 #include "common/interfaces.h"
@@ -203,19 +201,6 @@ static int property_lookup(Ctl *ctl, const char *spec, const char *attr, Propert
         return EXIT_OK;
 }
 
-static int property_get(sd_bus *bus, const char *path, const char *iface, const char *member,
-                        json_object **ret, sd_bus_error *error)
-{
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r;
-
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get", error,
-                               &reply, "ss", iface, member);
-        if (r < 0)
-                return r;
-        return bus_message_read_json(reply, ret);
-}
-
 static int property_print(Ctl *ctl, const char *path, const char *iface, const char *member,
                           json_object *value)
 {
@@ -244,7 +229,7 @@ static int property_show(Ctl *ctl, const char *path, const char *iface, const ch
         _cleanup_(json_object_putp) json_object *value = NULL;
         int r;
 
-        r = property_get(ctl->bus, path, iface, member, &value, &error);
+        r = bus_get_property(ctl->bus, path, iface, member, &value, &error);
         if (r < 0)
                 return bus_report_error(&error, r, what);
         return property_print(ctl, path, iface, member, value);

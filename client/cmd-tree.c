@@ -19,6 +19,7 @@
 #include "json-util.h"
 #include "model.h"
 #include "output.h"
+#include "tree-draw.h"
 
 #include "common/util.h"
 
@@ -37,8 +38,6 @@ typedef struct TreeContext {
         Ctl *ctl;
         json_object *model;
         json_object *children; /* parent path → [child path] */
-        Table *table;
-        TreePrefix prefix;
 } TreeContext;
 
 static void tree_context_done(TreeContext *tc)
@@ -47,8 +46,6 @@ static void tree_context_done(TreeContext *tc)
         tc->model = NULL;
         json_object_put(tc->children);
         tc->children = NULL;
-        tc->table = table_free(tc->table);
-        tree_prefix_done(&tc->prefix);
 }
 
 static int tree_index(TreeContext *tc)
@@ -81,8 +78,9 @@ static int tree_index(TreeContext *tc)
 }
 
 /* The sorted children of path; the strings belong to the index. */
-static int tree_children(TreeContext *tc, const char *path, const char ***ret_children, size_t *ret_n)
+static int tree_children(const char *path, const char ***ret_children, size_t *ret_n, void *userdata)
 {
+        TreeContext *tc = userdata;
         json_object *list;
         const char **c;
         size_t n;
@@ -125,85 +123,56 @@ static const char *tree_device_link(TreeContext *tc, json_object *obj)
         return devpath ?: dev;
 }
 
-static int tree_node(TreeContext *tc, const char *path, json_object *jparent, bool last, bool root,
-                     unsigned depth)
+static int tree_node(TreeDraw *d, const char *path, json_object *j, void *userdata)
 {
+        _cleanup_(freep) char *linktext = NULL;
+        TreeContext *tc = userdata;
         json_object *obj = model_object(tc->model, path);
         const char *name = model_name(tc->model, path);
         const char *ktype = model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KTYPE);
         const char *kset = tree_kset_name(tc, obj);
         const char *link = tree_device_link(tc, obj);
-        _cleanup_(freep) char *prefix = NULL, *label = NULL, *linktext = NULL;
-        _cleanup_(freep) const char **children = NULL;
-        size_t n_children = 0, saved;
-        int r;
 
-        /* A parent loop in a confused model must not recurse forever. */
-        if (depth > 256)
-                return 0;
-
-        r = tree_children(tc, path, &children, &n_children);
-        if (r < 0)
-                return r;
-
-        if (tc->ctl->json) {
-                json_object *j, *arr;
-
-                j = json_append_object(jparent);
-                if (!j)
-                        return -ENOMEM;
+        if (j) {
                 json_object_object_add(j, "name", json_object_new_string(name));
                 json_object_object_add(j, "object", json_object_new_string(path));
                 json_object_object_add(j, "ktype", ktype ? json_object_new_string(ktype) : NULL);
                 json_object_object_add(j, "kset", kset ? json_object_new_string(kset) : NULL);
                 if (model_has_iface(obj, BLKMODEL_IFACE_DISK))
                         json_object_object_add(j, "device", link ? json_object_new_string(link) : NULL);
-                if (n_children == 0)
-                        return 0;
-
-                arr = json_add_array(j, "children");
-                if (!arr)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n_children; i++) {
-                        r = tree_node(tc, children[i], arr, i + 1 == n_children, false, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
                 return 0;
         }
 
-        prefix = tree_prefix_line(&tc->prefix, TREE_STYLE_TREE, tc->ctl->utf8, last, root);
-        if (!prefix || asprintf(&label, "%s%s", prefix, name) < 0)
-                return -ENOMEM;
         if (link && asprintf(&linktext, "%s %s", tc->ctl->utf8 ? "\u2192" : "->", link) < 0)
                 return -ENOMEM;
-        r = table_add_row(tc->table,
-                          (const char *const[]){label, strempty(ktype), strempty(kset), strempty(linktext)});
-        if (r < 0)
-                return r;
-
-        saved = tc->prefix.len;
-        r = tree_prefix_push(&tc->prefix, TREE_STYLE_TREE, tc->ctl->utf8, last, root);
-        for (size_t i = 0; r >= 0 && i < n_children; i++)
-                r = tree_node(tc, children[i], NULL, i + 1 == n_children, false, depth + 1);
-        tree_prefix_pop(&tc->prefix, saved);
-        return r;
+        return tree_draw_row(
+                        d, (const char *const[]){name, strempty(ktype), strempty(kset), strempty(linktext)});
 }
+
+static const TableColumn tree_columns[] = {
+                {"NAME", ALIGN_LEFT},
+                {"KTYPE", ALIGN_LEFT},
+                {"KSET", ALIGN_LEFT},
+                {"DEVICE", ALIGN_LEFT},
+};
+
+static const TreeDrawOps tree_draw_ops = {
+                .style = TREE_STYLE_TREE,
+                /* A parent loop in a confused model. */
+                .max_depth = 256,
+                .columns = tree_columns,
+                .n_columns = ELEMENTSOF(tree_columns),
+                .json_key = "kobjects",
+                .children = tree_children,
+                .node = tree_node,
+};
 
 int cmd_tree(Ctl *ctl, char **args, int n_args)
 {
-        static const TableColumn columns[] = {
-                        {"NAME", ALIGN_LEFT},
-                        {"KTYPE", ALIGN_LEFT},
-                        {"KSET", ALIGN_LEFT},
-                        {"DEVICE", ALIGN_LEFT},
-        };
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(tree_context_done) TreeContext tc = {.ctl = ctl};
-        _cleanup_(json_object_putp) json_object *jroot = NULL;
         _cleanup_(freep) const char **roots = NULL;
         _cleanup_(freep) char *start = NULL;
-        json_object *jlist = NULL;
         size_t n_roots = 0;
         sd_bus *bus = NULL;
         int r;
@@ -231,32 +200,13 @@ int cmd_tree(Ctl *ctl, char **args, int n_args)
                 /* Resolved, then removed before we looked. */
                 if (!model_object(tc.model, start))
                         return ctl_fail("No such object: %s (%s)", args[0], BLKMODEL_ERROR_NO_SUCH_OBJECT);
-                roots = calloc(2, sizeof(char *));
-                if (!roots)
-                        return ctl_fail("Out of memory");
-                roots[0] = start;
-                n_roots = 1;
-        } else if (tree_children(&tc, "/", &roots, &n_roots) < 0)
-                return ctl_fail("Out of memory");
-
-        if (ctl->json) {
-                jroot = json_object_new_object();
-                jlist = jroot ? json_add_array(jroot, "kobjects") : NULL;
-                if (!jlist)
-                        return ctl_fail("Out of memory");
+                r = tree_draw(&tree_draw_ops, ctl, (const char *const[]){start}, 1, &tc);
         } else {
-                tc.table = table_new(columns, ELEMENTSOF(columns));
-                if (!tc.table)
-                        return ctl_fail("Out of memory");
+                r = tree_children("/", &roots, &n_roots, &tc);
+                if (r >= 0)
+                        r = tree_draw(&tree_draw_ops, ctl, roots, n_roots, &tc);
         }
-
-        for (size_t i = 0; i < n_roots; i++)
-                if (tree_node(&tc, roots[i], jlist, true, true, 0) < 0)
-                        return ctl_fail("Out of memory");
-
-        if (ctl->json)
-                output_json(jroot, true);
-        else
-                table_print(tc.table, stdout, ctl->legend, ctl->colour);
+        if (r < 0)
+                return ctl_fail("Out of memory");
         return EXIT_OK;
 }

@@ -24,10 +24,6 @@
 #include "common/time-util.h"
 #include "common/util.h"
 
-#define NAME_OWNER_CHANGED_MATCH                                                                            \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"                         \
-        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
-
 typedef struct Waiter {
         Ctl *ctl;
         const char *spec;
@@ -96,7 +92,7 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
                                 "org.freedesktop.DBus.ObjectManager",
                                 ctl->removed ? "InterfacesRemoved" : "InterfacesAdded", on_change, &w);
         if (r >= 0)
-                r = sd_bus_add_match(bus, NULL, NAME_OWNER_CHANGED_MATCH, on_change, &w);
+                r = bus_match_daemon_owner(bus, on_change, &w);
         if (r < 0)
                 return ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
 

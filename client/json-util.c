@@ -4,16 +4,12 @@
 
 #include "common/util.h"
 
-/* Hands child to parent (at key, or appended when key is NULL); child is freed on failure. */
+/* Hands child to parent at key; child is freed on failure. */
 static json_object *json_add(json_object *parent, const char *key, json_object *child)
 {
         _cleanup_(json_object_putp) json_object *c = child;
-        int r;
 
-        if (!c)
-                return NULL;
-        r = key ? json_object_object_add(parent, key, c) : json_object_array_add(parent, c);
-        if (r < 0)
+        if (!c || json_object_object_add(parent, key, c) < 0)
                 return NULL;
         return TAKE_PTR(c);
 }
@@ -26,9 +22,4 @@ json_object *json_add_object(json_object *parent, const char *key)
 json_object *json_add_array(json_object *parent, const char *key)
 {
         return json_add(parent, key, json_object_new_array());
-}
-
-json_object *json_append_object(json_object *array)
-{
-        return json_add(array, NULL, json_object_new_object());
 }

@@ -9,10 +9,7 @@ static inline void json_object_putp(json_object **j)
         json_object_put(*j);
 }
 
-/*
- * A new empty object or array at parent[key], or appended to the array parent.  The parent owns
- * it: the pointer is borrowed.  NULL when out of memory.
- */
+/* A new empty object or array at parent[key].  The parent owns it: the pointer is borrowed.  NULL
+ * when out of memory. */
 json_object *json_add_object(json_object *parent, const char *key);
 json_object *json_add_array(json_object *parent, const char *key);
-json_object *json_append_object(json_object *array);

@@ -83,57 +83,6 @@ size_t output_width(const char *s)
         return n;
 }
 
-/* Index: [style][utf8] → { branch, last branch, vertical, blank } */
-static const char *const glyphs[2][2][4] = {
-                [TREE_STYLE_LSBLK][0] = {"|-", "`-", "| ", "  "},
-                [TREE_STYLE_LSBLK][1] = {"\u251c\u2500", "\u2514\u2500", "\u2502 ", "  "},
-                [TREE_STYLE_TREE][0] = {"|-- ", "`-- ", "|   ", "    "},
-                [TREE_STYLE_TREE][1] = {"\u251c\u2500\u2500 ", "\u2514\u2500\u2500 ", "\u2502   ", "    "},
-};
-
-void tree_prefix_done(TreePrefix *p)
-{
-        free(p->buf);
-        *p = (TreePrefix){};
-}
-
-char *tree_prefix_line(const TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root)
-{
-        const char *g = root ? "" : glyphs[style][utf8][last ? 1 : 0];
-        char *s;
-
-        if (asprintf(&s, "%.*s%s", (int) p->len, p->buf ? p->buf : "", g) < 0)
-                return NULL;
-        return s;
-}
-
-int tree_prefix_push(TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root)
-{
-        const char *g = root ? "" : glyphs[style][utf8][last ? 3 : 2];
-        size_t n = strlen(g);
-
-        if (p->len + n + 1 > p->allocated) {
-                size_t a = (p->len + n + 1) * 2;
-                char *b = realloc(p->buf, a);
-
-                if (!b)
-                        return -ENOMEM;
-                p->buf = b;
-                p->allocated = a;
-        }
-        memcpy(p->buf + p->len, g, n);
-        p->len += n;
-        p->buf[p->len] = '\0';
-        return 0;
-}
-
-void tree_prefix_pop(TreePrefix *p, size_t len)
-{
-        p->len = len;
-        if (p->buf)
-                p->buf[len] = '\0';
-}
-
 struct Table {
         const TableColumn *columns;
         size_t n_columns;

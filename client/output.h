@@ -30,25 +30,6 @@ static inline const char *output_colour(bool colour, const char *on)
 /* lsblk's human size: 0B, 1K, 1.5G (one decimal, binary units). */
 char *output_size_human(uint64_t bytes);
 
-/* The glyphs before a tree node, lsblk style ("├─") or tree(1) style ("├── "). */
-typedef enum TreeStyle {
-        TREE_STYLE_LSBLK,
-        TREE_STYLE_TREE,
-} TreeStyle;
-
-typedef struct TreePrefix {
-        char *buf; /* the indentation of the ancestors */
-        size_t len;
-        size_t allocated;
-} TreePrefix;
-
-void tree_prefix_done(TreePrefix *p);
-/* The text to print before a node: ancestors' indentation plus its branch. */
-char *tree_prefix_line(const TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root);
-/* Descend below a node; tree_prefix_pop() undoes it. */
-int tree_prefix_push(TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root);
-void tree_prefix_pop(TreePrefix *p, size_t len);
-
 /* A table with aligned columns; the last column gets no padding. */
 typedef enum Align {
         ALIGN_LEFT,
