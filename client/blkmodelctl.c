@@ -18,7 +18,12 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
 #include "output.h"
+
+#include "common/time-util.h"
+#include "common/util.h"
 
 #ifndef BLKMODEL_VERSION
 #define BLKMODEL_VERSION "unknown"
@@ -26,13 +31,14 @@
 
 static const char *program = "blkmodelctl";
 
-int ctl_fail(const char *fmt, ...) {
-        char *msg = NULL;
+int ctl_fail(const char *fmt, ...)
+{
+        _cleanup_(freep) char *msg = NULL;
         va_list ap;
         int r;
 
         /* Whatever went to stdout so far must not interleave with this. */
-        fflush(stdout);
+        (void) fflush(stdout);
         va_start(ap, fmt);
         r = vasprintf(&msg, fmt, ap);
         va_end(ap);
@@ -46,44 +52,46 @@ int ctl_fail(const char *fmt, ...) {
                 if (*p == '\n' || *p == '\r')
                         *p = ' ';
         fprintf(stderr, "%s: %s\n", program, msg);
-        free(msg);
         return EXIT_FAIL;
 }
 
-static int ctl_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ctl_usage(const char *verb, const char *fmt, ...) {
+static int ctl_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
+static int ctl_usage(const char *verb, const char *fmt, ...)
+{
         va_list ap;
 
-        fprintf(stderr, "%s%s%s: ", program, verb ? " " : "", verb ? verb : "");
+        fprintf(stderr, "%s%s%s: ", program, verb ? " " : "", strempty(verb));
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
         va_end(ap);
-        fprintf(stderr, " (see '%s%s%s --help')\n", program, verb ? " " : "", verb ? verb : "");
+        fprintf(stderr, " (see '%s%s%s --help')\n", program, verb ? " " : "", strempty(verb));
         return EXIT_USAGE;
 }
 
-int ctl_bus(Ctl *ctl, sd_bus **ret) {
+int ctl_bus(Ctl *ctl, sd_bus **ret)
+{
         int r;
 
         if (!ctl->bus) {
-                r = bus_open(ctl->bus_kind, ctl->address, &ctl->bus);
+                r = bus_open(ctl->bus_kind, ctl->address, NULL, &ctl->bus);
                 if (r < 0) {
                         if (ctl->bus_kind == BUS_KIND_ADDRESS)
-                                return ctl_fail("Failed to connect to bus at %s: %s",
-                                                ctl->address, strerror(-r));
-                        return ctl_fail("Failed to connect to the %s: %s",
-                                        bus_kind_to_string(ctl->bus_kind), strerror(-r));
+                                return ctl_fail("Failed to connect to bus at %s: %s", ctl->address,
+                                                strerror(-r));
+                        return ctl_fail("Failed to connect to the %s: %s", bus_kind_to_string(ctl->bus_kind),
+                                        strerror(-r));
                 }
                 /* set and trigger may need polkit to ask the user. */
                 if (isatty(STDIN_FILENO) == 1)
-                        (void) sd_bus_set_allow_interactive_authorization(ctl->bus, 1);
+                        (void) sd_bus_set_allow_interactive_authorization(ctl->bus, true);
         }
         *ret = ctl->bus;
         return EXIT_OK;
 }
 
-int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -93,13 +101,9 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path) {
 
         r = bus_resolve(bus, spec, ret_path, &error);
         if (r < 0)
-                r = bus_report_resolve_error(&error, r, spec);
-        else {
-                *ret_bus = bus;
-                r = EXIT_OK;
-        }
-        sd_bus_error_free(&error);
-        return r;
+                return bus_report_resolve_error(&error, r, spec);
+        *ret_bus = bus;
+        return EXIT_OK;
 }
 
 enum {
@@ -120,30 +124,30 @@ enum {
 
 /* Which command options a verb takes. */
 enum {
-        OPT_BYTES       = 1 << 0,
-        OPT_SINCE       = 1 << 1,
-        OPT_ACTION      = 1 << 2,
-        OPT_PROPERTIES  = 1 << 3,
-        OPT_TIMEOUT     = 1 << 4,
-        OPT_REMOVED     = 1 << 5,
+        OPT_BYTES = 1 << 0,
+        OPT_SINCE = 1 << 1,
+        OPT_ACTION = 1 << 2,
+        OPT_PROPERTIES = 1 << 3,
+        OPT_TIMEOUT = 1 << 4,
+        OPT_REMOVED = 1 << 5,
 };
 
 static const struct option options[] = {
-        { "help",       no_argument,            NULL, ARG_HELP },
-        { "version",    no_argument,            NULL, ARG_VERSION },
-        { "system",     no_argument,            NULL, ARG_SYSTEM },
-        { "session",    no_argument,            NULL, ARG_SESSION },
-        { "user",       no_argument,            NULL, ARG_SESSION },
-        { "address",    required_argument,      NULL, ARG_ADDRESS },
-        { "json",       no_argument,            NULL, ARG_JSON },
-        { "no-legend",  no_argument,            NULL, ARG_NO_LEGEND },
-        { "bytes",      no_argument,            NULL, ARG_BYTES },
-        { "since",      required_argument,      NULL, ARG_SINCE },
-        { "action",     required_argument,      NULL, ARG_ACTION },
-        { "properties", no_argument,            NULL, ARG_PROPERTIES },
-        { "timeout",    required_argument,      NULL, ARG_TIMEOUT },
-        { "removed",    no_argument,            NULL, ARG_REMOVED },
-        {}
+                {"help", no_argument, NULL, ARG_HELP},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {"system", no_argument, NULL, ARG_SYSTEM},
+                {"session", no_argument, NULL, ARG_SESSION},
+                {"user", no_argument, NULL, ARG_SESSION},
+                {"address", required_argument, NULL, ARG_ADDRESS},
+                {"json", no_argument, NULL, ARG_JSON},
+                {"no-legend", no_argument, NULL, ARG_NO_LEGEND},
+                {"bytes", no_argument, NULL, ARG_BYTES},
+                {"since", required_argument, NULL, ARG_SINCE},
+                {"action", required_argument, NULL, ARG_ACTION},
+                {"properties", no_argument, NULL, ARG_PROPERTIES},
+                {"timeout", required_argument, NULL, ARG_TIMEOUT},
+                {"removed", no_argument, NULL, ARG_REMOVED},
+                {},
 };
 
 typedef struct Verb {
@@ -158,96 +162,89 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-        { "list", 0, 0, OPT_BYTES, cmd_list,
-          "[--bytes]",
-          "List block devices like lsblk: NAME MAJ:MIN SIZE RO TYPE SCHEDULER.",
-          "Partitions and stacked devices (dm, md: the holders) are indented under\n"
-          "the devices they sit on; a device stacked on several appears under each.\n"
-          "\n"
-          "  -b --bytes          Print SIZE in bytes instead of 1K, 1.5G ...\n" },
-        { "tree", 0, 1, 0, cmd_tree,
-          "[OBJECT]",
-          "Show the kobject hierarchy: name, ktype, kset and the device link.",
-          "Without OBJECT the whole model (the block and devices ksets), else the\n"
-          "hierarchy below OBJECT.\n" },
-        { "show", 1, 1, 0, cmd_show,
-          "OBJECT",
-          "Show every property of an object, grouped by interface.",
-          "The model's typed properties (CamelCase) are listed apart from the raw\n"
-          "sysfs attributes of each interface.\n" },
-        { "get", 2, 2, 0, cmd_get,
-          "OBJECT ATTR",
-          "Print one attribute or typed property.",
-          "ATTR is a sysfs attribute file name (read_ahead_kb, power/control), its\n"
-          "D-Bus member name, or a typed property (Size, Scheduler). Arrays print\n"
-          "one item per line, dictionaries KEY=VALUE per line.\n" },
-        { "set", 3, 3, 0, cmd_set,
-          "OBJECT ATTR VALUE",
-          "Write an attribute (or Queue.Scheduler) through blkmodeld.",
-          "The daemon writes the value to sysfs and publishes what the kernel\n"
-          "stored; --json prints that value. Use -- before a VALUE that starts\n"
-          "with '-'.\n" },
-        { "monitor", 0, 0, OPT_SINCE | OPT_ACTION | OPT_PROPERTIES, cmd_monitor,
-          "[--since=SEQ] [--action=LIST] [--properties]",
-          "Print Uevent signals as they come, like udevadm monitor.",
-          "  --since=SEQ         First replay the retained events after SEQ, then\n"
-          "                      continue live with no gap and no repeat\n"
-          "  --action=LIST       Only these actions (comma-separated: add,remove,...)\n"
-          "  -p --properties     Print each event's environment too\n"
-          "\n"
-          "Missed events (a seqnum gap) are fetched with GetEvents; events that\n"
-          "expired from the daemon's window and daemon restarts are reported.\n"
-          "With --json, one JSON object per line; notices have \"type\" != \"event\".\n"
-          "Stop with Ctrl-C.\n" },
-        { "wait", 1, 1, OPT_TIMEOUT | OPT_REMOVED, cmd_wait,
-          "OBJECT [--timeout=SEC] [--removed]",
-          "Wait until OBJECT exists (or, with --removed, is gone).",
-          "  -t --timeout=SEC    Give up after SEC seconds (exit status 1); default:\n"
-          "                      wait forever\n"
-          "  --removed           Wait for the object to be gone\n"
-          "\n"
-          "Race-free: the signals are subscribed to before the first look. If\n"
-          "blkmodeld is not running yet, waits for it to start.\n" },
-        { "events", 0, 0, OPT_SINCE | OPT_ACTION | OPT_PROPERTIES, cmd_events,
-          "[--since=SEQ] [--action=LIST] [--properties]",
-          "Print the events the daemon retains (after SEQ).",
-          "  --since=SEQ         Only events with a seqnum above SEQ (default 0)\n"
-          "  --action=LIST       Only these actions (comma-separated)\n"
-          "  -p --properties     Print each event's environment too\n" },
-        { "dump", 0, 0, 0, cmd_dump,
-          "",
-          "Print the whole model (GetManagedObjects) as JSON.",
-          "" },
-        { "trigger", 1, 2, 0, cmd_trigger,
-          "OBJECT [ACTION]",
-          "Make the kernel emit a uevent for OBJECT (default ACTION: change).",
-          "ACTION is one of add, remove, change, move, online, offline, bind,\n"
-          "unbind. Privileged, like udevadm trigger.\n" },
+                {"list", 0, 0, OPT_BYTES, cmd_list, "[--bytes]",
+                 "List block devices like lsblk: NAME MAJ:MIN SIZE RO TYPE SCHEDULER.",
+                 "Partitions and stacked devices (dm, md: the holders) are indented under\n"
+                 "the devices they sit on; a device stacked on several appears under each.\n"
+                 "\n"
+                 "  -b --bytes          Print SIZE in bytes instead of 1K, 1.5G ...\n"},
+                {"tree", 0, 1, 0, cmd_tree, "[OBJECT]",
+                 "Show the kobject hierarchy: name, ktype, kset and the device link.",
+                 "Without OBJECT the whole model (the block and devices ksets), else the\n"
+                 "hierarchy below OBJECT.\n"},
+                {"show", 1, 1, 0, cmd_show, "OBJECT",
+                 "Show every property of an object, grouped by interface.",
+                 "The model's typed properties (CamelCase) are listed apart from the raw\n"
+                 "sysfs attributes of each interface.\n"},
+                {"get", 2, 2, 0, cmd_get, "OBJECT ATTR", "Print one attribute or typed property.",
+                 "ATTR is a sysfs attribute file name (read_ahead_kb, power/control), its\n"
+                 "D-Bus member name, or a typed property (Size, Scheduler). Arrays print\n"
+                 "one item per line, dictionaries KEY=VALUE per line.\n"},
+                {"set", 3, 3, 0, cmd_set, "OBJECT ATTR VALUE",
+                 "Write an attribute (or Queue.Scheduler) through blkmodeld.",
+                 "The daemon writes the value to sysfs and publishes what the kernel\n"
+                 "stored; --json prints that value. Use -- before a VALUE that starts\n"
+                 "with '-'.\n"},
+                {"monitor", 0, 0, OPT_SINCE | OPT_ACTION | OPT_PROPERTIES, cmd_monitor,
+                 "[--since=SEQ] [--action=LIST] [--properties]",
+                 "Print Uevent signals as they come, like udevadm monitor.",
+                 "  --since=SEQ         First replay the retained events after SEQ, then\n"
+                 "                      continue live with no gap and no repeat\n"
+                 "  --action=LIST       Only these actions (comma-separated: add,remove,...)\n"
+                 "  -p --properties     Print each event's environment too\n"
+                 "\n"
+                 "Missed events (a seqnum gap) are fetched with GetEvents; events that\n"
+                 "expired from the daemon's window and daemon restarts are reported.\n"
+                 "With --json, one JSON object per line; notices have \"type\" != \"event\".\n"
+                 "Stop with Ctrl-C.\n"},
+                {"wait", 1, 1, OPT_TIMEOUT | OPT_REMOVED, cmd_wait, "OBJECT [--timeout=SEC] [--removed]",
+                 "Wait until OBJECT exists (or, with --removed, is gone).",
+                 "  -t --timeout=SEC    Give up after SEC seconds (exit status 1); default:\n"
+                 "                      wait forever\n"
+                 "  --removed           Wait for the object to be gone\n"
+                 "\n"
+                 "Race-free: the signals are subscribed to before the first look. If\n"
+                 "blkmodeld is not running yet, waits for it to start.\n"},
+                {"events", 0, 0, OPT_SINCE | OPT_ACTION | OPT_PROPERTIES, cmd_events,
+                 "[--since=SEQ] [--action=LIST] [--properties]",
+                 "Print the events the daemon retains (after SEQ).",
+                 "  --since=SEQ         Only events with a seqnum above SEQ (default 0)\n"
+                 "  --action=LIST       Only these actions (comma-separated)\n"
+                 "  -p --properties     Print each event's environment too\n"},
+                {"dump", 0, 0, 0, cmd_dump, "", "Print the whole model (GetManagedObjects) as JSON.", ""},
+                {"trigger", 1, 2, 0, cmd_trigger, "OBJECT [ACTION]",
+                 "Make the kernel emit a uevent for OBJECT (default ACTION: change).",
+                 "ACTION is one of add, remove, change, move, online, offline, bind,\n"
+                 "unbind. Privileged, like udevadm trigger.\n"},
 };
 
-static const Verb *verb_find(const char *name) {
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-                if (strcmp(verbs[i].name, name) == 0)
+static const Verb *verb_find(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
                         return verbs + i;
         return NULL;
 }
 
-static void help_main(void) {
+static void help_main(void)
+{
         printf("%s [OPTIONS] COMMAND ...\n\n"
                "Query and watch the Linux block kobject model that blkmodeld publishes\n"
                "on D-Bus as %s.\n\n"
-               "Commands:\n", program, BLKMODEL_BUS_NAME);
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+               "Commands:\n",
+               program, BLKMODEL_BUS_NAME);
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const Verb *v = verbs + i;
                 /* Long synopses are for COMMAND --help; keep this one screen wide. */
-                const char *syn = strlen(v->synopsis) <= 17 ? v->synopsis :
-                                  v->min_args > 0 ? "OBJECT [OPTIONS]" : "[OPTIONS]";
-                char *line = NULL;
+                const char *syn = strlen(v->synopsis) <= 17 ? v->synopsis
+                                  : v->min_args > 0         ? "OBJECT [OPTIONS]"
+                                                            : "[OPTIONS]";
+                _cleanup_(freep) char *line = NULL;
 
+                /* Short of memory, the name alone will do; asprintf() leaves line undefined then. */
                 if (asprintf(&line, "%s %s", v->name, syn) < 0)
                         line = NULL;
-                printf("  %-24s %s\n", line ? line : v->name, v->summary);
-                free(line);
+                printf("  %-24s %s\n", line ?: v->name, v->summary);
         }
         printf("\n"
                "OBJECT is anything Manager.Resolve accepts: sda1, /dev/sda1, 8:1,\n"
@@ -263,31 +260,36 @@ static void help_main(void) {
                "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-static void help_verb(const Verb *v) {
-        printf("%s [OPTIONS] %s%s%s\n\n%s\n", program, v->name,
-               v->synopsis[0] ? " " : "", v->synopsis, v->summary);
-        if (v->help[0])
+static void help_verb(const Verb *v)
+{
+        printf("%s [OPTIONS] %s%s%s\n\n%s\n", program, v->name, isempty(v->synopsis) ? "" : " ", v->synopsis,
+               v->summary);
+        if (!isempty(v->help))
                 printf("\n%s", v->help);
         printf("\nGlobal options (%s --help): --system, --session, --address=ADDR,\n"
-               "--json, --no-legend.\n", program);
+               "--json, --no-legend.\n",
+               program);
 }
 
 static const char *const known_actions[] = {
-        "add", "remove", "change", "move", "online", "offline", "bind", "unbind", NULL,
+                "add", "remove", "change", "move", "online", "offline", "bind", "unbind", NULL,
 };
 
-static bool action_is_known(const char *a, size_t n) {
+static bool action_is_known(const char *a, size_t n)
+{
         for (const char *const *k = known_actions; *k; k++)
-                if (strlen(*k) == n && strncmp(*k, a, n) == 0)
+                if (strlen(*k) == n && startswith(a, *k))
                         return true;
         return false;
 }
 
-bool ctl_action_is_known(const char *action) {
+bool ctl_action_is_known(const char *action)
+{
         return action_is_known(action, strlen(action));
 }
 
-static bool action_list_is_valid(const char *list) {
+static bool action_list_is_valid(const char *list)
+{
         const char *p = list;
 
         for (;;) {
@@ -301,11 +303,12 @@ static bool action_list_is_valid(const char *list) {
         }
 }
 
-static int parse_u64(const char *s, uint64_t *ret) {
+static int parse_u64(const char *s, uint64_t *ret)
+{
         char *end;
         unsigned long long v;
 
-        if (!s[0] || s[0] == '-' || s[0] == '+')
+        if (isempty(s) || s[0] == '-' || s[0] == '+')
                 return -EINVAL;
         errno = 0;
         v = strtoull(s, &end, 10);
@@ -315,24 +318,26 @@ static int parse_u64(const char *s, uint64_t *ret) {
         return 0;
 }
 
-static int parse_timeout(const char *s, uint64_t *ret) {
+static int parse_timeout(const char *s, uint64_t *ret)
+{
         char *end;
         double d;
 
-        if (strcmp(s, "infinity") == 0) {
-                *ret = UINT64_MAX;
+        if (streq(s, "infinity")) {
+                *ret = USEC_INFINITY;
                 return 0;
         }
         errno = 0;
         d = strtod(s, &end);
         if (errno != 0 || end == s || *end != '\0' || !isfinite(d) || d < 0 || d > 1e9)
                 return -EINVAL;
-        *ret = (uint64_t) (d * 1e6);
+        *ret = (uint64_t) (d * USEC_PER_SEC);
         return 0;
 }
 
 /* Applies one option; returns EXIT_OK or EXIT_USAGE. */
-static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const char *raw) {
+static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const char *raw)
+{
         const char *vname = v ? v->name : NULL;
         unsigned need = 0;
 
@@ -386,7 +391,10 @@ static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const c
                 break;
         case ARG_ACTION:
                 if (!action_list_is_valid(arg))
-                        return ctl_usage(vname, "invalid --action '%s': expected a list of add,remove,change,move,online,offline,bind,unbind", arg);
+                        return ctl_usage(vname,
+                                         "invalid --action '%s': expected a list of "
+                                         "add,remove,change,move,online,offline,bind,unbind",
+                                         arg);
                 ctl->actions = arg;
                 break;
         case ARG_PROPERTIES:
@@ -406,7 +414,8 @@ static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const c
 }
 
 /* getopt with opterr off: turn its '?' and ':' into one usage line. */
-static int option_error(const Verb *v, int c, char **argv) {
+static int option_error(const Verb *v, int c, char **argv)
+{
         const char *vname = v ? v->name : NULL;
         const char *raw = argv[optind - 1];
 
@@ -425,7 +434,8 @@ static int option_error(const Verb *v, int c, char **argv) {
  * (v NULL) or after it.  Returns OPTIONS_GO_ON, or the exit code when an option ends the run:
  * --help (the verb's help once there is one), --version, or a usage error.
  */
-static int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const char *optstring) {
+static int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const char *optstring)
+{
         int c, r;
 
         while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0) {
@@ -451,11 +461,18 @@ static int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const 
         return OPTIONS_GO_ON;
 }
 
-int main(int argc, char *argv[]) {
-        Ctl ctl = {
-                .bus_kind = BUS_KIND_SYSTEM,
-                .legend = true,
-                .timeout_usec = UINT64_MAX,
+static void ctl_done(Ctl *ctl)
+{
+        /* Closing would drop what is still queued to be sent: flush first. */
+        ctl->bus = sd_bus_flush_close_unref(ctl->bus);
+}
+
+int main(int argc, char *argv[])
+{
+        _cleanup_(ctl_done) Ctl ctl = {
+                        .bus_kind = BUS_KIND_SYSTEM,
+                        .legend = true,
+                        .timeout_usec = USEC_INFINITY,
         };
         const Verb *v;
         int r, n_args;
@@ -471,7 +488,7 @@ int main(int argc, char *argv[]) {
         if (optind >= argc)
                 return ctl_usage(NULL, "missing command");
 
-        if (strcmp(argv[optind], "help") == 0) {
+        if (streq(argv[optind], "help")) {
                 if (optind + 1 >= argc) {
                         help_main();
                         return EXIT_OK;
@@ -495,7 +512,7 @@ int main(int argc, char *argv[]) {
         if (r != OPTIONS_GO_ON)
                 return r;
 
-        if (ctl.bus_kind == BUS_KIND_ADDRESS && (!ctl.address || !ctl.address[0]))
+        if (ctl.bus_kind == BUS_KIND_ADDRESS && isempty(ctl.address))
                 return ctl_usage(NULL, "--address needs a bus address");
 
         n_args = argc - optind;
@@ -503,7 +520,7 @@ int main(int argc, char *argv[]) {
                 return ctl_usage(v->name, "missing argument: expected %s", v->synopsis);
         if (n_args > v->max_args)
                 return ctl_usage(v->name, "unexpected argument '%s'", argv[optind + v->max_args]);
-        if (strcmp(v->name, "trigger") == 0 && n_args == 2 && !ctl_action_is_known(argv[optind + 1]))
+        if (streq(v->name, "trigger") && n_args == 2 && !ctl_action_is_known(argv[optind + 1]))
                 return ctl_usage(v->name, "unknown action '%s'", argv[optind + 1]);
 
         ctl.colour = output_want_colour(STDOUT_FILENO);
@@ -513,9 +530,5 @@ int main(int argc, char *argv[]) {
 
         if (fflush(stdout) != 0 && r == EXIT_OK)
                 r = ctl_fail("Failed to write output: %s", strerror(errno));
-        if (ctl.bus) {
-                (void) sd_bus_flush(ctl.bus);
-                ctl.bus = sd_bus_close_unref(ctl.bus);
-        }
         return r;
 }

@@ -6,12 +6,13 @@
 
 #include <systemd/sd-bus.h>
 
-#include "bus.h"
+#include "common/bus-open.h"
+#include "common/util.h"
 
 /* Exit codes of SPEC §7. */
-#define EXIT_OK         0
-#define EXIT_FAIL       1
-#define EXIT_USAGE      2
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
 
 /*
  * Everything the command line decided, plus the connection.  One per
@@ -32,8 +33,8 @@ typedef struct Ctl {
         bool removed;
         bool since_set;
         uint64_t since;
-        const char *actions;            /* comma-separated, NULL = all */
-        uint64_t timeout_usec;          /* UINT64_MAX = forever */
+        const char *actions;   /* comma-separated, NULL = all */
+        uint64_t timeout_usec; /* USEC_INFINITY = forever */
 
         sd_bus *bus;
 } Ctl;
@@ -51,7 +52,7 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path);
  * One line on stderr, "blkmodelctl: ...".  Returns EXIT_FAIL so that
  * callers can write "return ctl_fail(...)".
  */
-int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ctl_fail(const char *fmt, ...) _printf_(1, 2);
 
 /* add, remove, change, move, online, offline, bind or unbind. */
 bool ctl_action_is_known(const char *action);

@@ -3,19 +3,25 @@
 /* dump and trigger. */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
+#include "json-util.h"
 #include "output.h"
 
+#include "common/util.h"
+
 /* The whole model: GetManagedObjects has the typed properties, GetAll the raw attributes. */
-static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *error) {
+static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *error)
+{
+        _cleanup_(freep) BusPropRequest *req = NULL;
         size_t n = 0, max = 0;
-        BusPropRequest *req = NULL;
-        int r;
 
         json_object_object_foreach(model, p0, obj0) {
                 (void) p0;
@@ -27,18 +33,18 @@ static int dump_fetch_attributes(sd_bus *bus, json_object *model, sd_bus_error *
         json_object_object_foreach(model, path, obj) {
                 json_object_object_foreach(obj, iface, props) {
                         (void) props;
-                        if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) != 0)
-                                req[n++] = (BusPropRequest) { path, iface, NULL };
+                        /* Kobject has no raw attributes. */
+                        if (!streq(iface, BLKMODEL_IFACE_KOBJECT))
+                                req[n++] = (BusPropRequest){path, iface, NULL};
                 }
         }
-        r = bus_fetch_properties(bus, model, req, n, error);
-        free(req);
-        return r;
+        return bus_fetch_properties(bus, model, req, n, error);
 }
 
-int cmd_dump(Ctl *ctl, char **args, int n_args) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        json_object *model = NULL;
+int cmd_dump(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *model = NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -50,21 +56,18 @@ int cmd_dump(Ctl *ctl, char **args, int n_args) {
         if (r >= 0)
                 r = dump_fetch_attributes(bus, model, &error);
         if (r < 0)
-                r = bus_report_error(&error, r, "Failed to get the model");
-        else {
-                output_json(model, true);
-                r = EXIT_OK;
-        }
+                return bus_report_error(&error, r, "Failed to get the model");
 
-        json_object_put(model);
-        sd_bus_error_free(&error);
-        return r;
+        output_json(model, true);
+        return EXIT_OK;
 }
 
-int cmd_trigger(Ctl *ctl, char **args, int n_args) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+int cmd_trigger(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *j = NULL;
         const char *action = n_args > 1 ? args[1] : "change";
-        char *path = NULL;
+        _cleanup_(freep) char *path = NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -72,35 +75,24 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args) {
         if (r != EXIT_OK)
                 return r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_TRIGGER,
-                               &error, NULL, "os", path, action);
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_TRIGGER, &error, NULL, "os", path, action);
         if (r < 0) {
-                char *what = NULL;
+                _cleanup_(freep) char *what = NULL;
 
                 if (asprintf(&what, "Failed to trigger '%s' on %s", action, args[0]) < 0)
                         what = NULL;
-                r = bus_report_error(&error, r, what ? what : args[0]);
-                free(what);
-                goto finish;
+                return bus_report_error(&error, r, what ?: args[0]);
         }
 
-        if (ctl->json) {
-                json_object *j = json_object_new_object();
+        if (!ctl->json)
+                return EXIT_OK;
 
-                if (!j) {
-                        r = ctl_fail("Out of memory");
-                        goto finish;
-                }
-                json_object_object_add(j, "object", json_object_new_string(path));
-                json_object_object_add(j, "action", json_object_new_string(action));
-                output_json(j, true);
-                json_object_put(j);
-        }
-        r = EXIT_OK;
-
-finish:
-        free(path);
-        sd_bus_error_free(&error);
-        return r;
+        j = json_object_new_object();
+        if (!j)
+                return ctl_fail("Out of memory");
+        json_object_object_add(j, "object", json_object_new_string(path));
+        json_object_object_add(j, "action", json_object_new_string(action));
+        output_json(j, true);
+        return EXIT_OK;
 }

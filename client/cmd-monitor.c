@@ -10,8 +10,8 @@
  */
 
 #include <errno.h>
-#include <poll.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +20,17 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-events.h"
+#include "bus-wait.h"
+#include "json-util.h"
 #include "output.h"
 
-#define NAME_OWNER_CHANGED_MATCH \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus'," \
-        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
+#include "common/time-util.h"
+#include "common/util.h"
 
-static bool action_wanted(const Ctl *ctl, const char *action) {
+static bool action_wanted(const Ctl *ctl, const char *action)
+{
         const char *p = ctl->actions;
         size_t n = strlen(action);
 
@@ -35,7 +39,7 @@ static bool action_wanted(const Ctl *ctl, const char *action) {
         for (;;) {
                 size_t k = strcspn(p, ",");
 
-                if (k == n && strncmp(p, action, n) == 0)
+                if (k == n && startswith(p, action))
                         return true;
                 if (p[k] == '\0')
                         return false;
@@ -43,15 +47,17 @@ static bool action_wanted(const Ctl *ctl, const char *action) {
         }
 }
 
-static const char *action_colour(const char *action) {
-        if (strcmp(action, "add") == 0 || strcmp(action, "online") == 0 || strcmp(action, "bind") == 0)
+static const char *action_colour(const char *action)
+{
+        if (streq(action, "add") || streq(action, "online") || streq(action, "bind"))
                 return ANSI_GREEN;
-        if (strcmp(action, "remove") == 0 || strcmp(action, "offline") == 0 || strcmp(action, "unbind") == 0)
+        if (streq(action, "remove") || streq(action, "offline") || streq(action, "unbind"))
                 return ANSI_RED;
         return ANSI_YELLOW;
 }
 
-static json_object *event_to_json(const BusEvent *ev) {
+static json_object *event_to_json(const BusEvent *ev)
+{
         json_object *j = json_object_new_object();
 
         if (!j)
@@ -65,7 +71,8 @@ static json_object *event_to_json(const BusEvent *ev) {
 }
 
 /* The human form: "[SEQNUM] action  devpath", then the environment. */
-static void event_print_human(const Ctl *ctl, const BusEvent *ev) {
+static void event_print_human(const Ctl *ctl, const BusEvent *ev)
+{
         printf("[%" PRIu64 "] %s%-7s%s %s\n", ev->seqnum,
                output_colour(ctl->colour, action_colour(ev->action)), ev->action,
                output_colour(ctl->colour, ANSI_RESET), ev->devpath);
@@ -80,14 +87,18 @@ typedef struct Monitor {
         Ctl *ctl;
         sd_bus *bus;
         bool have_last;
-        uint64_t last;          /* the highest seqnum dealt with */
-        int failed;             /* an EXIT_* code when a write failed */
+        uint64_t last; /* the highest seqnum dealt with */
+        int failed;    /* an EXIT_* code when a write failed */
 } Monitor;
 
+/* A notice about the stream itself (a gap, a restart): a line on stderr, or with --json an object of
+ * that type in the stream, with extra's fields and the message.  Takes extra. */
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...) {
-        char *msg = NULL;
+                _printf_(4, 5);
+static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
+{
+        _cleanup_(json_object_putp) json_object *j = extra;
+        _cleanup_(freep) char *msg = NULL;
         va_list ap;
 
         va_start(ap, fmt);
@@ -95,25 +106,24 @@ static void monitor_notice(Monitor *mon, const char *type, json_object *extra, c
                 msg = NULL;
         va_end(ap);
 
-        if (mon->ctl->json) {
-                json_object *j = extra ? extra : json_object_new_object();
-
-                if (j) {
-                        json_object_object_add(j, "type", json_object_new_string(type));
-                        json_object_object_add(j, "message", json_object_new_string(msg ? msg : type));
-                        output_json(j, false);
-                        json_object_put(j);
-                }
+        if (!mon->ctl->json) {
                 (void) fflush(stdout);
-        } else {
-                json_object_put(extra);
-                (void) fflush(stdout);
-                fprintf(stderr, "blkmodelctl: %s\n", msg ? msg : type);
+                fprintf(stderr, "blkmodelctl: %s\n", msg ?: type);
+                return;
         }
-        free(msg);
+
+        if (!j)
+                j = json_object_new_object();
+        if (j) {
+                json_object_object_add(j, "type", json_object_new_string(type));
+                json_object_object_add(j, "message", json_object_new_string(msg ?: type));
+                output_json(j, false);
+        }
+        (void) fflush(stdout);
 }
 
-static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to) {
+static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to)
+{
         json_object *j = json_object_new_object();
 
         if (j) {
@@ -121,18 +131,21 @@ static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to) {
                 json_object_object_add(j, "to", json_object_new_uint64(to));
         }
         if (from == to)
-                monitor_notice(mon, "gap", j, "missed event %" PRIu64 "; the model may have changed unseen", from);
+                monitor_notice(mon, "gap", j, "missed event %" PRIu64 "; the model may have changed unseen",
+                               from);
         else
-                monitor_notice(mon, "gap", j, "missed events %" PRIu64 "-%" PRIu64 "; the model may have changed unseen",
+                monitor_notice(mon, "gap", j,
+                               "missed events %" PRIu64 "-%" PRIu64 "; the model may have changed unseen",
                                from, to);
 }
 
-static void monitor_print(Monitor *mon, const BusEvent *ev) {
+static void monitor_print(Monitor *mon, const BusEvent *ev)
+{
         if (!action_wanted(mon->ctl, ev->action))
                 return;
 
         if (mon->ctl->json) {
-                json_object *j = event_to_json(ev);
+                _cleanup_(json_object_putp) json_object *j = event_to_json(ev);
 
                 if (!j) {
                         mon->failed = ctl_fail("Out of memory");
@@ -140,7 +153,6 @@ static void monitor_print(Monitor *mon, const BusEvent *ev) {
                 }
                 json_object_object_add(j, "type", json_object_new_string("event"));
                 output_json(j, false);
-                json_object_put(j);
         } else
                 event_print_human(mon->ctl, ev);
 
@@ -151,10 +163,11 @@ static void monitor_print(Monitor *mon, const BusEvent *ev) {
 
 typedef struct Replay {
         Monitor *mon;
-        uint64_t upto;          /* only events below this seqnum */
+        uint64_t upto; /* only events below this seqnum */
 } Replay;
 
-static int replay_one(const BusEvent *ev, void *userdata) {
+static int replay_one(const BusEvent *ev, void *userdata)
+{
         Replay *rp = userdata;
         Monitor *mon = rp->mon;
 
@@ -175,38 +188,37 @@ static int replay_one(const BusEvent *ev, void *userdata) {
  * printed yet.  Returns 0, 1 if they had expired, or a negative error
  * (already reported).
  */
-static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        Replay rp = { .mon = mon, .upto = upto };
+static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Replay rp = {.mon = mon, .upto = upto};
         int r;
 
         r = bus_get_events(mon->bus, after, replay_one, &rp, &error);
-        if (r < 0) {
-                if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
-                        r = 1;
-                else if (bus_error_is_not_running(&error))
-                        r = 0;  /* it is gone; NameOwnerChanged tells the rest */
-                else {
-                        bus_report_error(&error, r, "Failed to get events");
-                        r = -EIO;
-                }
-        }
-        sd_bus_error_free(&error);
-        return r;
+        if (r >= 0)
+                return 0;
+        if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
+                return 1;
+        if (bus_error_is_not_running(&error))
+                return 0; /* it is gone; NameOwnerChanged tells the rest */
+        (void) bus_report_error(&error, r, "Failed to get events");
+        return -EIO;
 }
 
-static uint64_t monitor_oldest(Monitor *mon) {
+static uint64_t monitor_oldest(Monitor *mon)
+{
         uint64_t oldest = 0;
 
         if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM,
-                                        NULL, 't', &oldest) < 0)
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM, NULL, 't',
+                                        &oldest) < 0)
                 return 0;
         return oldest;
 }
 
 /* Events after `after` expired: say so and go on from the oldest retained. */
-static int monitor_expired(Monitor *mon, uint64_t after) {
+static int monitor_expired(Monitor *mon, uint64_t after)
+{
         uint64_t oldest = monitor_oldest(mon);
         json_object *j = json_object_new_object();
 
@@ -216,26 +228,29 @@ static int monitor_expired(Monitor *mon, uint64_t after) {
         }
         monitor_notice(mon, "expired", j,
                        "events after %" PRIu64 " have expired (oldest retained: %" PRIu64
-                       "); resync with 'blkmodelctl dump'", after, oldest);
+                       "); resync with 'blkmodelctl dump'",
+                       after, oldest);
 
         mon->have_last = oldest > 0;
         mon->last = oldest > 0 ? oldest - 1 : 0;
         return monitor_replay(mon, mon->last, UINT64_MAX) < 0 ? -EIO : 0;
 }
 
-static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        _cleanup_(bus_event_done) BusEvent ev = {};
         Monitor *mon = userdata;
-        BusEvent ev = {};
         int r;
 
         r = bus_message_read_event_fields(m, &ev);
         if (r < 0) {
-                monitor_notice(mon, "malformed", NULL, "ignoring a malformed Uevent signal: %s", strerror(-r));
+                monitor_notice(mon, "malformed", NULL, "ignoring a malformed Uevent signal: %s",
+                               strerror(-r));
                 return 0;
         }
 
         if (mon->have_last && ev.seqnum <= mon->last)
-                goto finish;            /* printed from GetEvents already */
+                return 0; /* printed from GetEvents already */
 
         if (mon->have_last && ev.seqnum > mon->last + 1) {
                 /* Fill the hole while the daemon still remembers it. */
@@ -251,29 +266,27 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         monitor_print(mon, &ev);
         mon->have_last = true;
         mon->last = ev.seqnum;
-
-finish:
-        bus_event_done(&ev);
         return 0;
 }
 
-static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
         Monitor *mon = userdata;
         const char *name, *old_owner, *new_owner;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
-        if (strcmp(name, BLKMODEL_BUS_NAME) != 0)
+        if (!streq(name, BLKMODEL_BUS_NAME))
                 return 0;
 
-        if (new_owner[0] == '\0') {
+        if (isempty(new_owner)) {
                 monitor_notice(mon, "daemon-stopped", NULL, "blkmodeld stopped; waiting for it to return");
                 return 0;
         }
 
         /* A new daemon counts from the start: show what it did so far. */
         monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
-                       old_owner[0] ? "was replaced" : "started");
+                       isempty(old_owner) ? "started" : "was replaced");
         mon->have_last = true;
         mon->last = 0;
         if (monitor_replay(mon, 0, UINT64_MAX) == 1)
@@ -281,47 +294,49 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
-static int monitor_subscribe(Monitor *mon) {
+static int monitor_subscribe(Monitor *mon)
+{
         int r;
 
         r = sd_bus_match_signal(mon->bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                 BLKMODEL_IFACE_MANAGER, BLKMODEL_SIGNAL_UEVENT, on_uevent, mon);
         if (r < 0)
                 return r;
-        return sd_bus_add_match(mon->bus, NULL, NAME_OWNER_CHANGED_MATCH, on_name_owner_changed, mon);
+        return bus_match_daemon_owner(mon->bus, on_name_owner_changed, mon);
 }
 
 /* The daemon's LastSeqnum, asked in a way that also starts it if the bus
  * can activate it, and that tells a daemon which is not there. */
-static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t last;
         int r;
 
         r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM,
-                                        &error, 't', ret_last);
+                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't',
+                                        &last);
         if (r < 0)
-                r = bus_report_error(&error, r, "Failed to reach blkmodeld");
-        else
-                r = EXIT_OK;
-        sd_bus_error_free(&error);
-        return r;
+                return bus_report_error(&error, r, "Failed to reach blkmodeld");
+        *ret_last = last;
+        return EXIT_OK;
 }
 
 /* The bus itself went away: reconnect once a second until it is back. */
-static int monitor_reconnect(Monitor *mon, int sigfd) {
+static int monitor_reconnect(Monitor *mon, int sigfd)
+{
         int r;
 
         monitor_notice(mon, "disconnected", NULL, "lost the connection to the bus; reconnecting");
         mon->bus = mon->ctl->bus = sd_bus_close_unref(mon->bus);
 
         for (;;) {
-                struct pollfd p = { .fd = sigfd, .events = POLLIN };
+                struct pollfd p = {.fd = sigfd, .events = POLLIN};
 
                 r = poll(&p, 1, 1000);
                 if (r > 0)
                         return 1;
-                if (bus_open(mon->ctl->bus_kind, mon->ctl->address, &mon->bus) < 0)
+                if (bus_open(mon->ctl->bus_kind, mon->ctl->address, NULL, &mon->bus) < 0)
                         continue;
                 mon->ctl->bus = mon->bus;
                 r = monitor_subscribe(mon);
@@ -338,10 +353,12 @@ static int monitor_reconnect(Monitor *mon, int sigfd) {
         return 0;
 }
 
-int cmd_monitor(Ctl *ctl, char **args, int n_args) {
-        Monitor mon = { .ctl = ctl };
+int cmd_monitor(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(closep) int sigfd = -1;
+        Monitor mon = {.ctl = ctl};
         uint64_t last = 0;
-        int sigfd = -1, r;
+        int r;
 
         r = ctl_bus(ctl, &mon.bus);
         if (r != EXIT_OK)
@@ -353,16 +370,14 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args) {
 
         /* Subscribe first: whatever happens from now on reaches us. */
         r = monitor_subscribe(&mon);
-        if (r < 0) {
-                r = ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
-                goto finish;
-        }
+        if (r < 0)
+                return ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
 
         /* Then make sure there is a daemon at all: one failure line now
          * beats waiting silently for one that may never come. */
         r = monitor_check_daemon(&mon, &last);
         if (r != EXIT_OK)
-                goto finish;
+                return r;
 
         if (ctl->since_set) {
                 uint64_t since = ctl->since;
@@ -387,37 +402,24 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args) {
                 r = monitor_replay(&mon, since, UINT64_MAX);
                 if (r == 1)
                         r = monitor_expired(&mon, since);
-                if (r < 0) {
-                        r = EXIT_FAIL;
-                        goto finish;
-                }
+                if (r < 0)
+                        return EXIT_FAIL;
         }
 
         for (;;) {
-                if (mon.failed) {
-                        r = mon.failed;
-                        goto finish;
-                }
+                if (mon.failed)
+                        return mon.failed;
 
                 r = sd_bus_process(mon.bus, NULL);
                 if (r > 0)
                         continue;
                 if (r == 0)
-                        r = bus_wait_event(mon.bus, sigfd, UINT64_MAX);
+                        r = bus_wait_event(mon.bus, sigfd, USEC_INFINITY);
                 if (r == 1)
-                        break;          /* SIGINT/SIGTERM: a normal end */
-                if (r < 0) {
-                        r = monitor_reconnect(&mon, sigfd);
-                        if (r == 1)
-                                break;
-                }
+                        return EXIT_OK; /* SIGINT/SIGTERM: a normal end */
+                if (r < 0 && monitor_reconnect(&mon, sigfd) == 1)
+                        return EXIT_OK;
         }
-        r = EXIT_OK;
-
-finish:
-        if (sigfd >= 0)
-                close(sigfd);
-        return r;
 }
 
 typedef struct EventsList {
@@ -425,26 +427,29 @@ typedef struct EventsList {
         json_object *array;
 } EventsList;
 
-static int events_one(const BusEvent *ev, void *userdata) {
+static int events_one(const BusEvent *ev, void *userdata)
+{
+        _cleanup_(json_object_putp) json_object *j = NULL;
         EventsList *el = userdata;
 
         if (!action_wanted(el->ctl, ev->action))
                 return 0;
-        if (el->array) {
-                json_object *j = event_to_json(ev);
-
-                if (!j || json_object_array_add(el->array, j) < 0) {
-                        json_object_put(j);
-                        return -ENOMEM;
-                }
-        } else
+        if (!el->array) {
                 event_print_human(el->ctl, ev);
+                return 0;
+        }
+
+        j = event_to_json(ev);
+        if (!j || json_object_array_add(el->array, j) < 0)
+                return -ENOMEM;
+        TAKE_PTR(j);
         return 0;
 }
 
-int cmd_events(Ctl *ctl, char **args, int n_args) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        EventsList el = { .ctl = ctl };
+int cmd_events(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *array = NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -453,23 +458,19 @@ int cmd_events(Ctl *ctl, char **args, int n_args) {
                 return r;
 
         if (ctl->json) {
-                el.array = json_object_new_array();
-                if (!el.array)
+                array = json_object_new_array();
+                if (!array)
                         return ctl_fail("Out of memory");
         }
 
-        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one, &el, &error);
+        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one,
+                           &(EventsList){.ctl = ctl, .array = array}, &error);
         if (r == -ENOMEM && !sd_bus_error_is_set(&error))
-                r = ctl_fail("Out of memory");
-        else if (r < 0)
-                r = bus_report_error(&error, r, "Failed to get events");
-        else {
-                if (el.array)
-                        output_json(el.array, true);
-                r = EXIT_OK;
-        }
+                return ctl_fail("Out of memory");
+        if (r < 0)
+                return bus_report_error(&error, r, "Failed to get events");
 
-        json_object_put(el.array);
-        sd_bus_error_free(&error);
-        return r;
+        if (array)
+                output_json(array, true);
+        return EXIT_OK;
 }

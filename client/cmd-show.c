@@ -15,24 +15,32 @@
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
-#include "model.h"
+#include "bus-error.h"
+#include "bus-model.h"
+#include "introspect.h"
+#include "json-util.h"
 #include "output.h"
 
+#include "common/interfaces.h"
+#include "common/util.h"
+
 #define UNKNOWN_PROPERTY "org.freedesktop.DBus.Error.UnknownProperty"
-#define INVALID_ARGS     "org.freedesktop.DBus.Error.InvalidArgs"
+#define INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 
 /* Display order: Kobject, the kind interface, Kset/Manager, then groups. */
-static int show_rank(const char *iface) {
-        if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) == 0)
+static int show_rank(const char *iface)
+{
+        if (streq(iface, BLKMODEL_IFACE_KOBJECT))
                 return 0;
-        if (strcmp(iface, BLKMODEL_IFACE_KSET) == 0 || strcmp(iface, BLKMODEL_IFACE_MANAGER) == 0)
+        if (streq(iface, BLKMODEL_IFACE_KSET) || streq(iface, BLKMODEL_IFACE_MANAGER))
                 return 2;
-        if (strncmp(iface, BLKMODEL_IFACE_GROUP_PREFIX, strlen(BLKMODEL_IFACE_GROUP_PREFIX)) == 0)
+        if (startswith(iface, BLKMODEL_IFACE_GROUP_PREFIX))
                 return 3;
         return 1;
 }
 
-static int show_compare(const void *a, const void *b) {
+static int show_compare(const void *a, const void *b)
+{
         const IntrospectInterface *x = a, *y = b;
         int rx = show_rank(x->name), ry = show_rank(y->name);
 
@@ -41,17 +49,27 @@ static int show_compare(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
+/*
+ * The model's own properties are shown apart from sysfs's raw attributes.  Manager's are in no
+ * table, but they are all it has, and a lone group prints the same whichever it is.
+ */
+static bool property_is_typed(const char *iface, const char *name)
+{
+        return interface_find_property(iface, name);
+}
+
 /* Prints the properties of one kind (typed or raw) of one interface. */
-static void show_properties(Ctl *ctl, json_object *props, const char *iface, bool typed, size_t indent) {
+static void show_properties(Ctl *ctl, json_object *props, const char *iface, bool typed, size_t indent)
+{
         size_t width = 0;
 
         json_object_object_foreach(props, k1, v1) {
                 (void) v1;
-                if (model_prop_is_typed(iface, k1) == typed && strlen(k1) > width)
+                if (property_is_typed(iface, k1) == typed && strlen(k1) > width)
                         width = strlen(k1);
         }
         json_object_object_foreach(props, key, value) {
-                if (model_prop_is_typed(iface, key) != typed)
+                if (property_is_typed(iface, key) != typed)
                         continue;
                 /* An empty value gets no padding: no trailing blanks. */
                 if (output_value_is_empty(value)) {
@@ -63,11 +81,13 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
         }
 }
 
-int cmd_show(Ctl *ctl, char **args, int n_args) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        Introspection in = {};
-        json_object *jroot = NULL, *jifaces = NULL, *all = NULL;
-        char *path = NULL;
+int cmd_show(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *jroot = NULL;
+        _cleanup_(introspection_done) Introspection in = {};
+        _cleanup_(freep) char *path = NULL;
+        json_object *jifaces;
         sd_bus *bus = NULL;
         int r;
 
@@ -75,41 +95,35 @@ int cmd_show(Ctl *ctl, char **args, int n_args) {
         if (r != EXIT_OK)
                 return r;
         r = introspect_object(bus, path, &in, &error);
-        if (r < 0) {
-                r = bus_report_error(&error, r, path);
-                goto finish;
-        }
+        if (r < 0)
+                return bus_report_error(&error, r, path);
         qsort(in.interfaces, in.n_interfaces, sizeof(in.interfaces[0]), show_compare);
 
         jroot = json_object_new_object();
-        jifaces = json_object_new_object();
-        if (!jroot || !jifaces) {
-                json_object_put(jifaces);
-                goto oom;
-        }
+        if (!jroot)
+                return ctl_fail("Out of memory");
         json_object_object_add(jroot, "object", json_object_new_string(path));
-        json_object_object_add(jroot, "interfaces", jifaces);
+        jifaces = json_add_object(jroot, "interfaces");
+        if (!jifaces)
+                return ctl_fail("Out of memory");
 
         /* Fetch everything first: an object that vanishes half-way is one
          * error, not half a listing. */
         for (size_t i = 0; i < in.n_interfaces; i++) {
                 const char *iface = in.interfaces[i].name;
+                json_object *all;
 
                 if (!introspect_interface_is_model(iface))
                         continue;
                 r = bus_get_all(bus, path, iface, &all, &error);
-                if (r < 0) {
-                        r = bus_report_error(&error, r, path);
-                        goto finish;
-                }
+                if (r < 0)
+                        return bus_report_error(&error, r, path);
                 json_object_object_add(jifaces, iface, all);
-                all = NULL;
         }
 
         if (ctl->json) {
                 output_json(jroot, true);
-                r = EXIT_OK;
-                goto finish;
+                return EXIT_OK;
         }
 
         printf("%s%s%s\n", output_colour(ctl->colour, ANSI_BOLD), path,
@@ -119,7 +133,7 @@ int cmd_show(Ctl *ctl, char **args, int n_args) {
 
                 json_object_object_foreach(props, key, value) {
                         (void) value;
-                        if (model_prop_is_typed(iface, key))
+                        if (property_is_typed(iface, key))
                                 has_typed = true;
                         else
                                 has_raw = true;
@@ -137,128 +151,106 @@ int cmd_show(Ctl *ctl, char **args, int n_args) {
                         show_properties(ctl, props, iface, false, has_typed ? 6 : 4);
                 }
         }
-        r = EXIT_OK;
-        goto finish;
-
-oom:
-        r = ctl_fail("Out of memory");
-finish:
-        json_object_put(all);
-        json_object_put(jroot);
-        introspection_done(&in);
-        free(path);
-        sd_bus_error_free(&error);
-        return r;
+        return EXIT_OK;
 }
 
-/* Resolves OBJECT and finds ATTR on it; prints the error itself. */
-static int property_lookup(Ctl *ctl, const char *spec, const char *attr, char **ret_path,
-                           Introspection *in, const IntrospectInterface **ret_iface,
-                           const IntrospectProperty **ret_prop) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        char *path = NULL;
+/* One attribute or typed property of one object, as get and set name it. */
+typedef struct PropertyTarget {
+        char *path;
+        Introspection introspection;
+        const IntrospectInterface *iface; /* both point into introspection */
+        const IntrospectProperty *prop;
+} PropertyTarget;
+
+static void property_target_done(PropertyTarget *t)
+{
+        introspection_done(&t->introspection);
+        t->path = mfree(t->path);
+}
+
+/* Resolves OBJECT and finds ATTR on it; a failure is reported here and its exit code returned. */
+static int property_lookup(Ctl *ctl, const char *spec, const char *attr, PropertyTarget *ret)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(introspection_done) Introspection in = {};
+        _cleanup_(freep) char *path = NULL;
+        const IntrospectInterface *iface;
+        const IntrospectProperty *prop;
         sd_bus *bus = NULL;
         int r;
 
         r = ctl_resolve(ctl, spec, &bus, &path);
         if (r != EXIT_OK)
                 return r;
-        r = introspect_object(bus, path, in, &error);
-        if (r < 0) {
-                r = bus_report_error(&error, r, spec);
-                goto fail;
-        }
-        r = introspect_find_property(in, attr, ret_iface, ret_prop);
-        if (r == -ENOENT) {
-                r = ctl_fail("No attribute or property '%s' on %s (%s)", attr, spec, UNKNOWN_PROPERTY);
-                goto fail;
-        }
-        if (r < 0) {
-                r = ctl_fail("Out of memory");
-                goto fail;
-        }
-
-        *ret_path = path;
-        return EXIT_OK;
-
-fail:
-        introspection_done(in);
-        free(path);
-        sd_bus_error_free(&error);
-        return r;
-}
-
-static int property_get(sd_bus *bus, const char *path, const char *iface, const char *member,
-                        json_object **ret, sd_bus_error *error) {
-        sd_bus_message *reply = NULL;
-        int r;
-
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get",
-                               error, &reply, "ss", iface, member);
+        r = introspect_object(bus, path, &in, &error);
         if (r < 0)
-                return r;
-        r = bus_message_read_json(reply, ret);
-        sd_bus_message_unref(reply);
-        return r;
+                return bus_report_error(&error, r, spec);
+        r = introspect_find_property(&in, attr, &iface, &prop);
+        if (r == -ENOENT)
+                return ctl_fail("No attribute or property '%s' on %s (%s)", attr, spec, UNKNOWN_PROPERTY);
+        if (r < 0)
+                return ctl_fail("Out of memory");
+
+        *ret = (PropertyTarget){
+                        .path = TAKE_PTR(path),
+                        .introspection = in,
+                        .iface = iface,
+                        .prop = prop,
+        };
+        in = (Introspection){};
+        return EXIT_OK;
 }
 
 static int property_print(Ctl *ctl, const char *path, const char *iface, const char *member,
-                          json_object *value) {
-        if (ctl->json) {
-                json_object *j = json_object_new_object();
+                          json_object *value)
+{
+        _cleanup_(json_object_putp) json_object *j = NULL;
 
-                if (!j)
-                        return ctl_fail("Out of memory");
-                json_object_object_add(j, "object", json_object_new_string(path));
-                json_object_object_add(j, "interface", json_object_new_string(iface));
-                json_object_object_add(j, "property", json_object_new_string(member));
-                json_object_object_add(j, "value", json_object_get(value));
-                output_json(j, true);
-                json_object_put(j);
-        } else
+        if (!ctl->json) {
                 output_value(stdout, value, 0);
+                return EXIT_OK;
+        }
+
+        j = json_object_new_object();
+        if (!j)
+                return ctl_fail("Out of memory");
+        json_object_object_add(j, "object", json_object_new_string(path));
+        json_object_object_add(j, "interface", json_object_new_string(iface));
+        json_object_object_add(j, "property", json_object_new_string(member));
+        json_object_object_add(j, "value", json_object_get(value));
+        output_json(j, true);
         return EXIT_OK;
 }
 
 /* Gets the property's value now and prints it; a failed Get is reported with what. */
-static int property_show(Ctl *ctl, const char *path, const char *iface, const char *member,
-                         const char *what) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        json_object *value = NULL;
+static int property_show(Ctl *ctl, const char *path, const char *iface, const char *member, const char *what)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *value = NULL;
         int r;
 
-        r = property_get(ctl->bus, path, iface, member, &value, &error);
+        r = bus_get_property(ctl->bus, path, iface, member, &value, &error);
         if (r < 0)
-                r = bus_report_error(&error, r, what);
-        else
-                r = property_print(ctl, path, iface, member, value);
-
-        json_object_put(value);
-        sd_bus_error_free(&error);
-        return r;
+                return bus_report_error(&error, r, what);
+        return property_print(ctl, path, iface, member, value);
 }
 
-int cmd_get(Ctl *ctl, char **args, int n_args) {
-        const IntrospectInterface *iface;
-        const IntrospectProperty *prop;
-        Introspection in = {};
-        char *path = NULL;
+int cmd_get(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(property_target_done) PropertyTarget t = {};
         int r;
 
-        r = property_lookup(ctl, args[0], args[1], &path, &in, &iface, &prop);
+        r = property_lookup(ctl, args[0], args[1], &t);
         if (r != EXIT_OK)
                 return r;
 
-        r = property_show(ctl, path, iface->name, prop->name, args[1]);
-
-        introspection_done(&in);
-        free(path);
-        return r;
+        return property_show(ctl, t.path, t.iface->name, t.prop->name, args[1]);
 }
 
-static int parse_bool(const char *s, int *ret) {
-        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on", NULL };
-        static const char *const no[] = { "0", "no", "n", "false", "f", "off", NULL };
+static int parse_bool(const char *s, int *ret)
+{
+        static const char *const yes[] = {"1", "yes", "y", "true", "t", "on", NULL};
+        static const char *const no[] = {"0", "no", "n", "false", "f", "off", NULL};
 
         for (const char *const *p = yes; *p; p++)
                 if (strcasecmp(s, *p) == 0) {
@@ -274,7 +266,8 @@ static int parse_bool(const char *s, int *ret) {
 }
 
 /* Appends VALUE converted to the property's basic type. */
-static int append_value(sd_bus_message *m, const char *type, const char *value) {
+static int append_value(sd_bus_message *m, const char *type, const char *value)
+{
         char *end;
         int r;
 
@@ -307,11 +300,18 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         case SD_BUS_TYPE_UINT16:
         case SD_BUS_TYPE_UINT32:
         case SD_BUS_TYPE_UINT64: {
-                static const uint64_t max[] = { UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX };
+                static const uint64_t max[] = {UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX};
                 unsigned long long v;
-                int idx = type[0] == SD_BUS_TYPE_BYTE ? 0 : type[0] == SD_BUS_TYPE_UINT16 ? 1 :
-                          type[0] == SD_BUS_TYPE_UINT32 ? 2 : 3;
-                union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; } u;
+                int idx = type[0] == SD_BUS_TYPE_BYTE     ? 0
+                          : type[0] == SD_BUS_TYPE_UINT16 ? 1
+                          : type[0] == SD_BUS_TYPE_UINT32 ? 2
+                                                          : 3;
+                union {
+                        uint8_t u8;
+                        uint16_t u16;
+                        uint32_t u32;
+                        uint64_t u64;
+                } u;
 
                 if (value[0] == '-')
                         return -EINVAL;
@@ -333,7 +333,11 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         case SD_BUS_TYPE_INT32:
         case SD_BUS_TYPE_INT64: {
                 long long v;
-                union { int16_t s16; int32_t s32; int64_t s64; } u;
+                union {
+                        int16_t s16;
+                        int32_t s32;
+                        int64_t s64;
+                } u;
 
                 errno = 0;
                 v = strtoll(value, &end, 0);
@@ -355,65 +359,51 @@ static int append_value(sd_bus_message *m, const char *type, const char *value) 
         return -EOPNOTSUPP;
 }
 
-int cmd_set(Ctl *ctl, char **args, int n_args) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        const IntrospectInterface *iface;
-        const IntrospectProperty *prop;
-        sd_bus_message *m = NULL, *reply = NULL;
-        Introspection in = {};
-        char *path = NULL;
+int cmd_set(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(property_target_done) PropertyTarget t = {};
+        const char *value = args[2];
         int r;
 
-        r = property_lookup(ctl, args[0], args[1], &path, &in, &iface, &prop);
+        r = property_lookup(ctl, args[0], args[1], &t);
         if (r != EXIT_OK)
                 return r;
 
-        r = sd_bus_message_new_method_call(ctl->bus, &m, BLKMODEL_BUS_NAME, path,
+        r = sd_bus_message_new_method_call(ctl->bus, &m, BLKMODEL_BUS_NAME, t.path,
                                            "org.freedesktop.DBus.Properties", "Set");
         if (r >= 0)
-                r = sd_bus_message_append(m, "ss", iface->name, prop->name);
+                r = sd_bus_message_append(m, "ss", t.iface->name, t.prop->name);
         if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, prop->type);
+                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, t.prop->type);
         if (r >= 0) {
-                r = append_value(m, prop->type, args[2]);
-                if (r == -EINVAL) {
-                        r = ctl_fail("Invalid value '%s' for %s of type '%s' (%s)",
-                                     args[2], prop->name, prop->type, INVALID_ARGS);
-                        goto finish;
-                }
-                if (r == -EOPNOTSUPP) {
-                        r = ctl_fail("Cannot set %s: properties of type '%s' are not settable from the command line (%s)",
-                                     prop->name, prop->type, INVALID_ARGS);
-                        goto finish;
-                }
+                r = append_value(m, t.prop->type, value);
+                if (r == -EINVAL)
+                        return ctl_fail("Invalid value '%s' for %s of type '%s' (%s)", value, t.prop->name,
+                                        t.prop->type, INVALID_ARGS);
+                if (r == -EOPNOTSUPP)
+                        return ctl_fail("Cannot set %s: properties of type '%s' are not settable from the "
+                                        "command line (%s)",
+                                        t.prop->name, t.prop->type, INVALID_ARGS);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
-        if (r < 0) {
-                r = ctl_fail("Failed to build the call: %s", strerror(-r));
-                goto finish;
-        }
+        if (r < 0)
+                return ctl_fail("Failed to build the call: %s", strerror(-r));
 
         /* The daemon decides whether it may be written: it knows the file. */
-        r = sd_bus_call(ctl->bus, m, 0, &error, &reply);
+        r = sd_bus_call(ctl->bus, m, 0, &error, NULL);
         if (r < 0) {
-                char *what = NULL;
+                _cleanup_(freep) char *what = NULL;
 
-                if (asprintf(&what, "Failed to set %s on %s", prop->name, args[0]) < 0)
+                if (asprintf(&what, "Failed to set %s on %s", t.prop->name, args[0]) < 0)
                         what = NULL;
-                r = bus_report_error(&error, r, what ? what : prop->name);
-                free(what);
-                goto finish;
+                return bus_report_error(&error, r, what ?: t.prop->name);
         }
 
         /* What the kernel stored, which need not be what we wrote. */
-        r = ctl->json ? property_show(ctl, path, iface->name, prop->name, prop->name) : EXIT_OK;
-
-finish:
-        sd_bus_message_unref(m);
-        sd_bus_message_unref(reply);
-        introspection_done(&in);
-        free(path);
-        sd_bus_error_free(&error);
-        return r;
+        if (!ctl->json)
+                return EXIT_OK;
+        return property_show(ctl, t.path, t.iface->name, t.prop->name, t.prop->name);
 }

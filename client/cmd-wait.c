@@ -11,69 +11,77 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <blkmodel/names.h>
 
 #include "blkmodelctl.h"
+#include "bus-error.h"
+#include "bus-model.h"
+#include "bus-wait.h"
+#include "json-util.h"
 #include "output.h"
 
-#define NAME_OWNER_CHANGED_MATCH \
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus'," \
-        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BLKMODEL_BUS_NAME "'"
+#include "common/time-util.h"
+#include "common/util.h"
 
 typedef struct Waiter {
         Ctl *ctl;
         const char *spec;
-        bool dirty;             /* something changed: look again */
-        char *path;             /* the object, while it exists */
-        bool no_daemon;         /* the last look found no blkmodeld */
+        bool dirty;     /* something changed: look again */
+        char *path;     /* the object, while it exists */
+        bool no_daemon; /* the last look found no blkmodeld */
 } Waiter;
 
-static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
         Waiter *w = userdata;
 
         w->dirty = true;
         return 0;
 }
 
-/* Returns 1 when the wait is over, 0 to go on, or -1 after it stored the
- * exit code of a failure (already reported) in ret_exit. */
-static int waiter_check(Waiter *w, int *ret_exit) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        char *path = NULL;
+static void waiter_done(Waiter *w)
+{
+        w->path = mfree(w->path);
+}
+
+/* Returns 1 when the wait is over, 0 to go on, or a negative errno after it reported the failure. */
+static int waiter_check(Waiter *w)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(freep) char *path = NULL;
         int r;
 
         r = bus_resolve(w->ctl->bus, w->spec, &path, &error);
         w->no_daemon = r < 0 && bus_error_is_not_running(&error);
         if (r >= 0) {
                 free(w->path);
-                w->path = path;
-                r = !w->ctl->removed;
-        } else if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_NO_SUCH_OBJECT)) {
-                r = w->ctl->removed;
-        } else if (bus_error_is_not_running(&error)) {
-                r = 0;          /* wait for the daemon to come */
-        } else {
-                *ret_exit = bus_report_resolve_error(&error, r, w->spec);
-                r = -1;
+                w->path = TAKE_PTR(path);
+                return !w->ctl->removed;
         }
-        sd_bus_error_free(&error);
+        if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
+                return w->ctl->removed;
+        if (w->no_daemon)
+                return 0; /* wait for the daemon to come */
+        (void) bus_report_resolve_error(&error, r, w->spec);
         return r;
 }
 
-int cmd_wait(Ctl *ctl, char **args, int n_args) {
-        Waiter w = { .ctl = ctl, .spec = args[0] };
-        uint64_t deadline = UINT64_MAX;
-        int sigfd = -1, r, code = EXIT_FAIL;
+int cmd_wait(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(waiter_done) Waiter w = {.ctl = ctl, .spec = args[0], .dirty = true};
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        _cleanup_(closep) int sigfd = -1;
+        uint64_t deadline = USEC_INFINITY;
         sd_bus *bus = NULL;
+        int r;
 
         r = ctl_bus(ctl, &bus);
         if (r != EXIT_OK)
                 return r;
 
-        if (ctl->timeout_usec != UINT64_MAX)
-                deadline = bus_now() + ctl->timeout_usec;
+        if (ctl->timeout_usec != USEC_INFINITY)
+                deadline = now_usec() + ctl->timeout_usec;
 
         sigfd = bus_signalfd_open();
         if (sigfd < 0)
@@ -82,74 +90,53 @@ int cmd_wait(Ctl *ctl, char **args, int n_args) {
         /* Subscribe first (AddMatch is synchronous), then look. */
         r = sd_bus_match_signal(bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                 "org.freedesktop.DBus.ObjectManager",
-                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded",
-                                on_change, &w);
+                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded", on_change, &w);
         if (r >= 0)
-                r = sd_bus_add_match(bus, NULL, NAME_OWNER_CHANGED_MATCH, on_change, &w);
-        if (r < 0) {
-                code = ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
-                goto finish;
-        }
+                r = bus_match_daemon_owner(bus, on_change, &w);
+        if (r < 0)
+                return ctl_fail("Failed to subscribe to signals: %s", strerror(-r));
 
-        w.dirty = true;
         for (;;) {
                 r = sd_bus_process(bus, NULL);
-                if (r < 0) {
-                        code = ctl_fail("Lost the connection to the %s: %s",
+                if (r < 0)
+                        return ctl_fail("Lost the connection to the %s: %s",
                                         bus_kind_to_string(ctl->bus_kind), strerror(-r));
-                        goto finish;
-                }
                 if (r > 0)
                         continue;
 
                 /* Look again only once the queue is drained: one Resolve per burst. */
                 if (w.dirty) {
                         w.dirty = false;
-                        r = waiter_check(&w, &code);
+                        r = waiter_check(&w);
                         if (r < 0)
-                                goto finish;
+                                return EXIT_FAIL;
                         if (r > 0)
                                 break;
                         continue;
                 }
 
                 r = bus_wait_event(bus, sigfd, deadline);
-                if (r == -ETIMEDOUT) {
-                        /* Say why nothing could appear, if that is why. */
-                        code = ctl_fail("Timed out waiting for %s %s%s", w.spec,
+                /* Say why nothing could appear, if that is why. */
+                if (r == -ETIMEDOUT)
+                        return ctl_fail("Timed out waiting for %s %s%s", w.spec,
                                         ctl->removed ? "to be removed" : "to appear",
                                         w.no_daemon ? " (blkmodeld is not running on this bus)" : "");
-                        goto finish;
-                }
-                if (r == 1) {
-                        code = ctl_fail("Interrupted while waiting for %s", w.spec);
-                        goto finish;
-                }
-                if (r < 0) {
-                        code = ctl_fail("Lost the connection to the %s: %s",
+                if (r == 1)
+                        return ctl_fail("Interrupted while waiting for %s", w.spec);
+                if (r < 0)
+                        return ctl_fail("Lost the connection to the %s: %s",
                                         bus_kind_to_string(ctl->bus_kind), strerror(-r));
-                        goto finish;
-                }
         }
 
-        if (ctl->json) {
-                json_object *j = json_object_new_object();
+        if (!ctl->json)
+                return EXIT_OK;
 
-                if (!j) {
-                        code = ctl_fail("Out of memory");
-                        goto finish;
-                }
-                json_object_object_add(j, "spec", json_object_new_string(w.spec));
-                json_object_object_add(j, "object", w.path ? json_object_new_string(w.path) : NULL);
-                json_object_object_add(j, "present", json_object_new_boolean(!ctl->removed));
-                output_json(j, true);
-                json_object_put(j);
-        }
-        code = EXIT_OK;
-
-finish:
-        free(w.path);
-        if (sigfd >= 0)
-                close(sigfd);
-        return code;
+        j = json_object_new_object();
+        if (!j)
+                return ctl_fail("Out of memory");
+        json_object_object_add(j, "spec", json_object_new_string(w.spec));
+        json_object_object_add(j, "object", w.path ? json_object_new_string(w.path) : NULL);
+        json_object_object_add(j, "present", json_object_new_boolean(!ctl->removed));
+        output_json(j, true);
+        return EXIT_OK;
 }

@@ -8,7 +8,8 @@
 
 #include "model.h"
 
-json_object *model_object(json_object *model, const char *path) {
+json_object *model_object(json_object *model, const char *path)
+{
         json_object *o = NULL;
 
         if (!model || !path)
@@ -18,7 +19,8 @@ json_object *model_object(json_object *model, const char *path) {
         return o;
 }
 
-json_object *model_prop(json_object *object, const char *iface, const char *prop) {
+json_object *model_prop(json_object *object, const char *iface, const char *prop)
+{
         json_object *i = NULL, *p = NULL;
 
         if (!object)
@@ -30,11 +32,13 @@ json_object *model_prop(json_object *object, const char *iface, const char *prop
         return p;
 }
 
-bool model_has_iface(json_object *object, const char *iface) {
+bool model_has_iface(json_object *object, const char *iface)
+{
         return object && json_object_object_get_ex(object, iface, NULL);
 }
 
-const char *model_string(json_object *object, const char *iface, const char *prop) {
+const char *model_string(json_object *object, const char *iface, const char *prop)
+{
         json_object *p = model_prop(object, iface, prop);
 
         if (!p || !json_object_is_type(p, json_type_string))
@@ -42,7 +46,8 @@ const char *model_string(json_object *object, const char *iface, const char *pro
         return json_object_get_string(p);
 }
 
-uint64_t model_u64(json_object *object, const char *iface, const char *prop) {
+uint64_t model_u64(json_object *object, const char *iface, const char *prop)
+{
         json_object *p = model_prop(object, iface, prop);
 
         if (!p || !json_object_is_type(p, json_type_int))
@@ -50,13 +55,15 @@ uint64_t model_u64(json_object *object, const char *iface, const char *prop) {
         return json_object_get_uint64(p);
 }
 
-bool model_bool(json_object *object, const char *iface, const char *prop) {
+bool model_bool(json_object *object, const char *iface, const char *prop)
+{
         json_object *p = model_prop(object, iface, prop);
 
         return p && json_object_get_boolean(p);
 }
 
-const char *model_name(json_object *model, const char *path) {
+const char *model_name(json_object *model, const char *path)
+{
         const char *n = model_string(model_object(model, path), BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_NAME);
         const char *slash;
 
@@ -66,57 +73,23 @@ const char *model_name(json_object *model, const char *path) {
         return slash ? slash + 1 : path;
 }
 
-static int compare_paths(const void *a, const void *b, void *userdata) {
+static int compare_paths(const void *a, const void *b, void *userdata)
+{
         const char *pa = *(const char *const *) a, *pb = *(const char *const *) b;
         json_object *model = userdata;
         int r;
 
         r = strverscmp(model_name(model, pa), model_name(model, pb));
-        return r != 0 ? r : strcmp(pa, pb);
+        return r ?: strcmp(pa, pb);
 }
 
-void model_sort_paths(json_object *model, const char **paths, size_t n) {
+void model_sort_paths(json_object *model, const char **paths, size_t n)
+{
         qsort_r(paths, n, sizeof(char *), compare_paths, model);
 }
 
-static const struct {
-        const char *iface;
-        const char *const *props;
-} typed_properties[] = {
-        { BLKMODEL_IFACE_KOBJECT, (const char *const[]) {
-                  BLKMODEL_PROP_NAME, BLKMODEL_PROP_DEVPATH, BLKMODEL_PROP_PARENT,
-                  BLKMODEL_PROP_KSET, BLKMODEL_PROP_KTYPE, BLKMODEL_PROP_UEVENT, NULL } },
-        { BLKMODEL_IFACE_KSET, (const char *const[]) { BLKMODEL_PROP_MEMBERS, NULL } },
-        { BLKMODEL_IFACE_DISK, (const char *const[]) {
-                  BLKMODEL_PROP_MAJOR, BLKMODEL_PROP_MINOR, BLKMODEL_PROP_SIZE,
-                  BLKMODEL_PROP_READ_ONLY, BLKMODEL_PROP_REMOVABLE, BLKMODEL_PROP_PARTITIONS,
-                  BLKMODEL_PROP_HOLDERS, BLKMODEL_PROP_SLAVES, BLKMODEL_PROP_QUEUE,
-                  BLKMODEL_PROP_DEVICE, NULL } },
-        { BLKMODEL_IFACE_PARTITION, (const char *const[]) {
-                  BLKMODEL_PROP_MAJOR, BLKMODEL_PROP_MINOR, BLKMODEL_PROP_SIZE,
-                  BLKMODEL_PROP_READ_ONLY, BLKMODEL_PROP_NUMBER, BLKMODEL_PROP_START,
-                  BLKMODEL_PROP_HOLDERS, NULL } },
-        { BLKMODEL_IFACE_QUEUE, (const char *const[]) {
-                  BLKMODEL_PROP_SCHEDULER, BLKMODEL_PROP_SCHEDULERS, BLKMODEL_PROP_ELEVATOR, NULL } },
-        { BLKMODEL_IFACE_MANAGER, (const char *const[]) {
-                  BLKMODEL_PROP_VERSION, BLKMODEL_PROP_SYSFS_ROOT, BLKMODEL_PROP_UEVENT_SOURCE,
-                  BLKMODEL_PROP_LAST_SEQNUM, BLKMODEL_PROP_OLDEST_SEQNUM,
-                  BLKMODEL_PROP_EVENTS_LOST, BLKMODEL_PROP_OBJECT_COUNT, NULL } },
-};
-
-bool model_prop_is_typed(const char *iface, const char *prop) {
-        for (size_t i = 0; i < sizeof(typed_properties) / sizeof(typed_properties[0]); i++) {
-                if (strcmp(typed_properties[i].iface, iface) != 0)
-                        continue;
-                for (const char *const *p = typed_properties[i].props; *p; p++)
-                        if (strcmp(*p, prop) == 0)
-                                return true;
-                return false;
-        }
-        return false;
-}
-
-char *model_sanitize_member(const char *name) {
+char *model_sanitize_member(const char *name)
+{
         size_t n = strlen(name);
         char *s = malloc(n + 2), *d = s;
 
@@ -125,233 +98,10 @@ char *model_sanitize_member(const char *name) {
         if (name[0] >= '0' && name[0] <= '9')
                 *d++ = '_';
         for (const char *c = name; *c; c++) {
-                bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                          (*c >= '0' && *c <= '9') || *c == '_';
+                bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                          *c == '_';
                 *d++ = ok ? *c : '_';
         }
         *d = '\0';
         return s;
-}
-
-/* A minimal reader for the XML sd-bus and dbus-daemon write: tags with
- * double-quoted attributes, comments and a DOCTYPE; no entities in names. */
-static char *xml_attr(const char *tag, size_t len, const char *attr) {
-        size_t alen = strlen(attr);
-
-        for (size_t i = 0; i + alen + 2 <= len; i++) {
-                if ((i == 0 || tag[i - 1] == ' ' || tag[i - 1] == '\t' || tag[i - 1] == '\n') &&
-                    strncmp(tag + i, attr, alen) == 0 && tag[i + alen] == '=' &&
-                    tag[i + alen + 1] == '"') {
-                        const char *v = tag + i + alen + 2;
-                        const char *end = memchr(v, '"', len - (size_t) (v - tag));
-
-                        if (!end)
-                                return NULL;
-                        return strndup(v, (size_t) (end - v));
-                }
-        }
-        return NULL;
-}
-
-static bool xml_tag_is(const char *tag, size_t len, const char *name) {
-        size_t n = strlen(name);
-
-        return len >= n && strncmp(tag, name, n) == 0 &&
-               (len == n || tag[n] == ' ' || tag[n] == '/' || tag[n] == '\t' || tag[n] == '\n');
-}
-
-void introspection_done(Introspection *in) {
-        if (!in)
-                return;
-        for (size_t i = 0; i < in->n_interfaces; i++) {
-                IntrospectInterface *f = in->interfaces + i;
-
-                for (size_t j = 0; j < f->n_properties; j++) {
-                        free(f->properties[j].name);
-                        free(f->properties[j].type);
-                }
-                free(f->properties);
-                free(f->name);
-        }
-        free(in->interfaces);
-        *in = (Introspection) {};
-}
-
-int introspect_parse(const char *xml, Introspection *ret) {
-        Introspection in = {};
-        IntrospectInterface *cur = NULL;
-        const char *p = xml;
-        int r = 0;
-
-        while ((p = strchr(p, '<'))) {
-                const char *tag = p + 1, *end;
-                size_t len;
-
-                if (strncmp(p, "<!--", 4) == 0) {
-                        end = strstr(p, "-->");
-                        if (!end)
-                                break;
-                        p = end + 3;
-                        continue;
-                }
-                end = strchr(tag, '>');
-                if (!end) {
-                        r = -EBADMSG;
-                        goto fail;
-                }
-                len = (size_t) (end - tag);
-                p = end + 1;
-
-                if (xml_tag_is(tag, len, "interface")) {
-                        IntrospectInterface *a;
-                        char *name = xml_attr(tag, len, "name");
-
-                        if (!name) {
-                                r = -EBADMSG;
-                                goto fail;
-                        }
-                        a = reallocarray(in.interfaces, in.n_interfaces + 1, sizeof(*a));
-                        if (!a) {
-                                free(name);
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        in.interfaces = a;
-                        cur = in.interfaces + in.n_interfaces++;
-                        *cur = (IntrospectInterface) { .name = name };
-                } else if (xml_tag_is(tag, len, "/interface")) {
-                        cur = NULL;
-                } else if (cur && xml_tag_is(tag, len, "property")) {
-                        IntrospectProperty *a;
-                        char *name = xml_attr(tag, len, "name");
-                        char *type = xml_attr(tag, len, "type");
-                        char *access = xml_attr(tag, len, "access");
-                        bool writable = access && strstr(access, "write");
-
-                        free(access);
-                        if (!name || !type) {
-                                free(name);
-                                free(type);
-                                r = -EBADMSG;
-                                goto fail;
-                        }
-                        a = reallocarray(cur->properties, cur->n_properties + 1, sizeof(*a));
-                        if (!a) {
-                                free(name);
-                                free(type);
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        cur->properties = a;
-                        cur->properties[cur->n_properties++] = (IntrospectProperty) {
-                                .name = name,
-                                .type = type,
-                                .writable = writable,
-                        };
-                }
-        }
-
-        *ret = in;
-        return 0;
-
-fail:
-        introspection_done(&in);
-        return r;
-}
-
-int introspect_object(sd_bus *bus, const char *path, Introspection *ret, sd_bus_error *error) {
-        sd_bus_message *reply = NULL;
-        const char *xml;
-        int r;
-
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path,
-                               "org.freedesktop.DBus.Introspectable", "Introspect",
-                               error, &reply, NULL);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_read(reply, "s", &xml);
-        if (r >= 0)
-                r = introspect_parse(xml, ret);
-        sd_bus_message_unref(reply);
-        return r;
-}
-
-bool introspect_interface_is_model(const char *iface) {
-        return strncmp(iface, BLKMODEL_IFACE_PREFIX, strlen(BLKMODEL_IFACE_PREFIX)) == 0;
-}
-
-/* Lower rank is searched first. */
-static int interface_rank(const char *iface) {
-        if (strcmp(iface, BLKMODEL_IFACE_DISK) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_PARTITION) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_QUEUE) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_ELEVATOR) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_DEVICE) == 0)
-                return 0;
-        if (strcmp(iface, BLKMODEL_IFACE_KOBJECT) == 0)
-                return 1;
-        if (strcmp(iface, BLKMODEL_IFACE_KSET) == 0 ||
-            strcmp(iface, BLKMODEL_IFACE_MANAGER) == 0)
-                return 2;
-        if (introspect_interface_is_model(iface))
-                return 3;
-        return -1;
-}
-
-static bool find_in(const Introspection *in, const char *iface_name, const char *member,
-                    const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop) {
-        for (int rank = 0; rank <= 3; rank++)
-                for (size_t i = 0; i < in->n_interfaces; i++) {
-                        const IntrospectInterface *f = in->interfaces + i;
-
-                        if (iface_name ? strcmp(f->name, iface_name) != 0 : interface_rank(f->name) != rank)
-                                continue;
-                        for (size_t j = 0; j < f->n_properties; j++)
-                                if (strcmp(f->properties[j].name, member) == 0) {
-                                        *ret_iface = f;
-                                        *ret_prop = f->properties + j;
-                                        return true;
-                                }
-                }
-        return false;
-}
-
-int introspect_find_property(const Introspection *in, const char *attr,
-                             const IntrospectInterface **ret_iface,
-                             const IntrospectProperty **ret_prop) {
-        const char *slash = strchr(attr, '/');
-        char *member = NULL, *iface = NULL;
-        bool found;
-
-        if (slash) {
-                /* GROUP/FILE: an attribute group's file, e.g. power/control. */
-                char *group = strndup(attr, (size_t) (slash - attr)), *g;
-
-                if (!group)
-                        return -ENOMEM;
-                g = model_sanitize_member(group);
-                free(group);
-                member = model_sanitize_member(slash + 1);
-                if (!g || !member || asprintf(&iface, "%s%s", BLKMODEL_IFACE_GROUP_PREFIX, g) < 0) {
-                        free(g);
-                        free(member);
-                        return -ENOMEM;
-                }
-                free(g);
-                found = find_in(in, iface, member, ret_iface, ret_prop);
-                free(iface);
-                free(member);
-                return found ? 0 : -ENOENT;
-        }
-
-        /* The exact name first, so typed properties win over look-alikes. */
-        if (find_in(in, NULL, attr, ret_iface, ret_prop))
-                return 0;
-
-        member = model_sanitize_member(attr);
-        if (!member)
-                return -ENOMEM;
-        found = find_in(in, NULL, member, ret_iface, ret_prop);
-        free(member);
-        return found ? 0 : -ENOENT;
 }

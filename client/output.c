@@ -9,20 +9,24 @@
 
 #include "output.h"
 
-bool output_want_colour(int fd) {
+#include "common/util.h"
+
+bool output_want_colour(int fd)
+{
         const char *e;
 
         /* https://no-color.org: present and not empty disables colour. */
         e = getenv("NO_COLOR");
-        if (e && e[0] != '\0')
+        if (!isempty(e))
                 return false;
         e = getenv("TERM");
-        if (e && strcmp(e, "dumb") == 0)
+        if (streq_ptr(e, "dumb"))
                 return false;
         return isatty(fd) == 1;
 }
 
-bool output_want_utf8(void) {
+bool output_want_utf8(void)
+{
         const char *cs = nl_langinfo(CODESET);
 
         return cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
@@ -30,7 +34,8 @@ bool output_want_utf8(void) {
 
 /* The same arithmetic as util-linux's size_to_human_string(), so that our
  * SIZE column matches lsblk's digit for digit. */
-char *output_size_human(uint64_t bytes) {
+char *output_size_human(uint64_t bytes)
+{
         static const char letters[] = "BKMGTPE";
         uint64_t dec, frac = 0;
         char *s = NULL;
@@ -68,7 +73,8 @@ char *output_size_human(uint64_t bytes) {
         return s;
 }
 
-size_t output_width(const char *s) {
+size_t output_width(const char *s)
+{
         size_t n = 0;
 
         for (; *s; s++)
@@ -77,66 +83,16 @@ size_t output_width(const char *s) {
         return n;
 }
 
-/* Index: [style][utf8] → { branch, last branch, vertical, blank } */
-static const char *const glyphs[2][2][4] = {
-        [TREE_STYLE_LSBLK] = {
-                { "|-", "`-", "| ", "  " },
-                { "\u251c\u2500", "\u2514\u2500", "\u2502 ", "  " },
-        },
-        [TREE_STYLE_TREE] = {
-                { "|-- ", "`-- ", "|   ", "    " },
-                { "\u251c\u2500\u2500 ", "\u2514\u2500\u2500 ", "\u2502   ", "    " },
-        },
-};
-
-void tree_prefix_done(TreePrefix *p) {
-        free(p->buf);
-        *p = (TreePrefix) {};
-}
-
-char *tree_prefix_line(const TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root) {
-        const char *g = root ? "" : glyphs[style][utf8][last ? 1 : 0];
-        char *s;
-
-        if (asprintf(&s, "%.*s%s", (int) p->len, p->buf ? p->buf : "", g) < 0)
-                return NULL;
-        return s;
-}
-
-int tree_prefix_push(TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root) {
-        const char *g = root ? "" : glyphs[style][utf8][last ? 3 : 2];
-        size_t n = strlen(g);
-
-        if (p->len + n + 1 > p->allocated) {
-                size_t a = (p->len + n + 1) * 2;
-                char *b = realloc(p->buf, a);
-
-                if (!b)
-                        return -ENOMEM;
-                p->buf = b;
-                p->allocated = a;
-        }
-        memcpy(p->buf + p->len, g, n);
-        p->len += n;
-        p->buf[p->len] = '\0';
-        return 0;
-}
-
-void tree_prefix_pop(TreePrefix *p, size_t len) {
-        p->len = len;
-        if (p->buf)
-                p->buf[len] = '\0';
-}
-
 struct Table {
         const TableColumn *columns;
         size_t n_columns;
-        char **cells;           /* n_rows × n_columns */
+        char **cells; /* n_rows × n_columns */
         size_t n_rows;
         size_t allocated;
 };
 
-Table *table_new(const TableColumn *columns, size_t n_columns) {
+Table *table_new(const TableColumn *columns, size_t n_columns)
+{
         Table *t = calloc(1, sizeof(*t));
 
         if (!t)
@@ -146,7 +102,8 @@ Table *table_new(const TableColumn *columns, size_t n_columns) {
         return t;
 }
 
-Table *table_free(Table *t) {
+Table *table_free(Table *t)
+{
         if (!t)
                 return NULL;
         for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
@@ -156,7 +113,8 @@ Table *table_free(Table *t) {
         return NULL;
 }
 
-int table_add_row(Table *t, const char *const *cells) {
+int table_add_row(Table *t, const char *const *cells)
+{
         if (t->n_rows == t->allocated) {
                 size_t a = t->allocated ? t->allocated * 2 : 64;
                 char **c = reallocarray(t->cells, a * t->n_columns, sizeof(char *));
@@ -169,7 +127,7 @@ int table_add_row(Table *t, const char *const *cells) {
 
         char **row = t->cells + t->n_rows * t->n_columns;
         for (size_t i = 0; i < t->n_columns; i++) {
-                row[i] = strdup(cells[i] ? cells[i] : "");
+                row[i] = strdup(strempty(cells[i]));
                 if (!row[i]) {
                         while (i > 0)
                                 free(row[--i]);
@@ -180,7 +138,8 @@ int table_add_row(Table *t, const char *const *cells) {
         return 0;
 }
 
-static void table_print_cell(FILE *f, const char *s, size_t width, Align align, bool pad) {
+static void table_print_cell(FILE *f, const char *s, size_t width, Align align, bool pad)
+{
         size_t w = output_width(s);
         size_t fill = width > w ? width - w : 0;
 
@@ -191,9 +150,11 @@ static void table_print_cell(FILE *f, const char *s, size_t width, Align align, 
                 fprintf(f, "%*s", (int) fill, "");
 }
 
-void table_print(const Table *t, FILE *f, bool legend, bool colour) {
-        size_t *widths = calloc(t->n_columns, sizeof(size_t));
+void table_print(const Table *t, FILE *f, bool legend, bool colour)
+{
+        _cleanup_(freep) size_t *widths = NULL;
 
+        widths = calloc(t->n_columns, sizeof(size_t));
         if (!widths)
                 return;
 
@@ -231,18 +192,17 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour) {
 
                 for (size_t c = 0; c < end; c++) {
                         bool last = c + 1 == end;
-                        table_print_cell(f, t->cells[r * t->n_columns + c], widths[c],
-                                         t->columns[c].align, !last);
+                        table_print_cell(f, t->cells[r * t->n_columns + c], widths[c], t->columns[c].align,
+                                         !last);
                         if (!last)
                                 fputc(' ', f);
                 }
                 fputc('\n', f);
         }
-
-        free(widths);
 }
 
-void output_json(json_object *j, bool pretty) {
+void output_json(json_object *j, bool pretty)
+{
         int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
 
         flags |= pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
@@ -250,17 +210,21 @@ void output_json(json_object *j, bool pretty) {
         fputc('\n', stdout);
 }
 
-static void output_scalar(FILE *f, json_object *v) {
+/* A JSON null (NULL) prints as nothing, a string as its text, anything else as JSON. */
+static void output_scalar(FILE *f, json_object *v)
+{
         if (!v)
-                fputs("", f);
-        else if (json_object_is_type(v, json_type_string))
+                return;
+        if (json_object_is_type(v, json_type_string))
                 fputs(json_object_get_string(v), f);
         else
                 fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-                                                        JSON_C_TO_STRING_NOSLASHESCAPE), f);
+                                                                        JSON_C_TO_STRING_NOSLASHESCAPE),
+                      f);
 }
 
-bool output_value_is_empty(json_object *v) {
+bool output_value_is_empty(json_object *v)
+{
         if (!v)
                 return true;
         if (json_object_is_type(v, json_type_string))
@@ -272,7 +236,8 @@ bool output_value_is_empty(json_object *v) {
         return false;
 }
 
-void output_value(FILE *f, json_object *v, size_t indent) {
+void output_value(FILE *f, json_object *v, size_t indent)
+{
         bool first = true;
 
         if (json_object_is_type(v, json_type_array)) {

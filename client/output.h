@@ -13,40 +13,22 @@ bool output_want_colour(int fd);
 /* Tree glyphs in UTF-8 only where the locale speaks it. */
 bool output_want_utf8(void);
 
-#define ANSI_BOLD       "\033[1m"
-#define ANSI_GREY       "\033[2m"
-#define ANSI_RED        "\033[31m"
-#define ANSI_GREEN      "\033[32m"
-#define ANSI_YELLOW     "\033[33m"
-#define ANSI_BLUE       "\033[34m"
-#define ANSI_RESET      "\033[0m"
+#define ANSI_BOLD "\033[1m"
+#define ANSI_GREY "\033[2m"
+#define ANSI_RED "\033[31m"
+#define ANSI_GREEN "\033[32m"
+#define ANSI_YELLOW "\033[33m"
+#define ANSI_BLUE "\033[34m"
+#define ANSI_RESET "\033[0m"
 
 /* Returns on when colour is wanted, "" otherwise. */
-static inline const char *output_colour(bool colour, const char *on) {
+static inline const char *output_colour(bool colour, const char *on)
+{
         return colour ? on : "";
 }
 
 /* lsblk's human size: 0B, 1K, 1.5G (one decimal, binary units). */
 char *output_size_human(uint64_t bytes);
-
-/* The glyphs before a tree node, lsblk style ("├─") or tree(1) style ("├── "). */
-typedef enum TreeStyle {
-        TREE_STYLE_LSBLK,
-        TREE_STYLE_TREE,
-} TreeStyle;
-
-typedef struct TreePrefix {
-        char *buf;      /* the indentation of the ancestors */
-        size_t len;
-        size_t allocated;
-} TreePrefix;
-
-void tree_prefix_done(TreePrefix *p);
-/* The text to print before a node: ancestors' indentation plus its branch. */
-char *tree_prefix_line(const TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root);
-/* Descend below a node; tree_prefix_pop() undoes it. */
-int tree_prefix_push(TreePrefix *p, TreeStyle style, bool utf8, bool last, bool root);
-void tree_prefix_pop(TreePrefix *p, size_t len);
 
 /* A table with aligned columns; the last column gets no padding. */
 typedef enum Align {
@@ -57,13 +39,17 @@ typedef enum Align {
 typedef struct TableColumn {
         const char *header;
         Align align;
-        size_t min_width;       /* 0: as wide as the widest cell */
+        size_t min_width; /* 0: as wide as the widest cell */
 } TableColumn;
 
 typedef struct Table Table;
 
 Table *table_new(const TableColumn *columns, size_t n_columns);
 Table *table_free(Table *t);
+static inline void table_freep(Table **t)
+{
+        table_free(*t);
+}
 /* Adds a row of n_columns cells, copied; NULL prints as "". */
 int table_add_row(Table *t, const char *const *cells);
 void table_print(const Table *t, FILE *f, bool legend, bool colour);

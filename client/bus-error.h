@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include <systemd/sd-bus.h>
+
+/* True if the error says that nobody owns org.blkmodel1. */
+bool bus_error_is_not_running(const sd_bus_error *error);
+
+/*
+ * Prints the one-line failure message for a failed call: the daemon's
+ * message and the D-Bus error name, or "blkmodeld is not running on this
+ * bus", or what (strerror) for a local failure.  Returns EXIT_FAIL.
+ */
+int bus_report_error(const sd_bus_error *error, int r, const char *what);
+
+/* The failure of bus_resolve(): "No such object: SPEC (...NoSuchObject)". */
+int bus_report_resolve_error(const sd_bus_error *error, int r, const char *spec);

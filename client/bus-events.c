@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+
+#include <blkmodel/names.h>
+
+#include "bus-events.h"
+#include "bus-json.h"
+#include "json-util.h"
+
+#include "common/util.h"
+
+void bus_event_done(BusEvent *ev)
+{
+        if (!ev)
+                return;
+        json_object_put(ev->env);
+        ev->env = NULL;
+}
+
+int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
+{
+        _cleanup_(json_object_putp) json_object *env = NULL;
+        const char *action, *devpath, *object;
+        uint64_t seqnum;
+        int r;
+
+        r = sd_bus_message_read(m, "tsso", &seqnum, &action, &devpath, &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_peek_type(m, NULL, NULL);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -EBADMSG;
+        r = bus_message_read_json(m, &env);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(env, json_type_object))
+                return -EBADMSG;
+
+        *ret = (BusEvent){
+                        .seqnum = seqnum,
+                        .action = action,
+                        .devpath = devpath,
+                        .object = object,
+                        .env = TAKE_PTR(env),
+        };
+        return 0;
+}
+
+int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_GET_EVENTS, error, &reply, "t", after);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "(tssoa{ss})");
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_(bus_event_done) BusEvent ev = {};
+
+                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_STRUCT, "tssoa{ss}");
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                r = bus_message_read_event_fields(reply, &ev);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+                r = cb(&ev, userdata);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_exit_container(reply);
+        return r < 0 ? r : 0;
+}

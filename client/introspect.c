@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blkmodel/names.h>
+
+#include "introspect.h"
+#include "model.h"
+
+#include "common/util.h"
+
+/* A minimal reader for the XML sd-bus and dbus-daemon write: tags with
+ * double-quoted attributes, comments and a DOCTYPE; no entities in names. */
+static char *xml_attr(const char *tag, size_t len, const char *attr)
+{
+        size_t alen = strlen(attr);
+
+        for (size_t i = 0; i + alen + 2 <= len; i++) {
+                if ((i == 0 || tag[i - 1] == ' ' || tag[i - 1] == '\t' || tag[i - 1] == '\n') &&
+                    startswith(tag + i, attr) && tag[i + alen] == '=' && tag[i + alen + 1] == '"') {
+                        const char *v = tag + i + alen + 2;
+                        const char *end = memchr(v, '"', len - (size_t) (v - tag));
+
+                        if (!end)
+                                return NULL;
+                        return strndup(v, (size_t) (end - v));
+                }
+        }
+        return NULL;
+}
+
+static bool xml_tag_is(const char *tag, size_t len, const char *name)
+{
+        size_t n = strlen(name);
+
+        return len >= n && startswith(tag, name) &&
+               (len == n || tag[n] == ' ' || tag[n] == '/' || tag[n] == '\t' || tag[n] == '\n');
+}
+
+void introspection_done(Introspection *in)
+{
+        if (!in)
+                return;
+        for (size_t i = 0; i < in->n_interfaces; i++) {
+                IntrospectInterface *f = in->interfaces + i;
+
+                for (size_t j = 0; j < f->n_properties; j++) {
+                        free(f->properties[j].name);
+                        free(f->properties[j].type);
+                }
+                free(f->properties);
+                free(f->name);
+        }
+        free(in->interfaces);
+        *in = (Introspection){};
+}
+
+/* Appends the interface an <interface> tag names; *ret points to it until the next one. */
+static int introspection_add_interface(Introspection *in, const char *tag, size_t len,
+                                       IntrospectInterface **ret)
+{
+        _cleanup_(freep) char *name = NULL;
+        IntrospectInterface *a;
+
+        name = xml_attr(tag, len, "name");
+        if (!name)
+                return -EBADMSG;
+        a = reallocarray(in->interfaces, in->n_interfaces + 1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        in->interfaces = a;
+        a[in->n_interfaces] = (IntrospectInterface){.name = TAKE_PTR(name)};
+        *ret = &a[in->n_interfaces++];
+        return 0;
+}
+
+/* Appends the property a <property> tag describes. */
+static int interface_add_property(IntrospectInterface *f, const char *tag, size_t len)
+{
+        _cleanup_(freep) char *name = NULL, *type = NULL, *access = NULL;
+        IntrospectProperty *a;
+
+        name = xml_attr(tag, len, "name");
+        type = xml_attr(tag, len, "type");
+        access = xml_attr(tag, len, "access");
+        if (!name || !type)
+                return -EBADMSG;
+        a = reallocarray(f->properties, f->n_properties + 1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        f->properties = a;
+        a[f->n_properties++] = (IntrospectProperty){
+                        .name = TAKE_PTR(name),
+                        .type = TAKE_PTR(type),
+                        .writable = access && strstr(access, "write"),
+        };
+        return 0;
+}
+
+int introspect_parse(const char *xml, Introspection *ret)
+{
+        _cleanup_(introspection_done) Introspection in = {};
+        IntrospectInterface *cur = NULL;
+        const char *p = xml;
+        int r;
+
+        while ((p = strchr(p, '<'))) {
+                const char *tag = p + 1, *end;
+                size_t len;
+
+                if (startswith(p, "<!--")) {
+                        end = strstr(p, "-->");
+                        if (!end)
+                                break;
+                        p = end + 3;
+                        continue;
+                }
+                end = strchr(tag, '>');
+                if (!end)
+                        return -EBADMSG;
+                len = (size_t) (end - tag);
+                p = end + 1;
+
+                if (xml_tag_is(tag, len, "interface")) {
+                        r = introspection_add_interface(&in, tag, len, &cur);
+                        if (r < 0)
+                                return r;
+                } else if (xml_tag_is(tag, len, "/interface"))
+                        cur = NULL;
+                else if (cur && xml_tag_is(tag, len, "property")) {
+                        r = interface_add_property(cur, tag, len);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        *ret = in;
+        in = (Introspection){};
+        return 0;
+}
+
+int introspect_object(sd_bus *bus, const char *path, Introspection *ret, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *xml;
+        int r;
+
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Introspectable",
+                               "Introspect", error, &reply, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &xml);
+        if (r < 0)
+                return r;
+        return introspect_parse(xml, ret);
+}
+
+bool introspect_interface_is_model(const char *iface)
+{
+        return startswith(iface, BLKMODEL_IFACE_PREFIX);
+}
+
+/* Lower rank is searched first. */
+static int interface_rank(const char *iface)
+{
+        if (streq(iface, BLKMODEL_IFACE_DISK) || streq(iface, BLKMODEL_IFACE_PARTITION) ||
+            streq(iface, BLKMODEL_IFACE_QUEUE) || streq(iface, BLKMODEL_IFACE_ELEVATOR) ||
+            streq(iface, BLKMODEL_IFACE_DEVICE))
+                return 0;
+        if (streq(iface, BLKMODEL_IFACE_KOBJECT))
+                return 1;
+        if (streq(iface, BLKMODEL_IFACE_KSET) || streq(iface, BLKMODEL_IFACE_MANAGER))
+                return 2;
+        if (introspect_interface_is_model(iface))
+                return 3;
+        return -1;
+}
+
+static bool find_in(const Introspection *in, const char *iface_name, const char *member,
+                    const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
+{
+        for (int rank = 0; rank <= 3; rank++)
+                for (size_t i = 0; i < in->n_interfaces; i++) {
+                        const IntrospectInterface *f = in->interfaces + i;
+
+                        if (iface_name ? !streq(f->name, iface_name) : interface_rank(f->name) != rank)
+                                continue;
+                        for (size_t j = 0; j < f->n_properties; j++)
+                                if (streq(f->properties[j].name, member)) {
+                                        *ret_iface = f;
+                                        *ret_prop = f->properties + j;
+                                        return true;
+                                }
+                }
+        return false;
+}
+
+/* GROUP/FILE: an attribute group's file, e.g. power/control, on the group's interface. */
+static int find_group_file(const Introspection *in, const char *attr, const char *slash,
+                           const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
+{
+        _cleanup_(freep) char *group = NULL, *g = NULL, *member = NULL, *iface = NULL;
+
+        group = strndup(attr, (size_t) (slash - attr));
+        if (!group)
+                return -ENOMEM;
+        g = model_sanitize_member(group);
+        member = model_sanitize_member(slash + 1);
+        if (!g || !member || asprintf(&iface, BLKMODEL_IFACE_GROUP_PREFIX "%s", g) < 0)
+                return -ENOMEM;
+        return find_in(in, iface, member, ret_iface, ret_prop) ? 0 : -ENOENT;
+}
+
+int introspect_find_property(const Introspection *in, const char *attr,
+                             const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
+{
+        _cleanup_(freep) char *member = NULL;
+        const char *slash = strchr(attr, '/');
+
+        if (slash)
+                return find_group_file(in, attr, slash, ret_iface, ret_prop);
+
+        /* The exact name first, so typed properties win over look-alikes. */
+        if (find_in(in, NULL, attr, ret_iface, ret_prop))
+                return 0;
+
+        member = model_sanitize_member(attr);
+        if (!member)
+                return -ENOMEM;
+        return find_in(in, NULL, member, ret_iface, ret_prop) ? 0 : -ENOENT;
+}
