@@ -54,7 +54,7 @@ int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userd
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                BLKMODEL_METHOD_GET_EVENTS, error, &reply, "t", after);
         if (r < 0)
                 return r;

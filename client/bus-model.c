@@ -21,10 +21,10 @@ int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *er
         int r;
 
         /* The root object is no kobject, so Resolve need not know it. */
-        if (streq(spec, BLKMODEL_ROOT_PATH))
+        if (streq(spec, BLKMODEL_ROOT_PATH) || streq(spec, BLKMODEL_MANAGER_PATH))
                 path = spec;
         else {
-                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                        BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
                 if (r < 0)
                         return r;

@@ -75,7 +75,7 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                BLKMODEL_METHOD_TRIGGER, &error, NULL, "os", path, action);
         if (r < 0) {
                 _cleanup_(freep) char *what = NULL;

@@ -209,7 +209,7 @@ static uint64_t monitor_oldest(Monitor *mon)
 {
         uint64_t oldest = 0;
 
-        if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+        if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM, NULL, 't',
                                         &oldest) < 0)
                 return 0;
@@ -298,7 +298,7 @@ static int monitor_subscribe(Monitor *mon)
 {
         int r;
 
-        r = sd_bus_match_signal(mon->bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+        r = sd_bus_match_signal(mon->bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                 BLKMODEL_IFACE_MANAGER, BLKMODEL_SIGNAL_UEVENT, on_uevent, mon);
         if (r < 0)
                 return r;
@@ -313,7 +313,7 @@ static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
         uint64_t last;
         int r;
 
-        r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
+        r = sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't',
                                         &last);
         if (r < 0)

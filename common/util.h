@@ -17,32 +17,32 @@
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 #undef MIN
-#define MIN(a, b)                                                                                          \
-        ({                                                                                                 \
-                __typeof__(a) _a_ = (a);                                                                   \
-                __typeof__(b) _b_ = (b);                                                                   \
-                _a_ < _b_ ? _a_ : _b_;                                                                     \
+#define MIN(a, b)                                                                                           \
+        ({                                                                                                  \
+                __typeof__(a) _a_ = (a);                                                                    \
+                __typeof__(b) _b_ = (b);                                                                    \
+                _a_ < _b_ ? _a_ : _b_;                                                                      \
         })
 #undef MAX
-#define MAX(a, b)                                                                                          \
-        ({                                                                                                 \
-                __typeof__(a) _a_ = (a);                                                                   \
-                __typeof__(b) _b_ = (b);                                                                   \
-                _a_ > _b_ ? _a_ : _b_;                                                                     \
+#define MAX(a, b)                                                                                           \
+        ({                                                                                                  \
+                __typeof__(a) _a_ = (a);                                                                    \
+                __typeof__(b) _b_ = (b);                                                                    \
+                _a_ > _b_ ? _a_ : _b_;                                                                      \
         })
 
-#define TAKE_PTR(p)                                                                                        \
-        ({                                                                                                 \
-                __typeof__(p) _p_ = (p);                                                                   \
-                (p) = NULL;                                                                                \
-                _p_;                                                                                       \
+#define TAKE_PTR(p)                                                                                         \
+        ({                                                                                                  \
+                __typeof__(p) _p_ = (p);                                                                    \
+                (p) = NULL;                                                                                 \
+                _p_;                                                                                        \
         })
 
-#define TAKE_FD(fd)                                                                                        \
-        ({                                                                                                 \
-                int _fd_ = (fd);                                                                           \
-                (fd) = -1;                                                                                 \
-                _fd_;                                                                                      \
+#define TAKE_FD(fd)                                                                                         \
+        ({                                                                                                  \
+                int _fd_ = (fd);                                                                            \
+                (fd) = -1;                                                                                  \
+                _fd_;                                                                                       \
         })
 
 static inline void freep(void *p)

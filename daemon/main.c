@@ -19,7 +19,8 @@ static void help(void)
                "     --uevent-socket=PATH   Read uevents from a datagram socket at PATH\n"
                "     --no-uevents           Do not listen to uevents\n"
                "     --event-log-size=N     Retain the last N events for GetEvents (default: 4096)\n"
-               "     --poll-interval=MSEC   Re-read watched attributes every MSEC ms (default: 2000, 0: never)\n"
+               "     --poll-interval=MSEC   Re-read watched attributes every MSEC ms (default: 2000, 0: "
+               "never)\n"
                "     --log-level=LEVEL      err, warning, notice, info or debug (default: info)\n");
 }
 
@@ -52,20 +53,20 @@ static int parse_unsigned(const char *s, unsigned long long max, unsigned long l
 static int parse_argv(int argc, char *argv[], ManagerOptions *o)
 {
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "system", no_argument, NULL, ARG_SYSTEM },
-                { "session", no_argument, NULL, ARG_SESSION },
-                { "address", required_argument, NULL, ARG_ADDRESS },
-                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-                { "uevent-socket", required_argument, NULL, ARG_UEVENT_SOCKET },
-                { "no-uevents", no_argument, NULL, ARG_NO_UEVENTS },
-                { "event-log-size", required_argument, NULL, ARG_EVENT_LOG_SIZE },
-                { "poll-interval", required_argument, NULL, ARG_POLL_INTERVAL },
-                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-                /* Not in --help: lets tests make the kernel overflow the socket on purpose. */
-                { "uevent-rcvbuf", required_argument, NULL, ARG_UEVENT_RCVBUF },
-                {},
+                        {"help", no_argument, NULL, 'h'},
+                        {"version", no_argument, NULL, ARG_VERSION},
+                        {"system", no_argument, NULL, ARG_SYSTEM},
+                        {"session", no_argument, NULL, ARG_SESSION},
+                        {"address", required_argument, NULL, ARG_ADDRESS},
+                        {"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
+                        {"uevent-socket", required_argument, NULL, ARG_UEVENT_SOCKET},
+                        {"no-uevents", no_argument, NULL, ARG_NO_UEVENTS},
+                        {"event-log-size", required_argument, NULL, ARG_EVENT_LOG_SIZE},
+                        {"poll-interval", required_argument, NULL, ARG_POLL_INTERVAL},
+                        {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+                        /* Not in --help: lets tests make the kernel overflow the socket on purpose. */
+                        {"uevent-rcvbuf", required_argument, NULL, ARG_UEVENT_RCVBUF},
+                        {},
         };
         unsigned long long v;
         int c, r;
@@ -107,14 +108,16 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         break;
                 case ARG_UEVENT_RCVBUF:
                         if (parse_unsigned(optarg, 1U << 30, &v) < 0) {
-                                log_error("Invalid --uevent-rcvbuf '%s': expected bytes, 0…1073741824.", optarg);
+                                log_error("Invalid --uevent-rcvbuf '%s': expected bytes, 0…1073741824.",
+                                          optarg);
                                 return -EINVAL;
                         }
                         o->uevent_rcvbuf = (int) v;
                         break;
                 case ARG_POLL_INTERVAL:
                         if (parse_unsigned(optarg, 3600U * 1000U, &v) < 0) {
-                                log_error("Invalid --poll-interval '%s': expected milliseconds, 0…3600000.", optarg);
+                                log_error("Invalid --poll-interval '%s': expected milliseconds, 0…3600000.",
+                                          optarg);
                                 return -EINVAL;
                         }
                         o->poll_interval_ms = (unsigned) v;
@@ -145,10 +148,10 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
 int main(int argc, char *argv[])
 {
         ManagerOptions o = {
-                .bus_kind = BUS_KIND_SYSTEM,
-                .sysfs_root = "/sys",
-                .event_log_size = 4096,
-                .poll_interval_ms = 2000,
+                        .bus_kind = BUS_KIND_SYSTEM,
+                        .sysfs_root = "/sys",
+                        .event_log_size = 4096,
+                        .poll_interval_ms = 2000,
         };
         uv_loop_t loop;
         Manager *m = NULL;

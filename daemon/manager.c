@@ -80,12 +80,12 @@ static void on_events_lost(void *userdata, uint64_t total)
 }
 
 static const LiveOps live_ops = {
-        .object_added = on_object_added,
-        .object_removed = on_object_removed,
-        .interfaces_changed = on_interfaces_changed,
-        .properties_changed = on_properties_changed,
-        .event = on_event,
-        .events_lost = on_events_lost,
+                .object_added = on_object_added,
+                .object_removed = on_object_removed,
+                .interfaces_changed = on_interfaces_changed,
+                .properties_changed = on_properties_changed,
+                .event = on_event,
+                .events_lost = on_events_lost,
 };
 
 /* ---- signals ---- */
@@ -181,13 +181,13 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
                 r = model_new(&m->model);
         if (r >= 0) {
                 LiveConfig c = {
-                        .loop = loop,
-                        .sysfs = &m->sysfs,
-                        .model = m->model,
-                        .events = m->events,
-                        .poll_interval_ms = o->poll_interval_ms,
-                        .ops = &live_ops,
-                        .userdata = m,
+                                .loop = loop,
+                                .sysfs = &m->sysfs,
+                                .model = m->model,
+                                .events = m->events,
+                                .poll_interval_ms = o->poll_interval_ms,
+                                .ops = &live_ops,
+                                .userdata = m,
                 };
                 r = live_new(&c, &m->live);
         }
@@ -202,10 +202,10 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
 void manager_free(Manager *m)
 {
         uv_handle_t *handles[] = {
-                (uv_handle_t *) &m->drain_watch,
-                (uv_handle_t *) &m->sigterm,
-                (uv_handle_t *) &m->sigint,
-                (uv_handle_t *) &m->sighup,
+                        (uv_handle_t *) &m->drain_watch,
+                        (uv_handle_t *) &m->sigterm,
+                        (uv_handle_t *) &m->sigint,
+                        (uv_handle_t *) &m->sighup,
         };
         unsigned n;
 
@@ -267,7 +267,8 @@ static int open_uevent_source(Manager *m)
                 r = uevent_source_new_netlink(m->loop, passed_netlink_fd(), m->options.uevent_rcvbuf,
                                               live_on_uevent, live_on_lost, m->live, &m->uevents);
         if (r < 0)
-                return log_error_errno(r, "Cannot listen to uevents on %s: %m", uevent_source_name(&m->options));
+                return log_error_errno(r, "Cannot listen to uevents on %s: %m",
+                                       uevent_source_name(&m->options));
         uevent_source_set_drained_handler(m->uevents, live_on_drained);
         return 0;
 }
@@ -279,18 +280,20 @@ static int publish(Manager *m)
 
         r = bus_open(m->options.bus_kind, m->options.address, "blkmodeld", &bus);
         if (r < 0)
-                return log_error_errno(r, "Cannot connect to the %s: %m", bus_kind_to_string(m->options.bus_kind));
+                return log_error_errno(r, "Cannot connect to the %s: %m",
+                                       bus_kind_to_string(m->options.bus_kind));
         PublisherConfig c = {
-                .loop = m->loop,
-                .bus = bus,
-                .sysfs = &m->sysfs,
-                .model = m->model,
-                .live = m->live,
-                .events = m->events,
-                .uevent_source = uevent_source_name(&m->options),
-                .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX : BUS_MESSAGE_MAX,
-                .disconnected = on_bus_disconnected,
-                .userdata = m,
+                        .loop = m->loop,
+                        .bus = bus,
+                        .sysfs = &m->sysfs,
+                        .model = m->model,
+                        .live = m->live,
+                        .events = m->events,
+                        .uevent_source = uevent_source_name(&m->options),
+                        .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
+                                                                              : BUS_MESSAGE_MAX,
+                        .disconnected = on_bus_disconnected,
+                        .userdata = m,
         };
         return publisher_new(&c, &m->publisher);
 }

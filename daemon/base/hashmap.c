@@ -96,7 +96,7 @@ int hashmap_put(Hashmap *h, const char *key, void *value)
                 return -EEXIST;
         if (h->entries[i].key == TOMBSTONE)
                 h->n_tombstones--;
-        h->entries[i] = (HashmapEntry){ .key = key, .value = value };
+        h->entries[i] = (HashmapEntry){.key = key, .value = value};
         h->n_entries++;
         return 0;
 }
@@ -122,7 +122,7 @@ void *hashmap_remove_value(Hashmap *h, const char *key, void *value)
         i = probe(h, key, string_hash(key), &found);
         if (!found || h->entries[i].value != value)
                 return NULL;
-        h->entries[i] = (HashmapEntry){ .key = TOMBSTONE };
+        h->entries[i] = (HashmapEntry){.key = TOMBSTONE};
         h->n_entries--;
         h->n_tombstones++;
         return value;

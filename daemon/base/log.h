@@ -19,12 +19,12 @@ void log_set_max_level(int level);
 
 void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 
-#define log_full_errno(level, error, ...)                                                                  \
-        ({                                                                                                 \
-                int _l = (level), _e = (error);                                                            \
-                if (_l <= log_max_level)                                                                   \
-                        log_internal(_l, _e, __VA_ARGS__);                                                 \
-                _e < 0 ? _e : -_e;                                                                         \
+#define log_full_errno(level, error, ...)                                                                   \
+        ({                                                                                                  \
+                int _l = (level), _e = (error);                                                             \
+                if (_l <= log_max_level)                                                                    \
+                        log_internal(_l, _e, __VA_ARGS__);                                                  \
+                _e < 0 ? _e : -_e;                                                                          \
         })
 #define log_full(level, ...) (void) log_full_errno(level, 0, __VA_ARGS__)
 

@@ -41,7 +41,8 @@ struct Publisher {
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
                         bool lenient, size_t *bound, sd_bus_error *error);
 /* a{sv}: every property of the interface, equal to what GetAll returns. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, size_t *bound);
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it. */
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound);
@@ -72,6 +73,8 @@ int bus_object_enumerator(sd_bus *bus, const char *prefix, void *userdata, char 
 /* ---- manager.c ---- */
 
 extern const sd_bus_vtable bus_manager_vtable[];
+/* The Manager's a{sa{sv}} for GetManagedObjects: every property, as GetAll has them. */
+int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound);
 /* The tssoa{ss} of one event: the Uevent signal's arguments, one item of GetEvents. */
 int bus_append_event(sd_bus_message *m, const EventRecord *e);
 

@@ -17,15 +17,15 @@ static int set_va(sd_bus_error *error, const char *name, int errnum, const char 
         return -errnum;
 }
 
-#define DEFINE_FORMATTED(func, name, errnum)                                                               \
-        int func(sd_bus_error *error, const char *fmt, ...)                                               \
-        {                                                                                                  \
-                va_list ap;                                                                                \
-                int r;                                                                                     \
-                va_start(ap, fmt);                                                                         \
-                r = set_va(error, name, errnum, fmt, ap);                                                  \
-                va_end(ap);                                                                                \
-                return r;                                                                                  \
+#define DEFINE_FORMATTED(func, name, errnum)                                                                \
+        int func(sd_bus_error *error, const char *fmt, ...)                                                 \
+        {                                                                                                   \
+                va_list ap;                                                                                 \
+                int r;                                                                                      \
+                va_start(ap, fmt);                                                                          \
+                r = set_va(error, name, errnum, fmt, ap);                                                   \
+                va_end(ap);                                                                                 \
+                return r;                                                                                   \
         }
 
 DEFINE_FORMATTED(bus_error_invalid_args, SD_BUS_ERROR_INVALID_ARGS, EINVAL)
@@ -39,8 +39,8 @@ int bus_error_unknown_object(sd_bus_error *error, const char *path)
 
 int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface)
 {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.", path,
-                                 interface);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.",
+                                 path, interface);
 }
 
 int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property)
@@ -69,14 +69,15 @@ int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldes
 
 int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/%s failed: %s", devpath, file,
-                                 strerror(-r));
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/%s failed: %s", devpath,
+                                 file, strerror(-r));
 }
 
-int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file, int r)
+int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file,
+                           int r)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s", value,
-                                 devpath, file, strerror(-r));
+        return sd_bus_error_setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s",
+                                 value, devpath, file, strerror(-r));
 }
 
 int bus_error_errno(sd_bus_error *error, int r, const char *what)

@@ -8,51 +8,53 @@
         "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
 
 static const char standard_interfaces_xml[] =
-        " <interface name=\"org.freedesktop.DBus.Peer\">\n"
-        "  <method name=\"Ping\"/>\n"
-        "  <method name=\"GetMachineId\">\n"
-        "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
-        "  </method>\n"
-        " </interface>\n"
-        " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
-        "  <method name=\"Introspect\">\n"
-        "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
-        "  </method>\n"
-        " </interface>\n"
-        " <interface name=\"org.freedesktop.DBus.Properties\">\n"
-        "  <method name=\"Get\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
-        "  </method>\n"
-        "  <method name=\"GetAll\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
-        "  </method>\n"
-        "  <method name=\"Set\">\n"
-        "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-        "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
-        "  </method>\n"
-        "  <signal name=\"PropertiesChanged\">\n"
-        "   <arg type=\"s\" name=\"interface_name\"/>\n"
-        "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
-        "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
-        "  </signal>\n"
-        " </interface>\n";
+                " <interface name=\"org.freedesktop.DBus.Peer\">\n"
+                "  <method name=\"Ping\"/>\n"
+                "  <method name=\"GetMachineId\">\n"
+                "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
+                "  </method>\n"
+                " </interface>\n"
+                " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
+                "  <method name=\"Introspect\">\n"
+                "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
+                "  </method>\n"
+                " </interface>\n"
+                " <interface name=\"org.freedesktop.DBus.Properties\">\n"
+                "  <method name=\"Get\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
+                "  </method>\n"
+                "  <method name=\"GetAll\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
+                "  </method>\n"
+                "  <method name=\"Set\">\n"
+                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
+                "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
+                "  </method>\n"
+                "  <signal name=\"PropertiesChanged\">\n"
+                "   <arg type=\"s\" name=\"interface_name\"/>\n"
+                "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
+                "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
+                "  </signal>\n"
+                " </interface>\n";
 
 /* A kset, a disk or a device answers GetManagedObjects for its part of the model; the signals come
  * from the root. */
 static const char kset_object_manager_xml[] =
-        " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
-        "  <method name=\"GetManagedObjects\">\n"
-        "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" direction=\"out\"/>\n"
-        "  </method>\n"
-        " </interface>\n";
+                " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
+                "  <method name=\"GetManagedObjects\">\n"
+                "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" "
+                "direction=\"out\"/>\n"
+                "  </method>\n"
+                " </interface>\n";
 
 /* "true" is the default of EmitsChangedSignal: left out, which keeps `busctl tree` over 100,000
  * objects from parsing megabytes of annotations. */
-static void xml_property(FILE *f, const char *name, const char *signature, bool writable, PropertyEmits emits)
+static void xml_property(FILE *f, const char *name, const char *signature, bool writable,
+                         PropertyEmits emits)
 {
         const char *access = writable ? "readwrite" : "read";
 

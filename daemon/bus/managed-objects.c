@@ -103,19 +103,35 @@ static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
         return r;
 }
 
+static int append_manager(Publisher *p, Reply *reply)
+{
+        int r;
+
+        r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
+        if (r >= 0)
+                r = sd_bus_message_append(reply->m, "o", BLKMODEL_MANAGER_PATH);
+        if (r >= 0)
+                r = bus_manager_append_object(p, reply->m, &reply->bound);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply->m);
+        return r;
+}
+
 static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus_error *error)
 {
         const char *where = top ? top->path : BLKMODEL_ROOT_PATH;
 
-        log_warning("GetManagedObjects on %s refused: about %zu MiB, more than one message may carry (%zu MiB).",
+        log_warning("GetManagedObjects on %s refused: about %zu MiB, more than one message may carry (%zu "
+                    "MiB).",
                     where, bytes >> 20, limit >> 20);
         if (!top)
-                return bus_error_limits_exceeded(error,
-                                                 "The objects below %s are about %zu MiB, more than one message "
-                                                 "may carry (%zu MiB): call GetManagedObjects on %s and on %s "
-                                                 "for their parts.",
-                                                 where, bytes >> 20, limit >> 20, p->model->block_kset->path,
-                                                 p->model->devices_kset->path);
+                return bus_error_limits_exceeded(
+                                error,
+                                "The objects below %s are about %zu MiB, more than one message "
+                                "may carry (%zu MiB): call GetManagedObjects on %s and on %s "
+                                "for their parts.",
+                                where, bytes >> 20, limit >> 20, p->model->block_kset->path,
+                                p->model->devices_kset->path);
         return bus_error_limits_exceeded(error,
                                          "The objects below %s are about %zu MiB, more than one message may "
                                          "carry (%zu MiB): call GetManagedObjects on each of its children "
@@ -140,12 +156,16 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
         (void) foreach_below(p, top, add_estimate, &estimate);
         if (estimate > reply.limit)
                 return refuse(p, top, estimate, reply.limit, error);
-        log_debug("GetManagedObjects on %s: about %zu bytes.", top ? top->path : BLKMODEL_ROOT_PATH, estimate);
+        log_debug("GetManagedObjects on %s: about %zu bytes.", top ? top->path : BLKMODEL_ROOT_PATH,
+                  estimate);
 
         r = sd_bus_message_new_method_return(msg, &m);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "{oa{sa{sv}}}");
         reply.m = m;
+        /* The root's managed objects: the Manager, then every kobject. */
+        if (r >= 0 && !top)
+                r = append_manager(p, &reply);
         if (r >= 0)
                 r = foreach_below(p, top, append_managed_object, &reply);
         if (r == -E2BIG)

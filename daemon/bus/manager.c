@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
@@ -13,8 +15,9 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", BLKMODEL_VERSION);
 }
 
-static int property_get_sysfs_root(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                   sd_bus_message *reply, void *userdata, sd_bus_error *error)
+static int property_get_sysfs_root(sd_bus *bus, const char *path, const char *interface,
+                                   const char *property, sd_bus_message *reply, void *userdata,
+                                   sd_bus_error *error)
 {
         Publisher *p = userdata;
         return sd_bus_message_append(reply, "s", p->sysfs->root);
@@ -28,8 +31,9 @@ static int property_get_uevent_source(sd_bus *bus, const char *path, const char 
         return sd_bus_message_append(reply, "s", p->uevent_source);
 }
 
-static int property_get_last_seqnum(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+static int property_get_last_seqnum(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error)
 {
         Publisher *p = userdata;
         return sd_bus_message_append(reply, "t", eventlog_last_seqnum(p->events));
@@ -43,8 +47,9 @@ static int property_get_oldest_seqnum(sd_bus *bus, const char *path, const char 
         return sd_bus_message_append(reply, "t", eventlog_oldest_seqnum(p->events));
 }
 
-static int property_get_events_lost(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+static int property_get_events_lost(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error)
 {
         Publisher *p = userdata;
         return sd_bus_message_append(reply, "t", live_events_lost(p->live));
@@ -68,6 +73,8 @@ static int method_resolve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = sd_bus_message_read(msg, "s", &spec);
         if (r < 0)
                 return r;
+        if (streq(spec, BLKMODEL_MANAGER_PATH))
+                return sd_bus_reply_method_return(msg, "o", spec);
         r = resolve_spec(p->sysfs, p->model, spec, &k);
         if (r == -ENOMEM)
                 return r;
@@ -170,25 +177,65 @@ static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
+{
+        int r;
+
+        /* The a{sa{sv}} of GetManagedObjects: what GetAll of the vtable's properties gives. */
+        r = sd_bus_message_open_container(m, 'a', "{sa{sv}}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'e', "sa{sv}");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", BLKMODEL_IFACE_MANAGER);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+        for (const sd_bus_vtable *v = bus_manager_vtable; r >= 0 && v->type != _SD_BUS_VTABLE_END; v++) {
+                if (v->type != _SD_BUS_VTABLE_PROPERTY)
+                        continue;
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", v->x.property.member);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'v', v->x.property.signature);
+                if (r >= 0)
+                        r = v->x.property.get(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                              v->x.property.member, m, p, NULL);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (bound)
+                        *bound += 64 + strlen(v->x.property.member) + PATH_MAX;
+        }
+        for (int i = 0; r >= 0 && i < 3; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
 const sd_bus_vtable bus_manager_vtable[] = {
-        SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("t", after), SD_BUS_RESULT("a(tssoa{ss})", events),
-                                method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Resolve", SD_BUS_ARGS("s", spec), SD_BUS_RESULT("o", object), method_resolve,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        /* Privileged, checked here (bus_check_privileged): sd-bus's own check runs only on untrusted
-         * connections and knows nothing of the daemon's own user. */
-        SD_BUS_METHOD("Rescan", "", "", method_rescan, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Trigger", SD_BUS_ARGS("o", object, "s", action), SD_BUS_NO_RESULT,
-                                method_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_SIGNAL_WITH_ARGS("Uevent",
-                                SD_BUS_ARGS("t", seqnum, "s", action, "s", devpath, "o", object, "a{ss}", env), 0),
-        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("SysfsRoot", "s", property_get_sysfs_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("UeventSource", "s", property_get_uevent_source, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("LastSeqnum", "t", property_get_last_seqnum, 0, 0),
-        SD_BUS_PROPERTY("OldestSeqnum", "t", property_get_oldest_seqnum, 0, 0),
-        SD_BUS_PROPERTY("EventsLost", "t", property_get_events_lost, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ObjectCount", "u", property_get_object_count, 0, 0),
-        SD_BUS_VTABLE_END,
+                SD_BUS_VTABLE_START(0),
+                SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("t", after),
+                                        SD_BUS_RESULT("a(tssoa{ss})", events), method_get_events,
+                                        SD_BUS_VTABLE_UNPRIVILEGED),
+                SD_BUS_METHOD_WITH_ARGS("Resolve", SD_BUS_ARGS("s", spec), SD_BUS_RESULT("o", object),
+                                        method_resolve, SD_BUS_VTABLE_UNPRIVILEGED),
+                /* Privileged, checked here (bus_check_privileged): sd-bus's own check runs only on untrusted
+                 * connections and knows nothing of the daemon's own user. */
+                SD_BUS_METHOD("Rescan", "", "", method_rescan, SD_BUS_VTABLE_UNPRIVILEGED),
+                SD_BUS_METHOD_WITH_ARGS("Trigger", SD_BUS_ARGS("o", object, "s", action), SD_BUS_NO_RESULT,
+                                        method_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+                SD_BUS_SIGNAL_WITH_ARGS("Uevent",
+                                        SD_BUS_ARGS("t", seqnum, "s", action, "s", devpath, "o", object,
+                                                    "a{ss}", env),
+                                        0),
+                SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+                SD_BUS_PROPERTY("SysfsRoot", "s", property_get_sysfs_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+                SD_BUS_PROPERTY("UeventSource", "s", property_get_uevent_source, 0,
+                                SD_BUS_VTABLE_PROPERTY_CONST),
+                SD_BUS_PROPERTY("LastSeqnum", "t", property_get_last_seqnum, 0, 0),
+                SD_BUS_PROPERTY("OldestSeqnum", "t", property_get_oldest_seqnum, 0, 0),
+                SD_BUS_PROPERTY("EventsLost", "t", property_get_events_lost, 0,
+                                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+                SD_BUS_PROPERTY("ObjectCount", "u", property_get_object_count, 0, 0),
+                SD_BUS_VTABLE_END,
 };

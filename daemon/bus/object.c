@@ -79,19 +79,20 @@ static int check_scheduler(ObjDir *d, const char *value, sd_bus_error *error)
         for (char **s = all; *s; s++)
                 if (streq(*s, value))
                         return 0;
-        return bus_error_invalid_args(error, "'%s' is not an I/O scheduler %s offers (see Schedulers).", value,
-                                      d->k->path);
+        return bus_error_invalid_args(error, "'%s' is not an I/O scheduler %s offers (see Schedulers).",
+                                      value, d->k->path);
 }
 
 /* The file a Set writes, relative to the object's directory; names come from the model, never from
  * the caller: the file is one the scan found. */
-static int writable_file(Kobject *k, const Iface *iface, const char *interface, const char *property, char **ret,
-                         sd_bus_error *error)
+static int writable_file(Kobject *k, const Iface *iface, const char *interface, const char *property,
+                         char **ret, sd_bus_error *error)
 {
         const Attr *a;
         char *rel;
 
-        if (k->ktype->id == KTYPE_QUEUE && iface->kind == IFACE_KIND && streq(property, BLKMODEL_PROP_SCHEDULER))
+        if (k->ktype->id == KTYPE_QUEUE && iface->kind == IFACE_KIND &&
+            streq(property, BLKMODEL_PROP_SCHEDULER))
                 rel = strdup("scheduler");
         else {
                 for (const PropertyInfo *p = iface->properties; p->name; p++)
@@ -155,7 +156,8 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
                 _cleanup_(freep) char *what = NULL;
                 if (asprintf(&what, "%s/%s", k->devpath, rel) < 0)
                         return -ENOMEM;
-                return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.", what);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.",
+                                         what);
         }
         r = bus_check_privileged(p, msg, error);
         if (r < 0)
@@ -183,13 +185,14 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         const char *path = sd_bus_message_get_path(msg);
         Kobject *k;
 
-        if (!path)
+        /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
+        if (!path || streq(path, BLKMODEL_MANAGER_PATH))
                 return 0;
         if (streq(path, BLKMODEL_ROOT_PATH)) {
-                /* sd-bus serves the rest of the root: the Manager's vtable, Introspect. */
+                /* sd-bus serves the rest of the root: Introspect, Peer. */
                 if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                         return bus_check_signature(msg, "", error)
-                                       ?: bus_method_get_managed_objects(p, msg, NULL, error);
+                                               ?: bus_method_get_managed_objects(p, msg, NULL, error);
                 return 0;
         }
 
@@ -201,7 +204,8 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (bus_is_call(msg, IFACE_INTROSPECTABLE, "Introspect"))
                 return bus_check_signature(msg, "", error) ?: method_introspect(p, msg, k, error);
         if (bus_object_is_manager(k) && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
-                return bus_check_signature(msg, "", error) ?: bus_method_get_managed_objects(p, msg, k, error);
+                return bus_check_signature(msg, "", error)
+                                       ?: bus_method_get_managed_objects(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: method_get(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))

@@ -99,8 +99,8 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
         return r < 0 ? r : 1;
 }
 
-static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
-                             size_t *bound)
+static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member,
+                             sd_bus_message *m, size_t *bound)
 {
         int r;
 
@@ -114,7 +114,8 @@ static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const 
         return r;
 }
 
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, size_t *bound)
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                size_t *bound)
 {
         int r;
 

@@ -18,12 +18,16 @@ static int publisher_register(Publisher *p)
         r = sd_bus_add_fallback(p->bus, &p->object_slot, BLKMODEL_ROOT_PATH, bus_object_handler, p);
         if (r < 0)
                 return r;
-        r = sd_bus_add_object_vtable(p->bus, &p->manager_slot, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        /* A managed object below the ObjectManager, as udisks2 has it: an ObjectManager client sees
+         * it and its signals. */
+        r = sd_bus_add_object_vtable(p->bus, &p->manager_slot, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                      bus_manager_vtable, p);
         if (r < 0)
                 return r;
-        /* For sd-bus's introspection of the root: its children are the two ksets. */
-        r = sd_bus_add_node_enumerator(p->bus, &p->enumerator_slot, BLKMODEL_ROOT_PATH, bus_object_enumerator, p);
+        /* For sd-bus's introspection of the root: its children are the two ksets (and the Manager,
+         * which sd-bus knows). */
+        r = sd_bus_add_node_enumerator(p->bus, &p->enumerator_slot, BLKMODEL_ROOT_PATH,
+                                       bus_object_enumerator, p);
         if (r < 0)
                 return r;
         /* Makes sd-bus list the ObjectManager interface on the root; GetManagedObjects is ours. */
@@ -111,7 +115,7 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
         if (r >= 0)
                 r = bus_append_event(s, e);
         if (r >= 0)
@@ -122,8 +126,8 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
 
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER, "EventsLost",
-                                               NULL);
+        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+                                               "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");
 }

@@ -16,7 +16,8 @@ void publisher_object_added(Publisher *p, Kobject *k)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesAdded");
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      "InterfacesAdded");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
@@ -31,7 +32,8 @@ void publisher_object_removed(Publisher *p, Kobject *k)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER, "InterfacesRemoved");
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
+                                      "InterfacesRemoved");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)

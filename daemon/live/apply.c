@@ -5,9 +5,9 @@
 
 /* One event's effect on the model, for what follows it. */
 typedef struct Applied {
-        Kobject *k;          /* what the event is about now, NULL if nothing (any more) */
-        char *gone_path;     /* the object path of what it removed */
-        Kobject *disk;       /* a disk whose partitions changed (a reference) */
+        Kobject *k;      /* what the event is about now, NULL if nothing (any more) */
+        char *gone_path; /* the object path of what it removed */
+        Kobject *disk;   /* a disk whose partitions changed (a reference) */
 } Applied;
 
 static void applied_done(Live *l, Applied *a)
@@ -124,7 +124,8 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         log_debug("uevent %s %s", action, u->devpath);
 
         /* What the object linked to is known only before the event changes it. */
-        before = stacking_neighbours(l, model_find_devpath(l->model, u->devpath_old ? u->devpath_old : u->devpath));
+        before = stacking_neighbours(
+                        l, model_find_devpath(l->model, u->devpath_old ? u->devpath_old : u->devpath));
 
         apply(l, u, &a);
         /* Whole objects are announced before what refers to them, and before the event. */
@@ -134,7 +135,7 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         stacking_refresh_neighbours(l, a.k, before);
 
         (void) live_publish_event(l, action, u->devpath,
-                                  a.k            ? a.k->path
+                                  a.k           ? a.k->path
                                   : a.gone_path ? a.gone_path
                                                 : "/",
                                   u->n_env, u->env_keys, u->env_values);

@@ -189,8 +189,9 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 }
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, s++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        rd.record->slots[s] = attr_read_in(k, &iface, a, how) ? read_attr(&d, &iface, a, rd.record)
-                                                                               : old->slots[s];
+                        rd.record->slots[s] = attr_read_in(k, &iface, a, how)
+                                                              ? read_attr(&d, &iface, a, rd.record)
+                                                              : old->slots[s];
                 }
         }
         assert(s == n);
@@ -224,7 +225,8 @@ static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const C
  * PropertiesChanged, per interface, for every slot that differs (every one when there is no old
  * reading).  only_same_in: if not NULL, only the interfaces that stay the same in that shape.
  */
-static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now, const Shape *only_same_in)
+static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now,
+                    const Shape *only_same_in)
 {
         size_t s = 0;
         int count = 0, r;

@@ -45,8 +45,8 @@ struct Live {
 void live_flush(Live *l);
 
 /* Logs the event, then hands it to ops->event. */
-int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path, size_t n_env,
-                       char *const *keys, char *const *values);
+int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
+                       size_t n_env, char *const *keys, char *const *values);
 
 /* ---- changes.c: what an object's properties were at its last reading ---- */
 

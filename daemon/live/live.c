@@ -51,8 +51,8 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
 }
 
 static const ModelObserver live_observer = {
-        .added = on_object_added,
-        .removed = on_object_removed,
+                .added = on_object_added,
+                .removed = on_object_removed,
 };
 
 void live_flush(Live *l)
@@ -85,8 +85,8 @@ void live_flush(Live *l)
                 }
 }
 
-int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path, size_t n_env,
-                       char *const *keys, char *const *values)
+int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
+                       size_t n_env, char *const *keys, char *const *values)
 {
         EventRecord *rec = NULL;
         int r;
@@ -105,7 +105,8 @@ void live_on_lost(UeventSource *s, void *userdata)
         Live *l = userdata;
 
         l->events_lost++;
-        log_warning("Kernel uevents were lost (%" PRIu64 " times so far); rescanning %s once the socket is drained.",
+        log_warning("Kernel uevents were lost (%" PRIu64
+                    " times so far); rescanning %s once the socket is drained.",
                     l->events_lost, l->sysfs->root);
         l->ops->events_lost(l->userdata, l->events_lost);
         l->resync_pending = true;

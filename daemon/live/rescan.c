@@ -25,7 +25,8 @@ int live_synthesize(Live *l, const char *action, const char *devpath, const char
                 r = strv_extend(&values, &n_values, "block");
         if (r >= 0 && k && k->ktype->has_uevent) {
                 rel = path_join(k->devpath, "uevent");
-                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 && parse_uevent_file(text, &pairs) >= 0)
+                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 &&
+                    parse_uevent_file(text, &pairs) >= 0)
                         for (char **p = pairs; r >= 0 && p[0] && p[1]; p += 2) {
                                 r = strv_extend(&keys, &n_keys, p[0]);
                                 if (r >= 0)
@@ -41,8 +42,8 @@ int live_synthesize(Live *l, const char *action, const char *devpath, const char
         return live_publish_event(l, action, devpath, object_path, n_keys, keys, values);
 }
 
-static void on_reconcile_diff(void *userdata, const char *action, const char *devpath, const char *object_path,
-                              Kobject *k)
+static void on_reconcile_diff(void *userdata, const char *action, const char *devpath,
+                              const char *object_path, Kobject *k)
 {
         Live *l = userdata;
 

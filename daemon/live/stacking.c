@@ -11,7 +11,7 @@
  */
 
 typedef struct Stacked {
-        Kobject *k; /* borrowed: the entry goes when the object leaves the model */
+        Kobject *k;        /* borrowed: the entry goes when the object leaves the model */
         char **neighbours; /* object paths */
 } Stacked;
 

@@ -19,28 +19,28 @@ void kobject_iface(const Kobject *k, size_t i, Iface *ret)
 
         if (i == 0) {
                 *ret = (Iface){
-                        .kind = IFACE_KOBJECT,
-                        .name = BLKMODEL_IFACE_KOBJECT,
-                        .properties = kobject_properties,
+                                .kind = IFACE_KOBJECT,
+                                .name = BLKMODEL_IFACE_KOBJECT,
+                                .properties = kobject_properties,
                 };
                 return;
         }
         if (i == 1) {
                 *ret = (Iface){
-                        .kind = IFACE_KIND,
-                        .name = k->ktype->interface,
-                        .properties = k->ktype->properties,
-                        .attrs = k->shape ? k->shape->attrs : NULL,
+                                .kind = IFACE_KIND,
+                                .name = k->ktype->interface,
+                                .properties = k->ktype->properties,
+                                .attrs = k->shape ? k->shape->attrs : NULL,
                 };
                 return;
         }
         const Group *g = &k->shape->groups[i - 2];
         *ret = (Iface){
-                .kind = IFACE_GROUP,
-                .name = g->interface,
-                .properties = group_properties,
-                .attrs = g->attrs,
-                .attr_dir = g->dir,
+                        .kind = IFACE_GROUP,
+                        .name = g->interface,
+                        .properties = group_properties,
+                        .attrs = g->attrs,
+                        .attr_dir = g->dir,
         };
 }
 

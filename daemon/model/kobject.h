@@ -58,7 +58,7 @@ struct Model {
         ShapeRegistry shapes;
         Hashmap by_path;
         Hashmap by_devpath;
-        Hashmap by_name; /* disks and partitions by kernel name */
+        Hashmap by_name;  /* disks and partitions by kernel name */
         size_t n_objects; /* linked kobjects */
         const ModelObserver *observer;
         void *observer_data;
@@ -70,8 +70,8 @@ void model_set_observer(Model *m, const ModelObserver *o, void *userdata);
 
 /* A new, unlinked kobject with one reference (the caller's).  -EILSEQ for a name that is not
  * UTF-8 (no D-Bus string can carry it). */
-int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset, const char *devpath,
-                Kobject **ret);
+int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset,
+                const char *devpath, Kobject **ret);
 Kobject *kobject_ref(Kobject *k);
 /* kobject_put(): the last reference releases it, unlinking it first if needed. */
 void kobject_unref(Model *m, Kobject *k);

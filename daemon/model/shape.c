@@ -12,11 +12,23 @@
  * polled: announcing them would be a signal per poll.
  */
 static const char *const volatile_files[] = {
-        "stat", "inflight",
-        "runtime_active_time", "runtime_suspended_time",
-        "iodone_cnt", "ioerr_cnt", "iorequest_cnt", "iotmo_cnt",
-        "wakeup_count", "wakeup_active", "wakeup_active_count", "wakeup_abort_count", "wakeup_expire_count",
-        "wakeup_total_time_ms", "wakeup_max_time_ms", "wakeup_last_time_ms", "wakeup_prevent_sleep_time_ms",
+                "stat",
+                "inflight",
+                "runtime_active_time",
+                "runtime_suspended_time",
+                "iodone_cnt",
+                "ioerr_cnt",
+                "iorequest_cnt",
+                "iotmo_cnt",
+                "wakeup_count",
+                "wakeup_active",
+                "wakeup_active_count",
+                "wakeup_abort_count",
+                "wakeup_expire_count",
+                "wakeup_total_time_ms",
+                "wakeup_max_time_ms",
+                "wakeup_last_time_ms",
+                "wakeup_prevent_sleep_time_ms",
 };
 
 void shape_registry_init(ShapeRegistry *r)
@@ -115,7 +127,8 @@ static int attr_set_fill(AttrSet *s, char *const *files, size_t n, const Propert
         size_t w = 0;
         for (size_t i = 0; i < k; i++) {
                 if (w > 0 && streq(s->attrs[w - 1].member, s->attrs[i].member)) {
-                        log_warning("%s: attributes '%s' and '%s' share the property name %s; '%s' is not published.",
+                        log_warning("%s: attributes '%s' and '%s' share the property name %s; '%s' is not "
+                                    "published.",
                                     what, s->attrs[w - 1].file, s->attrs[i].file, s->attrs[i].member,
                                     s->attrs[i].file);
                         free(s->attrs[i].file);
@@ -265,8 +278,8 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
 
                 k = member_name_from_file(b->group_dirs[i], &element);
                 if (k == -ENAMETOOLONG) {
-                        log_warning("%s: group directory name '%s' is too long for D-Bus, not published.", what,
-                                    b->group_dirs[i]);
+                        log_warning("%s: group directory name '%s' is too long for D-Bus, not published.",
+                                    what, b->group_dirs[i]);
                         continue;
                 }
                 if (k < 0)
@@ -294,7 +307,8 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
         qsort(s->groups, s->n_groups, sizeof(Group), group_cmp);
         for (size_t i = 1; i < s->n_groups; i++)
                 if (streq(s->groups[i].interface, s->groups[i - 1].interface)) {
-                        log_warning("%s: groups '%s' and '%s' share an interface name; '%s' is not published.",
+                        log_warning("%s: groups '%s' and '%s' share an interface name; '%s' is not "
+                                    "published.",
                                     what, s->groups[i - 1].dir, s->groups[i].dir, s->groups[i].dir);
                         free(s->groups[i].dir);
                         free(s->groups[i].interface);

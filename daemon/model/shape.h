@@ -15,8 +15,8 @@
  */
 
 typedef enum AttrFlags {
-        ATTR_VOLATILE = 1 << 0, /* changes without an event: no PropertiesChanged */
-        ATTR_WRITABLE = 1 << 1, /* has a write bit: the property is read-write */
+        ATTR_VOLATILE = 1 << 0,   /* changes without an event: no PropertiesChanged */
+        ATTR_WRITABLE = 1 << 1,   /* has a write bit: the property is read-write */
         ATTR_WRITE_ONLY = 1 << 2, /* no read bit (remove, rescan): always "", nothing to watch */
 } AttrFlags;
 
@@ -28,9 +28,9 @@ typedef struct Attr {
 
 typedef struct AttrSet {
         unsigned n_ref;
-        char *key;    /* interning key: the file names joined by '/' */
+        char *key; /* interning key: the file names joined by '/' */
         size_t n_attrs;
-        Attr *attrs;  /* sorted by member */
+        Attr *attrs; /* sorted by member */
 } AttrSet;
 
 typedef struct Group {

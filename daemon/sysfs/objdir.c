@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "common/util.h"
 #include "sysfs/objdir.h"
+#include "common/util.h"
 
 void objdir_forget(ObjDir *d)
 {
@@ -53,9 +53,9 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
                 return -ENOMEM;
         d->values = t;
         d->values[d->n_values++] = (ObjDirValue){
-                .file = TAKE_PTR(file),
-                .value = r >= 0 ? value : NULL,
-                .error = r,
+                        .file = TAKE_PTR(file),
+                        .value = r >= 0 ? value : NULL,
+                        .error = r,
         };
         if (r < 0)
                 return r;

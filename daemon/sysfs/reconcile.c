@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "sysfs/reconcile.h"
 #include "base/log.h"
 #include "common/util.h"
-#include "sysfs/reconcile.h"
 #include "sysfs/scan.h"
 
 typedef struct Gone {

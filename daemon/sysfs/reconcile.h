@@ -16,7 +16,7 @@
  * Returns the number of block devices added or removed, or negative errno
  * if the tree could not be read at all.
  */
-typedef void (*ReconcileDiff)(void *userdata, const char *action, const char *devpath, const char *object_path,
-                              Kobject *k);
+typedef void (*ReconcileDiff)(void *userdata, const char *action, const char *devpath,
+                              const char *object_path, Kobject *k);
 
 int reconcile_all(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata);

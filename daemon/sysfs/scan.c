@@ -17,10 +17,10 @@ static const char *const no_special[] = {NULL};
 
 static const char *const *special_dirs(KtypeId id)
 {
-        return id == KTYPE_DISK ? disk_special
-             : id == KTYPE_PARTITION ? partition_special
-             : id == KTYPE_QUEUE ? queue_special
-             : no_special;
+        return id == KTYPE_DISK        ? disk_special
+               : id == KTYPE_PARTITION ? partition_special
+               : id == KTYPE_QUEUE     ? queue_special
+                                       : no_special;
 }
 
 static bool strv_contains(const char *const *l, const char *s)
@@ -303,8 +303,8 @@ int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name
         if (r < 0)
                 return r;
         if (entries_have_file(d.entries, d.n_entries, "partition"))
-                r = kobject_add_scanned(m, &ktype_partition, name, disk, m->block_kset, devpath, fd, &d, NULL,
-                                        &p);
+                r = kobject_add_scanned(m, &ktype_partition, name, disk, m->block_kset, devpath, fd, &d,
+                                        NULL, &p);
         else
                 r = -ENOTDIR;
         dir_scan_done(&d);
@@ -358,7 +358,8 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         r = disk_device(s, m, devpath, fd, &d, &device);
         if (r < 0) {
                 /* A dangling or odd `device` link: publish the disk without its hardware. */
-                log_warning_errno(r, "%s: cannot follow the 'device' link, publishing the disk without it: %m",
+                log_warning_errno(r,
+                                  "%s: cannot follow the 'device' link, publishing the disk without it: %m",
                                   devpath);
                 device = NULL;
         }
@@ -374,7 +375,8 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         if (entries_find(d.entries, d.n_entries, "queue")) {
                 r = scan_add_queue(s, m, disk);
                 if (r < 0)
-                        log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
+                        log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m",
+                                          devpath);
         }
 
         for (size_t i = 0; i < d.n_kobject_dirs; i++) {
@@ -497,7 +499,8 @@ static int block_dev_read(const Sysfs *s, int classfd, const SysfsEntry *e, Bloc
         }
         fd = sysfs_open_dir(s, devpath);
         if (fd < 0)
-                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", e->name, devpath);
+                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", e->name,
+                                         devpath);
         ret->partition = sysfs_has_file(fd, "partition");
         (void) close(fd);
         name = strdup(e->name);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "sysfs/typed-value.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "common/util.h"
-#include "sysfs/typed-value.h"
 #include "sysfs/values.h"
 
 void typed_value_done(TypedValue *v)

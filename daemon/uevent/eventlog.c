@@ -5,15 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uevent/eventlog.h"
 #include "common/util.h"
+#include "uevent/eventlog.h"
 
 struct EventLog {
-        EventRecord **ring;     /* capacity slots; the oldest record at ring[head] */
+        EventRecord **ring; /* capacity slots; the oldest record at ring[head] */
         size_t capacity;
         size_t head;
-        size_t n;               /* retained records */
-        uint64_t last_seqnum;   /* of the newest record ever appended */
+        size_t n;             /* retained records */
+        uint64_t last_seqnum; /* of the newest record ever appended */
 };
 
 /* Adds a to *total, or returns false if size_t would overflow. */
@@ -36,13 +36,8 @@ static char *stash(char **p, const char *s)
         return r;
 }
 
-int event_record_new(const char *action,
-                     const char *devpath,
-                     const char *object_path,
-                     size_t n_env,
-                     char *const *env_keys,
-                     char *const *env_values,
-                     EventRecord **ret)
+int event_record_new(const char *action, const char *devpath, const char *object_path, size_t n_env,
+                     char *const *env_keys, char *const *env_values, EventRecord **ret)
 {
         EventRecord *r;
         size_t size = sizeof(EventRecord);

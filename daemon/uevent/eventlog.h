@@ -16,12 +16,12 @@
  */
 
 typedef struct EventRecord {
-        uint64_t seqnum;        /* assigned by eventlog_append(); 0 before */
-        char *action;           /* "add", "remove", ... */
-        char *devpath;          /* the kernel's DEVPATH */
-        char *object_path;      /* the object the event is about ("/" if none) */
+        uint64_t seqnum;   /* assigned by eventlog_append(); 0 before */
+        char *action;      /* "add", "remove", ... */
+        char *devpath;     /* the kernel's DEVPATH */
+        char *object_path; /* the object the event is about ("/" if none) */
         size_t n_env;
-        char **env_keys;        /* the kernel's variables, in wire order */
+        char **env_keys; /* the kernel's variables, in wire order */
         char **env_values;
 } EventRecord;
 
@@ -32,13 +32,8 @@ typedef struct EventRecord {
  * neither array nor any of their first n_env strings may be NULL.
  * Returns 0, -EINVAL or -ENOMEM; *ret untouched on failure.
  */
-int event_record_new(const char *action,
-                     const char *devpath,
-                     const char *object_path,
-                     size_t n_env,
-                     char *const *env_keys,
-                     char *const *env_values,
-                     EventRecord **ret);
+int event_record_new(const char *action, const char *devpath, const char *object_path, size_t n_env,
+                     char *const *env_keys, char *const *env_values, EventRecord **ret);
 /* Accepts NULL; returns NULL.  Only for records not (yet) handed to a log. */
 EventRecord *event_record_free(EventRecord *r);
 

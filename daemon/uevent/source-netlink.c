@@ -97,9 +97,9 @@ static int netlink_open(int rcvbuf_bytes, int *ret_fd)
 {
         _cleanup_(closep) int fd = -1;
         struct sockaddr_nl addr = {
-                .nl_family = AF_NETLINK,
-                .nl_pid = 0, /* let the kernel pick our port */
-                .nl_groups = UEVENT_GROUP_KERNEL,
+                        .nl_family = AF_NETLINK,
+                        .nl_pid = 0, /* let the kernel pick our port */
+                        .nl_groups = UEVENT_GROUP_KERNEL,
         };
         int r;
 
@@ -123,13 +123,8 @@ static int netlink_open(int rcvbuf_bytes, int *ret_fd)
         return 0;
 }
 
-int uevent_source_new_netlink(uv_loop_t *loop,
-                              int fd,
-                              int rcvbuf_bytes,
-                              UeventSourceHandler handler,
-                              UeventSourceLostHandler lost,
-                              void *userdata,
-                              UeventSource **ret)
+int uevent_source_new_netlink(uv_loop_t *loop, int fd, int rcvbuf_bytes, UeventSourceHandler handler,
+                              UeventSourceLostHandler lost, void *userdata, UeventSource **ret)
 {
         _cleanup_(closep) int own_fd = -1;
         int rcvbuf = 0, r;
@@ -164,4 +159,3 @@ int uevent_source_new_netlink(uv_loop_t *loop,
         own_fd = -1;
         return 0;
 }
-

@@ -40,17 +40,13 @@ static int socket_path_clear(const struct sockaddr_un *addr, socklen_t addr_len)
         return 0;
 }
 
-int uevent_source_new_socket(uv_loop_t *loop,
-                             const char *path,
-                             UeventSourceHandler handler,
-                             UeventSourceLostHandler lost,
-                             void *userdata,
-                             UeventSource **ret)
+int uevent_source_new_socket(uv_loop_t *loop, const char *path, UeventSourceHandler handler,
+                             UeventSourceLostHandler lost, void *userdata, UeventSource **ret)
 {
         _cleanup_(closep) int fd = -1;
         _cleanup_(freep) char *path_copy = NULL;
         struct sockaddr_un addr = {
-                .sun_family = AF_UNIX,
+                        .sun_family = AF_UNIX,
         };
         socklen_t addr_len;
         UeventSource *s;
@@ -119,4 +115,3 @@ int uevent_source_new_socket(uv_loop_t *loop,
         *ret = s;
         return 0;
 }
-

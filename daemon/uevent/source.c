@@ -101,7 +101,8 @@ _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
         va_start(ap, fmt);
         r = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        log_warning("uevent source %s: dropped datagram: %s", source_name(s), r < 0 ? "(out of memory)" : msg);
+        log_warning("uevent source %s: dropped datagram: %s", source_name(s),
+                    r < 0 ? "(out of memory)" : msg);
         free(r < 0 ? NULL : msg);
 }
 
@@ -158,16 +159,16 @@ static int read_one(UeventSource *s)
                 struct sockaddr_un un;
         } sender;
         struct iovec iov = {
-                .iov_base = s->buf,
-                .iov_len = sizeof(s->buf),
+                        .iov_base = s->buf,
+                        .iov_len = sizeof(s->buf),
         };
         struct msghdr m = {
-                .msg_name = &sender,
-                .msg_namelen = sizeof(sender),
-                .msg_iov = &iov,
-                .msg_iovlen = 1,
-                .msg_control = &control,
-                .msg_controllen = sizeof(control),
+                        .msg_name = &sender,
+                        .msg_namelen = sizeof(sender),
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = &control,
+                        .msg_controllen = sizeof(control),
         };
         const struct ucred *cred;
         Uevent *u = NULL;
@@ -285,8 +286,8 @@ static bool read_burst(UeventSource *s)
                         continue;
                 }
                 if (r < 0) {
-                        log_error("uevent source %s: read failed, no more events from it: %s", source_name(s),
-                                  strerror(-r));
+                        log_error("uevent source %s: read failed, no more events from it: %s",
+                                  source_name(s), strerror(-r));
                         s->dead = true;
                         update_polling(s);
                         break;
@@ -344,13 +345,8 @@ static void on_poll(uv_poll_t *handle, int status, int events)
         (void) read_burst(s);
 }
 
-int source_start(uv_loop_t *loop,
-                        UeventSourceKind kind,
-                        int fd,
-                        UeventSourceHandler handler,
-                        UeventSourceLostHandler lost,
-                        void *userdata,
-                        UeventSource **ret)
+int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHandler handler,
+                 UeventSourceLostHandler lost, void *userdata, UeventSource **ret)
 {
         UeventSource *s;
         int r;

@@ -54,13 +54,8 @@ void uevent_source_set_drained_handler(UeventSource *s, UeventSourceDrainedHandl
  * On success the source owns the fd and closes it when freed; on failure
  * the caller still owns a handed-over fd.  lost may be NULL.
  */
-int uevent_source_new_netlink(uv_loop_t *loop,
-                              int fd,
-                              int rcvbuf_bytes,
-                              UeventSourceHandler handler,
-                              UeventSourceLostHandler lost,
-                              void *userdata,
-                              UeventSource **ret);
+int uevent_source_new_netlink(uv_loop_t *loop, int fd, int rcvbuf_bytes, UeventSourceHandler handler,
+                              UeventSourceLostHandler lost, void *userdata, UeventSource **ret);
 
 /*
  * A Unix datagram socket bound at path (created mode 0600).  A stale socket
@@ -69,12 +64,8 @@ int uevent_source_new_netlink(uv_loop_t *loop,
  * SCM_CREDENTIALS name our effective uid or root are accepted.  The socket
  * file is removed when the source is freed, if it is still ours.
  */
-int uevent_source_new_socket(uv_loop_t *loop,
-                             const char *path,
-                             UeventSourceHandler handler,
-                             UeventSourceLostHandler lost,
-                             void *userdata,
-                             UeventSource **ret);
+int uevent_source_new_socket(uv_loop_t *loop, const char *path, UeventSourceHandler handler,
+                             UeventSourceLostHandler lost, void *userdata, UeventSource **ret);
 
 /*
  * Back-pressure: stop reading (events queue up in the socket, and on

@@ -11,14 +11,9 @@
 
 /* Indexed by UeventAction; the kernel's kobject_actions[] spelled the same way. */
 static const char *const uevent_action_table[_UEVENT_ACTION_MAX] = {
-        [UEVENT_ADD] = "add",
-        [UEVENT_REMOVE] = "remove",
-        [UEVENT_CHANGE] = "change",
-        [UEVENT_MOVE] = "move",
-        [UEVENT_ONLINE] = "online",
-        [UEVENT_OFFLINE] = "offline",
-        [UEVENT_BIND] = "bind",
-        [UEVENT_UNBIND] = "unbind",
+                [UEVENT_ADD] = "add",   [UEVENT_REMOVE] = "remove", [UEVENT_CHANGE] = "change",
+                [UEVENT_MOVE] = "move", [UEVENT_ONLINE] = "online", [UEVENT_OFFLINE] = "offline",
+                [UEVENT_BIND] = "bind", [UEVENT_UNBIND] = "unbind",
 };
 
 const char *uevent_action_to_string(UeventAction a)

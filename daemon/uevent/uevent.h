@@ -13,10 +13,10 @@
  */
 
 /* Limits enforced by uevent_parse(); exported so that readers size their buffers by them. */
-#define UEVENT_SIZE_MIN 32     /* as sd-device: no real event is shorter */
-#define UEVENT_SIZE_MAX 8192   /* the kernel sends at most ~PATH_MAX of header + 2048 of variables */
-#define UEVENT_VARS_MAX 128    /* the kernel's UEVENT_NUM_ENVP is 64 */
-#define UEVENT_KEY_LEN_MAX 64  /* longest key, without "=" */
+#define UEVENT_SIZE_MIN 32       /* as sd-device: no real event is shorter */
+#define UEVENT_SIZE_MAX 8192     /* the kernel sends at most ~PATH_MAX of header + 2048 of variables */
+#define UEVENT_VARS_MAX 128      /* the kernel's UEVENT_NUM_ENVP is 64 */
+#define UEVENT_KEY_LEN_MAX 64    /* longest key, without "=" */
 #define UEVENT_ACTION_LEN_MAX 32 /* longest action name we even look at */
 
 /* In the kernel's order (enum kobject_action), so the values read naturally in a debugger. */

@@ -7,7 +7,8 @@
  */
 
 #define BLKMODEL_BUS_NAME               "org.blkmodel1"
-#define BLKMODEL_ROOT_PATH              "/org/blkmodel1"
+#define BLKMODEL_ROOT_PATH              "/org/blkmodel1"  /* the ObjectManager */
+#define BLKMODEL_MANAGER_PATH           "/org/blkmodel1/Manager"
 #define BLKMODEL_BLOCK_PATH             "/org/blkmodel1/block"
 #define BLKMODEL_DEVICES_PATH           "/org/blkmodel1/devices"
 

@@ -99,10 +99,14 @@ class Json(unittest.TestCase):
             ct.assert_one_line_failure(self, p)
 
     def test_dump(self):
-        # dump is JSON with and without --json.
+        # dump is JSON with and without --json: every managed object, the
+        # Manager too, each interface as GetAll has it.
+        want = self.dm.all_objects()
+        want[bt.MANAGER_PATH] = {bt.MANAGER: self.dm.get_all(
+            bt.MANAGER_PATH, bt.MANAGER)}
         for args in (("dump",), ("--json", "dump")):
             p = ct.run(*args, check=0)
-            self.assertEqual(json.loads(p.stdout), self.dm.all_objects())
+            self.assertEqual(json.loads(p.stdout), want)
 
     def test_events_and_monitor(self):
         last = self.dm.manager_prop("LastSeqnum")

@@ -60,7 +60,7 @@ class Manager(dbus.service.Object):
 
 
 b = dbus.SessionBus()
-m = Manager(b, "/org/blkmodel1")
+m = Manager(b, "/org/blkmodel1/Manager")
 name = dbus.service.BusName("org.blkmodel1", b)
 print("ready", flush=True)
 GLib.MainLoop().run()

@@ -70,7 +70,8 @@ class Properties(unittest.TestCase):
         # An empty array prints as an empty value.
         self.assertEqual(self.get("sda1", "Holders"), "\n")
         # The manager's own properties, through its object path.
-        self.assertEqual(self.get(bt.ROOT, "SysfsRoot"), self.sys + "\n")
+        self.assertEqual(self.get(bt.MANAGER_PATH, "SysfsRoot"),
+                         self.sys + "\n")
 
     def test_show(self):
         out = ct.run("show", "sda", check=0).stdout

@@ -26,14 +26,14 @@ P = "org.freedesktop.DBus.Properties"
 Q = R + "/block/sda/queue"
 print(json.dumps({
     "GetManagedObjects": call(R, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"),
-    "Resolve": call(R, M, "Resolve", "sda"),
-    "GetEvents": call(R, M, "GetEvents", dbus.UInt64(0)),
+    "Resolve": call(R + "/Manager", M, "Resolve", "sda"),
+    "GetEvents": call(R + "/Manager", M, "GetEvents", dbus.UInt64(0)),
     "Get": call(Q, P, "Get", "org.blkmodel1.Queue", "read_ahead_kb"),
     "Introspect": call(Q, "org.freedesktop.DBus.Introspectable", "Introspect"),
     "Set": call(Q, P, "Set", "org.blkmodel1.Queue", "read_ahead_kb", dbus.String("512", variant_level=1)),
     "SetScheduler": call(Q, P, "Set", "org.blkmodel1.Queue", "Scheduler", dbus.String("bfq", variant_level=1)),
-    "Rescan": call(R, M, "Rescan"),
-    "Trigger": call(R, M, "Trigger", dbus.ObjectPath(R + "/block/sda"), "change"),
+    "Rescan": call(R + "/Manager", M, "Rescan"),
+    "Trigger": call(R + "/Manager", M, "Trigger", dbus.ObjectPath(R + "/block/sda"), "change"),
 }))
 '''
 

@@ -111,7 +111,7 @@ class Introspection(unittest.TestCase):
         if device == "/":
             raise AssertionError("sda has no Device object in the fixture")
         cls.objects = {
-            "Manager": bt.ROOT,
+            "Manager": bt.MANAGER_PATH,
             "Kobject": bt.path_of("block"),
             "Kset": bt.path_of("block"),
             "Disk": disk,
@@ -120,8 +120,9 @@ class Introspection(unittest.TestCase):
             "Elevator": bt.path_of("block", "sda", "queue", "iosched"),
             "Device": device,
         }
-        # Kobject is on every object but the root: check it on each kind.
-        cls.kobject_objects = sorted(set(cls.objects.values()) - {bt.ROOT})
+        # Kobject is on every object but the Manager: check it on each kind.
+        cls.kobject_objects = sorted(set(cls.objects.values()) -
+                                     {bt.MANAGER_PATH})
 
     @classmethod
     def tearDownClass(cls):
@@ -429,29 +430,29 @@ class BusPolicy(unittest.TestCase):
                 (B, disk, bt.PROPS, "Get", "ss", bt.IFACE + "Disk", "size"),
                 (B, disk, bt.PROPS, "GetAll", "s", bt.IFACE + "Disk"),
                 (B, bt.ROOT, bt.OM, "GetManagedObjects"),
-                (B, bt.ROOT, mgr, "Resolve", "s", "sda1")]:
+                (B, bt.MANAGER_PATH, mgr, "Resolve", "s", "sda1")]:
             with self.subTest(call=args):
                 ok, out = self.call(addr, *args, uid=NOBODY)
                 self.assertTrue(ok, out)
         # Let through by the bus, decided inside the daemon: whatever
         # blkmodeld answers, the bus must not have rejected them.
         for args in [
-                (B, bt.ROOT, mgr, "GetEvents", "t", 0),
-                (B, bt.ROOT, mgr, "Trigger", "os", disk, "change"),
+                (B, bt.MANAGER_PATH, mgr, "GetEvents", "t", 0),
+                (B, bt.MANAGER_PATH, mgr, "Trigger", "os", disk, "change"),
                 (B, queue, bt.PROPS, "Set", "ssv", bt.IFACE + "Queue",
                  "Scheduler", "none")]:
             with self.subTest(call=args):
                 ok, out = self.call(addr, *args, uid=NOBODY)
                 self.assertNotIn(REJECTED, out)
         # Rescan is root's: blkmodeld itself refuses it to others.
-        ok, out = self.call(addr, B, bt.ROOT, mgr, "Rescan", uid=NOBODY)
+        ok, out = self.call(addr, B, bt.MANAGER_PATH, mgr, "Rescan", uid=NOBODY)
         self.assertFalse(ok)
         self.assertNotIn(REJECTED, out)
         self.assertTrue(out.startswith("org.freedesktop.DBus.Error."
                                        "AccessDenied") or
                         out.startswith(bt.IFACE + "Error.AccessDenied"), out)
         # Anything else is rejected by the bus for others, not for root.
-        for args in [(B, bt.ROOT, mgr, "NoSuchMethod"),
+        for args in [(B, bt.MANAGER_PATH, mgr, "NoSuchMethod"),
                      (B, disk, "org.example.Other", "Frob")]:
             with self.subTest(call=args):
                 ok, out = self.call(addr, *args, uid=NOBODY)

@@ -428,7 +428,7 @@ class Model(unittest.TestCase):
         self.assertRegex(version, r"^\d+\.\d+")
         self.assertEqual(self.dm.manager_prop("SysfsRoot"), self.root)
         self.assertEqual(self.dm.manager_prop("ObjectCount"), len(self.objs))
-        props = self.dm.get_all(bt.ROOT, MANAGER)
+        props = self.dm.get_all(bt.MANAGER_PATH, MANAGER)
         for name in ("Version", "SysfsRoot", "UeventSource", "LastSeqnum",
                      "OldestSeqnum", "EventsLost", "ObjectCount"):
             self.assertIn(name, props)
@@ -436,6 +436,12 @@ class Model(unittest.TestCase):
         self.assertEqual(props["SysfsRoot"], self.root)
         self.assertEqual(props["EventsLost"], 0)
         self.assertNotIn(bt.ROOT, self.objs)
+        # The Manager is a managed object, with what GetAll says of it.
+        gmo = self.dm.managed_objects(with_manager=True)
+        self.assertEqual(set(gmo[bt.MANAGER_PATH]), {MANAGER})
+        mine = dict(gmo[bt.MANAGER_PATH][MANAGER])
+        now = self.dm.get_all(bt.MANAGER_PATH, MANAGER)
+        self.assertEqual(mine, now)
 
     def test_resolve_forms(self):
         sda1 = P("block", "sda", "sda1")
@@ -466,6 +472,7 @@ class Model(unittest.TestCase):
             "/dev/dm-0": P("block", "dm-0"),
             "/sys/block": P("block"),
             bt.ROOT: bt.ROOT,
+            bt.MANAGER_PATH: bt.MANAGER_PATH,
         }
         for spec, want in cases.items():
             with self.subTest(spec=spec):
@@ -499,8 +506,8 @@ class Model(unittest.TestCase):
         self.assertDBusError(unknown_prop, self.dm.get, sda, DISK, "uevent")
         self.assertDBusError(unknown_prop, self.dm.get, sda,
                              bt.IFACE + "Group.power", "size")
-        self.assertDBusError(unknown_prop, self.dm.get, bt.ROOT, MANAGER,
-                             "NoSuch")
+        self.assertDBusError(unknown_prop, self.dm.get, bt.MANAGER_PATH,
+                             MANAGER, "NoSuch")
         self.assertDBusError(unknown_iface, self.dm.get, sda, PART, "Size")
         self.assertDBusError(unknown_iface, self.dm.get, sda,
                              bt.IFACE + "Group.loop", "offset")
@@ -531,7 +538,8 @@ class Model(unittest.TestCase):
                 ET.fromstring(self.dm.introspect(path)).findall("node")]
 
     def test_introspection_children(self):
-        self.assertEqual(sorted(self.nodes(bt.ROOT)), ["block", "devices"])
+        self.assertEqual(sorted(self.nodes(bt.ROOT)),
+                         ["Manager", "block", "devices"])
         self.assertEqual(sorted(self.nodes(P("block"))),
                          sorted(bt.encode(n) for n in DISKS))
         self.assertEqual(sorted(self.nodes(P("block", "sda"))),
@@ -554,7 +562,7 @@ class Model(unittest.TestCase):
                 c = p + "/" + n
                 seen.add(c)
                 todo.append(c)
-        self.assertEqual(seen, set(self.objs))
+        self.assertEqual(seen, set(self.objs) | {bt.MANAGER_PATH})
 
     def test_introspection_properties(self):
         for path in (P("block", "sda"), P("block", "sda", "sda2"),

@@ -31,6 +31,7 @@ import mksysfs  # noqa: E402  (the fixture builder, also a library)
 
 BUS_NAME = "org.blkmodel1"
 ROOT = "/org/blkmodel1"
+MANAGER_PATH = ROOT + "/Manager"
 IFACE = "org.blkmodel1."
 OM = "org.freedesktop.DBus.ObjectManager"
 PROPS = "org.freedesktop.DBus.Properties"
@@ -205,18 +206,20 @@ class Daemon:
         return unwrap(self.object(path).get_dbus_method(method, iface)(
             *args, timeout=kw.get("timeout", 60)))
 
-    def managed_objects(self):
-        return self.call(ROOT, OM, "GetManagedObjects")
+    def managed_objects(self, with_manager=False):
+        """GetManagedObjects: the kobjects, and the Manager if asked for."""
+        objs = self.call(ROOT, OM, "GetManagedObjects")
+        if not with_manager:
+            objs.pop(MANAGER_PATH, None)
+        return objs
 
     def all_objects(self):
-        """The complete model: GetManagedObjects carries each object's
-        interfaces with their Kobject and typed properties; the raw
-        attribute values come from GetAll, interface by interface."""
+        """The complete model read the long way: each object's interfaces
+        from GetManagedObjects, each interface's properties from GetAll."""
         objs = self.managed_objects()
         for path, ifaces in objs.items():
             for iface in ifaces:
-                if iface != IFACE + "Kobject":
-                    ifaces[iface] = self.get_all(path, iface)
+                ifaces[iface] = self.get_all(path, iface)
         return objs
 
     def get(self, path, iface, prop):
@@ -226,10 +229,10 @@ class Daemon:
         return self.call(path, PROPS, "GetAll", iface)
 
     def manager(self, method, *args):
-        return self.call(ROOT, IFACE + "Manager", method, *args)
+        return self.call(MANAGER_PATH, IFACE + "Manager", method, *args)
 
     def manager_prop(self, prop):
-        return self.get(ROOT, IFACE + "Manager", prop)
+        return self.get(MANAGER_PATH, IFACE + "Manager", prop)
 
     def introspect(self, path):
         return str(self.object(path).Introspect(
