@@ -156,8 +156,12 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
         else
                 (void) bus_error_access_denied(&denied,
                                                "%s is allowed to %s, and to others if polkit authorizes %s; "
-                                               "polkit did not authorize uid %" PRIu32 ".",
-                                               call, without_polkit(), a->action, (uint32_t) a->uid);
+                                               "polkit did not authorize uid %" PRIu32 "%s.",
+                                               call, without_polkit(), a->action, (uint32_t) a->uid,
+                                               /* Allowed to wait, yet still a challenge: no agent asked. */
+                                               challenge ? " (it needs authentication, and no polkit "
+                                                           "authentication agent is there to ask for it)"
+                                                         : "");
         authorization_finish(a, &denied);
         return 0;
 }

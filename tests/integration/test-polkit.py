@@ -310,6 +310,13 @@ class Polkit(unittest.TestCase):
                 self.assertIn("polkit did not", g[1])
             self.assertEqual(self.attr("read_ahead_kb"), "128")
 
+            # May authenticate, allows it, but has no agent to do it with.
+            got = call_as(self.users["ask"],
+                          self.set_call("read_ahead_kb", "512", True))
+            self.assertEqual(got[0][0], DENIED, got)
+            self.assertIn("no polkit authentication agent", got[0][1])
+            self.assertEqual(self.attr("read_ahead_kb"), "128")
+
             # Unprivileged calls never ask polkit.
             self.assertEqual(call_as(self.users["no"], ["resolve", "sda",
                                                         False]), [["ok"]])
@@ -423,6 +430,28 @@ class Polkit(unittest.TestCase):
                              bt.path_of("block", "sda"))
             self.assertEqual(self.attr("read_ahead_kb"), "128")
 
+    def test_exit_while_waiting(self):
+        """SIGTERM while a call waits for polkit: a clean exit (no leak
+        under ASan), and the caller hears that nobody will answer."""
+        dm = bt.Daemon(self.sys)
+        try:
+            self.polkitd.send_signal(signal.SIGSTOP)
+            caller = subprocess.Popen(
+                caller_command(self.users["yes"],
+                               [self.set_call("read_ahead_kb", "512",
+                                              False)]),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.0)
+            self.assertIsNone(caller.poll())
+        finally:
+            dm.stop()
+            self.polkitd.send_signal(signal.SIGCONT)
+        out, err = caller.communicate(timeout=120)
+        self.assertEqual(caller.returncode, 0, err)
+        self.assertEqual(json.loads(out)[0][0],
+                         "org.freedesktop.DBus.Error.NoReply")
+        self.assertEqual(self.attr("read_ahead_kb"), "128")
+
     def test_no_polkit_on_the_bus(self):
         type(self).stop_polkitd()
         self.assertFalse(self.bus.name_has_owner(POLKIT_NAME))
@@ -482,6 +511,8 @@ class Polkit(unittest.TestCase):
             out = log.read()
             log.close()
         self.assertEqual(rc, 0, out)
+        for mark in bt._SANITIZER_MARKS:
+            self.assertNotIn(mark, out)
 
 
 if __name__ == "__main__":
