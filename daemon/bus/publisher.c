@@ -128,7 +128,7 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
 
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                                "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");

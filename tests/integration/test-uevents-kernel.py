@@ -151,13 +151,13 @@ class Kernel(unittest.TestCase):
         with bt.Daemon("/sys", no_uevents=False,
                        extra_args=["--uevent-rcvbuf=1"]) as dm:
             self.assertEqual(dm.manager_prop("EventsLost"), 0)
+            rec = bt.SignalRecorder()
             dm.proc.send_signal(signal.SIGSTOP)
             try:
                 for loop, img in zip(loops, images):
                     loop.attach(img, partitions=True)
             finally:
                 dm.proc.send_signal(signal.SIGCONT)
-            rec = bt.SignalRecorder()
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 rec.pump(0.1)
@@ -168,6 +168,13 @@ class Kernel(unittest.TestCase):
                                dm.output()[-2000:])
             self.assertEqual(published_block_devices(dm),
                              sysfs_block_devices())
+            # EventsLost says it emits PropertiesChanged: on the Manager.
+            lost = dm.manager_prop("EventsLost")
+            rec.wait_for(lambda s: any(
+                x[1] == "PropertiesChanged" and x[2] == bt.MANAGER_PATH and
+                x[3][0] == bt.MANAGER and x[3][1].get("EventsLost") == lost
+                for x in s))
+            self.assertNotIn("Cannot announce EventsLost", dm.output())
             rec.close()
             for loop in loops:
                 loop.detach()
