@@ -66,10 +66,10 @@ void live_flush(Live *l)
                 if (k->linked && l->announce)
                         l->ops->object_added(l->userdata, k);
         }
-        /* A first reading of each new block device, for its first change to compare with. */
+        /* What InterfacesAdded said is what a change must be compared with. */
         for (size_t i = 0; i < l->n_added; i++) {
                 Kobject *k = l->added[i];
-                if (k->linked && ktype_is_block_device(k->ktype) && !changes_recorded(k))
+                if (k->linked && !changes_recorded(k))
                         (void) changes_refresh(l, k, REFRESH_RECORD);
                 kobject_unref(l->model, k);
         }

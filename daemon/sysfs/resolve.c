@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "blkmodel/names.h"
 #include "common/util.h"
@@ -105,6 +108,27 @@ static int resolve_sysfs_path(const Sysfs *sysfs, const Model *m, const char *p,
         return -ENOENT;
 }
 
+/*
+ * /dev/disk/by-id/…, /dev/mapper/…, any link or node below /dev that lands on a block device:
+ * its MAJ:MIN.  Followed with openat2(RESOLVE_BENEATH) from /dev, so neither the name nor any
+ * link on the way can take us outside /dev; O_PATH opens no device.
+ */
+static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest, Kobject **ret)
+{
+        _cleanup_(closep) int devfd = -1, fd = -1;
+        char majmin[32];
+        struct stat st;
+
+        devfd = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (devfd < 0)
+                return -ENOENT;
+        fd = sysfs_openat_beneath(devfd, rest, O_PATH, false);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISBLK(st.st_mode))
+                return -ENOENT;
+        (void) snprintf(majmin, sizeof(majmin), "%u:%u", major(st.st_rdev), minor(st.st_rdev));
+        return resolve_majmin(sysfs, m, majmin, ret);
+}
+
 int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject **ret)
 {
         const char *rest;
@@ -136,7 +160,7 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
                                 *c = '!';
                 Kobject *k = model_find_name(m, name);
                 if (!k)
-                        return -ENOENT;
+                        return resolve_dev_node(sysfs, m, rest, ret);
                 *ret = k;
                 return 0;
         }

@@ -32,6 +32,10 @@ typedef struct SysfsEntry {
 } SysfsEntry;
 
 int sysfs_open(const char *root, Sysfs *ret);
+
+/* openat() confined beneath dirfd (openat2 RESOLVE_BENEATH; without openat2, plain openat() refusing
+ * absolute paths and ".."), following symlinks unless no_symlinks. */
+int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks);
 void sysfs_close(Sysfs *s);
 
 /* Opens a directory by its path below the root ("devices/…" or "/devices/…"), following no links. */
