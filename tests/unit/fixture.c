@@ -27,7 +27,7 @@ static char *fixture_path(const Fixture *f, const char *rel)
 
 int fixture_new(Fixture *ret)
 {
-        _cleanup_(freep) char *dir = strdup("/tmp/blkmodel-fixture-XXXXXX"), *root = NULL, *cmd = NULL;
+        _cleanup_(freep) char *dir = strdup("/tmp/blkmodel-unit-XXXXXX"), *root = NULL, *cmd = NULL;
         const char *script = getenv("BLKMODEL_MKSYSFS");
         int status;
 
@@ -265,7 +265,7 @@ int fixture_add_partition(const Fixture *f, const char *disk_devpath, const char
 
 int fixture_add_disk(const Fixture *f, const char *devpath, unsigned major, unsigned minor, uint64_t size)
 {
-        _cleanup_(freep) char *queue = NULL, *holders = NULL, *slaves = NULL, *cmd = NULL, *full = NULL;
+        _cleanup_(freep) char *queue = NULL, *holders = NULL, *slaves = NULL, *full = NULL;
         const char *name = basename_of(devpath);
         FileValue files[] = {
                         {"uevent", strdupf("MAJOR=%u\nMINOR=%u\nDEVNAME=%s\nDEVTYPE=disk\nDISKSEQ=9\n",
