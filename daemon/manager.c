@@ -201,16 +201,16 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
 
 void manager_free(Manager *m)
 {
-        uv_handle_t *handles[] = {
-                        (uv_handle_t *) &m->drain_watch,
-                        (uv_handle_t *) &m->sigterm,
-                        (uv_handle_t *) &m->sigint,
-                        (uv_handle_t *) &m->sighup,
-        };
         unsigned n;
 
         if (!m)
                 return;
+        uv_handle_t *handles[] = {
+                (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->sigterm,
+                (uv_handle_t *) &m->sigint,
+                (uv_handle_t *) &m->sighup,
+        };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
         m->publisher = publisher_free(m->publisher);

@@ -132,7 +132,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
 
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
 {
-        _cleanup_(uevent_freep) Uevent *event = u;
+        _cleanup_(uevent_freep) _unused_ Uevent *owned = u;
         Live *l = userdata;
         const char *action = uevent_action_to_string(u->action);
         Applied a = {};

@@ -142,7 +142,8 @@ int reconcile_all(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata)
                         r = 0;
         }
 
-        /* Removals first: a reused name (loop0 detached and attached again) must go before it comes back. */
+        /* Removals first: a name that comes back under another devpath (a disk moved to another
+         * controller) must go before it comes back. */
         if (r >= 0)
                 r = remove_gone(m, &present, diff, userdata);
         if (r >= 0) {

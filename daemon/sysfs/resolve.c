@@ -7,6 +7,7 @@
 #include "blkmodel/names.h"
 #include "common/util.h"
 #include "sysfs/resolve.h"
+#include "sysfs/values.h"
 
 #define SPEC_MAX 4096
 
@@ -38,17 +39,17 @@ static int resolve_name_path(const Model *m, const char *s, Kobject **ret)
         return walk(model_find_name(m, name), *e ? e + 1 : NULL, ret);
 }
 
+/* Only digits, a colon, digits: the only form that becomes a link name below dev/block. */
 static bool parse_majmin(const char *s, size_t len)
 {
         unsigned maj, min;
-        int n = 0;
         char buf[32];
 
         if (len == 0 || len >= sizeof(buf))
                 return false;
         memcpy(buf, s, len);
         buf[len] = 0;
-        return sscanf(buf, "%u:%u%n", &maj, &min, &n) == 2 && (size_t) n == len;
+        return parse_dev(buf, &maj, &min) == 0;
 }
 
 /* "8:1" or "8:1/queue": through the kernel's dev/block/MAJ:MIN link. */
