@@ -103,11 +103,9 @@ static void on_sighup(uv_signal_t *h, int signum)
         int r;
 
         log_info("Got SIGHUP, rescanning %s.", m->sysfs.root);
-        r = live_rescan(m->live);
+        r = live_rescan_start(m->live, NULL, NULL);
         if (r < 0)
-                log_error_errno(r, "Rescan failed: %m");
-        else
-                log_info("Rescan: %d differences.", r);
+                log_error_errno(r, "Cannot rescan: %m");
 }
 
 static void on_bus_disconnected(void *userdata)

@@ -86,6 +86,20 @@ static int method_resolve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, "o", k ? k->path : BLKMODEL_ROOT_PATH);
 }
 
+/* The reply waits for the rescan, which runs in slices while the loop serves everyone else. */
+static void rescan_done(int result, void *userdata)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        if (result < 0) {
+                (void) bus_error_errno(&error, result, "Rescan failed");
+                (void) sd_bus_reply_method_error(msg, &error);
+                return;
+        }
+        (void) sd_bus_reply_method_return(msg, NULL);
+}
+
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Publisher *p = userdata;
@@ -94,10 +108,12 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = bus_check_privileged(p, msg, error);
         if (r < 0)
                 return r;
-        r = live_rescan(p->live);
-        if (r < 0)
+        r = live_rescan_start(p->live, rescan_done, sd_bus_message_ref(msg));
+        if (r < 0) {
+                sd_bus_message_unref(msg);
                 return bus_error_errno(error, r, "Rescan failed");
-        return sd_bus_reply_method_return(msg, NULL);
+        }
+        return 1;
 }
 
 int bus_append_event(sd_bus_message *m, const EventRecord *e)

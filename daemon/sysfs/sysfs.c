@@ -48,6 +48,24 @@ int sysfs_open(const char *root, Sysfs *ret)
         return 0;
 }
 
+int sysfs_reopen_if_replaced(Sysfs *s)
+{
+        struct stat now, ours;
+        int fd;
+
+        if (stat(s->root, &now) < 0)
+                return -errno;
+        if (fstat(s->root_fd, &ours) >= 0 && ours.st_dev == now.st_dev && ours.st_ino == now.st_ino &&
+            ours.st_nlink > 0)
+                return 0;
+        fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        (void) close(s->root_fd);
+        s->root_fd = fd;
+        return 1;
+}
+
 void sysfs_close(Sysfs *s)
 {
         if (s->root_fd >= 0)
