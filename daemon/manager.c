@@ -103,11 +103,9 @@ static void on_sighup(uv_signal_t *h, int signum)
         int r;
 
         log_info("Got SIGHUP, rescanning %s.", m->sysfs.root);
-        r = live_rescan(m->live);
+        r = live_rescan_start(m->live, NULL, NULL);
         if (r < 0)
-                log_error_errno(r, "Rescan failed: %m");
-        else
-                log_info("Rescan: %d differences.", r);
+                log_error_errno(r, "Cannot rescan: %m");
 }
 
 static void on_bus_disconnected(void *userdata)
@@ -235,15 +233,17 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
 
 void manager_free(Manager *m)
 {
-        uv_handle_t *handles[] = {
-                        (uv_handle_t *) &m->drain_watch, (uv_handle_t *) &m->watchdog,
-                        (uv_handle_t *) &m->sigterm,     (uv_handle_t *) &m->sigint,
-                        (uv_handle_t *) &m->sighup,
-        };
         unsigned n;
 
         if (!m)
                 return;
+        uv_handle_t *handles[] = {
+                (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->watchdog,
+                (uv_handle_t *) &m->sigterm,
+                (uv_handle_t *) &m->sigint,
+                (uv_handle_t *) &m->sighup,
+        };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
         m->publisher = publisher_free(m->publisher);

@@ -56,6 +56,25 @@ static bool remove_object(Live *l, Kobject *k, Applied *a)
         return true;
 }
 
+/*
+ * What follows a disk changes with the disk's event, with none of its own: attaching a loop device
+ * changes its queue's limits; a media change gives the partitions the disk's new DISKSEQ.
+ */
+static void reread_with_followers(Live *l, Kobject *k)
+{
+        (void) changes_reread(l, k);
+        if (k->ktype->id != KTYPE_DISK)
+                return;
+        for (Kobject *c = k->first_child; c; c = c->next_sibling) {
+                (void) changes_reread(l, c);
+                if (c->ktype->id != KTYPE_QUEUE)
+                        continue;
+                Kobject *e = kobject_find_child_type(c, KTYPE_ELEVATOR);
+                if (e)
+                        (void) changes_reread(l, e);
+        }
+}
+
 static void apply(Live *l, const Uevent *u, Applied *a)
 {
         Kobject *k = model_find_devpath(l->model, u->devpath);
@@ -72,7 +91,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
         case UEVENT_ADD:
                 /* An add for what we have is harmless: the scan may have seen it first. */
                 if (k) {
-                        (void) changes_refresh(l, k, REFRESH_ALL);
+                        reread_with_followers(l, k);
                         a->k = k;
                 } else
                         a->k = add_from_sysfs(l, u->devpath, a);
@@ -102,7 +121,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                         a->k = add_from_sysfs(l, u->devpath, a);
                         return;
                 }
-                (void) changes_reread(l, k);
+                reread_with_followers(l, k);
                 a->k = k;
                 return;
 
@@ -113,7 +132,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
 
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
 {
-        _cleanup_(uevent_freep) Uevent *event = u;
+        _cleanup_(uevent_freep) _unused_ Uevent *owned = u;
         Live *l = userdata;
         const char *action = uevent_action_to_string(u->action);
         Applied a = {};

@@ -292,6 +292,14 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
         r = read_slots(l, k, how, have_old ? old : NULL, &now);
         if (r < 0)
                 return r;
+        /* A tunable written moves what derives from it (discard_max_bytes 0 zeroes
+         * discard_granularity): once one watched value changed, read the whole object. */
+        if (how == REFRESH_WATCHED && memcmp(old->slots, now.record->slots, old->n_slots * sizeof(uint64_t)) != 0) {
+                reading_done(&now);
+                r = read_slots(l, k, REFRESH_ALL, old, &now);
+                if (r < 0)
+                        return r;
+        }
 
         /* Without an earlier reading every property may have changed: say so rather than miss one. */
         if (how != REFRESH_RECORD && l->announce && k->linked &&

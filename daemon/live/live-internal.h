@@ -11,7 +11,7 @@
 
 struct Live {
         uv_loop_t *loop;
-        const Sysfs *sysfs;
+        Sysfs *sysfs;
         Model *model;
         EventLog *events;
         unsigned poll_interval_ms;
@@ -34,6 +34,11 @@ struct Live {
         uv_idle_t warmup;
         Kobject **warm;
         size_t n_warm, warm_pos;
+        uv_idle_t rescan_idle;
+        struct Rescan *rescan; /* the one running, or NULL */
+        struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
+        size_t n_next_waiters;
+
         uv_timer_t poll_timer;
         Kobject **polled;
         size_t n_polled, poll_pos;
@@ -88,6 +93,9 @@ void poll_start(Live *l);
 void poll_stop(Live *l);
 
 /* ---- rescan.c ---- */
+
+/* Stops a running rescan; its waiters hear -ECANCELED. */
+void rescan_cancel(Live *l);
 
 /* An event made up from sysfs: what the kernel would have sent, with SYNTHESIZED_KEY=1. */
 int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k);

@@ -66,10 +66,10 @@ void live_flush(Live *l)
                 if (k->linked && l->announce)
                         l->ops->object_added(l->userdata, k);
         }
-        /* A first reading of each new block device, for its first change to compare with. */
+        /* What InterfacesAdded said is what a change must be compared with. */
         for (size_t i = 0; i < l->n_added; i++) {
                 Kobject *k = l->added[i];
-                if (k->linked && ktype_is_block_device(k->ktype) && !changes_recorded(k))
+                if (k->linked && !changes_recorded(k))
                         (void) changes_refresh(l, k, REFRESH_RECORD);
                 kobject_unref(l->model, k);
         }
@@ -120,11 +120,10 @@ void live_on_drained(UeventSource *s, void *userdata)
         if (!l->resync_pending)
                 return;
         l->resync_pending = false;
-        r = live_rescan(l);
+        log_info("Rescanning after lost events.");
+        r = live_rescan_start(l, NULL, NULL);
         if (r < 0)
-                log_error_errno(r, "Rescan after lost events failed: %m");
-        else
-                log_info("Rescan after lost events: %d differences.", r);
+                log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
 uint64_t live_events_lost(const Live *l)
@@ -186,6 +185,13 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->poll_timer.data = l;
         l->n_open_handles = 2;
+        r = uv_idle_init(l->loop, &l->rescan_idle);
+        if (r < 0) {
+                live_free(l);
+                return r;
+        }
+        l->rescan_idle.data = l;
+        l->n_open_handles = 3;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
         return 0;
@@ -209,8 +215,10 @@ void live_free(Live *l)
         stacking_done(l);
 
         /* The handles live in l: it goes with the last close callback. */
-        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
         uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
+        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
+        if (l->n_open_handles == 3)
+                uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
 }
 
 int live_start(Live *l)
@@ -227,6 +235,7 @@ int live_start(Live *l)
 
 void live_stop(Live *l)
 {
+        rescan_cancel(l);
         l->announce = false;
         poll_warmup_stop(l);
         poll_stop(l);

@@ -263,7 +263,7 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret)
         return r < 0 ? r : 1;
 }
 
-static int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
+int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
         _cleanup_(closep) int fd = -1;
@@ -338,6 +338,24 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, int dirfd,
         if (rest && (*rest == 0 || *rest == '/'))
                 return -ELOOP;
         return device_get(s, m, resolved, 0, ret);
+}
+
+int scan_disk_device_devpath(const Sysfs *s, const Kobject *disk, char **ret)
+{
+        _cleanup_(freep) char *target = NULL;
+        _cleanup_(closep) int fd = sysfs_open_dir(s, disk->devpath);
+        int r;
+
+        if (fd < 0)
+                return fd;
+        r = sysfs_readlink(fd, "device", &target);
+        if (r == -ENOENT || r == -EINVAL) {
+                *ret = NULL; /* a virtual device */
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        return sysfs_resolve_relative(disk->devpath, target, ret);
 }
 
 int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
@@ -479,7 +497,7 @@ void block_devs_free(BlockDev *l, size_t n)
 }
 
 /* A class/block entry: a link to the device's directory, which must carry the same name. */
-static int block_dev_read(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret)
+int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret)
 {
         _cleanup_(freep) char *target = NULL, *devpath = NULL, *name = NULL;
         int fd, r;
@@ -531,7 +549,7 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
-                r = block_dev_read(s, fd, &e[i], &l[k]);
+                r = block_dev_read_entry(s, fd, &e[i], &l[k]);
                 if (r == -ENOMEM) {
                         sysfs_entries_free(e, n);
                         block_devs_free(l, k);

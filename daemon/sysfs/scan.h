@@ -19,6 +19,9 @@ typedef struct BlockDev {
 
 void block_devs_free(BlockDev *l, size_t n);
 
+/* One entry of class/block (classfd), read into *ret; logged and negative when unusable. */
+int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret);
+
 /* What class/block lists now, in name order.  Entries that are not links to a directory of the
  * same name are logged and left out. */
 int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
@@ -31,6 +34,9 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
  */
 bool scan_block_device_present(const Sysfs *s, const char *devpath);
 
+/* Where a disk's `device` link points now, as a devpath; NULL for a virtual disk (no link). */
+int scan_disk_device_devpath(const Sysfs *s, const Kobject *disk, char **ret);
+
 /* Enumerates every block device under class/block; returns the number of disks added. */
 int scan_all(const Sysfs *s, Model *m);
 
@@ -42,6 +48,8 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret);
 int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret);
 /* Adds one partition below its disk, which must be in the model. */
 int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret);
+/* Adds the request queue of a disk, and its scheduler. */
+int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk);
 /* Adds the I/O scheduler kobject below a queue if its directory exists: 1, or 0 if there is none. */
 int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret);
 
