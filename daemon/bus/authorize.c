@@ -90,7 +90,12 @@ static void authorization_finish(Authorization *a, const sd_bus_error *denied)
         int r;
 
         if (denied) {
-                log_info("Refused a call by uid %" PRIu32 ": %s", (uint32_t) a->uid, denied->message);
+                if (a->uid == (uid_t) -1)
+                        log_info("Refused a call by %s: %s", strempty(sd_bus_message_get_sender(a->request)),
+                                 denied->message);
+                else
+                        log_info("Refused a call by uid %" PRIu32 ": %s", (uint32_t) a->uid,
+                                 denied->message);
                 r = sd_bus_reply_method_error(a->request, denied);
         } else {
                 /* The privileged part reads the arguments again, from the start. */
@@ -222,7 +227,8 @@ static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
         }
         r = ask_polkit(a);
         if (r < 0) {
-                (void) bus_error_errno(&denied, r, "Cannot ask polkit");
+                (void) bus_error_access_denied(&denied, "Cannot ask polkit about %s: %s", a->action,
+                                               strerror(-r));
                 authorization_finish(a, &denied);
         }
         return 0;
