@@ -27,6 +27,7 @@ struct Publisher {
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
+        Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -45,12 +46,13 @@ struct Publisher {
  * ReadFailed error. */
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
                         bool lenient, size_t *bound, sd_bus_error *error);
-/* a{sv}: every property of the interface, equal to what GetAll returns. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+/* a{sv}: every property of the interface, equal to what GetAll returns; the attributes only root
+ * may read (ATTR_PRIVILEGED) only if privileged. */
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
                                 size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it. */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound);
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound);
 /* as: the names of k's interfaces. */
 int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
@@ -62,7 +64,8 @@ size_t bus_object_size_estimate(const Kobject *k);
  * model too big for one message can be read in parts. */
 bool bus_object_is_manager(const Kobject *k);
 /* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
-int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error);
+int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
+                                   sd_bus_error *error);
 
 /* ---- introspect.c ---- */
 
@@ -102,6 +105,14 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
                   BusAuthorized authorized, sd_bus_error *error);
 /* Drops the calls still waiting, unanswered: at exit. */
 void bus_authorizations_cancel(Publisher *p);
+
+/* A read that depends on who asks: known(p, msg, privileged, error) runs once the caller's uid is
+ * known (privileged: root or the daemon's own user), at once or later, as bus_authorize() does; no
+ * polkit is asked.  Returns what known() returned, or 1 if the answer comes later. */
+typedef int (*BusCallerKnown)(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error);
+int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error);
+/* Forgets the uids of callers remembered so far: at exit. */
+void bus_uids_forget(Publisher *p);
 
 /* ---- access.c ---- */
 

@@ -76,8 +76,11 @@ static void xml_iface(FILE *f, const Iface *iface)
                 xml_property(f, p->name, p->signature, p->writable, p->emits);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
                 const Attr *a = &iface->attrs->attrs[i];
+                /* Only root may read a privileged one: its changes are announced by name only. */
                 xml_property(f, a->member, "s", a->flags & ATTR_WRITABLE,
-                             a->flags & ATTR_VOLATILE ? PROPERTY_EMITS_FALSE : PROPERTY_EMITS_TRUE);
+                             a->flags & ATTR_VOLATILE     ? PROPERTY_EMITS_FALSE
+                             : a->flags & ATTR_PRIVILEGED ? PROPERTY_EMITS_INVALIDATES
+                                                          : PROPERTY_EMITS_TRUE);
         }
         fputs(" </interface>\n", f);
 }

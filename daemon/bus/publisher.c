@@ -73,6 +73,7 @@ Publisher *publisher_free(Publisher *p)
         publisher_release_name(p);
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
+        bus_uids_forget(p);
         bus_loop_free(p->bus_loop);
         sd_bus_slot_unref(p->object_slot);
         sd_bus_slot_unref(p->manager_slot);
