@@ -14,6 +14,7 @@
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
 typedef struct Authorization Authorization;
+typedef struct BusWrite BusWrite;
 
 struct Publisher {
         sd_bus *bus;
@@ -28,6 +29,8 @@ struct Publisher {
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
+        uv_loop_t *loop;
+        BusWrite *writes;              /* Set's writes on the thread pool (write.c) */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -113,6 +116,14 @@ typedef int (*BusCallerKnown)(Publisher *p, sd_bus_message *msg, bool privileged
 int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error);
 /* Forgets the uids of callers remembered so far: at exit. */
 void bus_uids_forget(Publisher *p);
+
+/* ---- write.c ---- */
+
+/* Writes value to rel below the object's directory (dirfd) on libuv's thread pool, then reads back
+ * what the kernel stored, announces it and answers msg.  1 (answered later), or negative errno. */
+int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel, const char *value);
+/* At exit: writes still in flight answer nobody. */
+void bus_writes_orphan(Publisher *p);
 
 /* ---- access.c ---- */
 

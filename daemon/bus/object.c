@@ -282,13 +282,10 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool author
                                      error);
         }
 
-        live_object_before_write(p->live, k);
-        r = sysfs_write_attr(fd, rel, value);
+        r = bus_write_start(p, msg, k, fd, rel, value);
         if (r < 0)
                 return bus_error_write_failed(error, value, k->devpath, rel, r);
-        log_info("%s/%s set to '%s'.", k->devpath, rel, value);
-        live_object_after_write(p->live, k);
-        return sd_bus_reply_method_return(msg, NULL);
+        return r;
 }
 
 /* Set once more, now authorized: the object may have gone, or its files changed, meanwhile. */
