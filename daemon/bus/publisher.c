@@ -126,7 +126,8 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
 
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        /* On the Manager's own path: on the root, sd-bus finds no such property and sends nothing. */
+        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                                "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");
