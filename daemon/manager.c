@@ -5,10 +5,6 @@
 #include "manager.h"
 #include "sysfs/scan.h"
 
-/* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
-#define WRITE_QUEUE_HIGH 1024
-#define WRITE_QUEUE_LOW 256
-
 /* ---- live's ops: what changed, to the publisher ---- */
 
 static void on_object_added(void *userdata, Kobject *k)
@@ -41,7 +37,7 @@ static void on_bus_drain_check(uv_prepare_t *h)
         Manager *m = h->data;
         uint64_t queued = publisher_queued(m->publisher);
 
-        if (queued > WRITE_QUEUE_LOW)
+        if (publisher_congested(m->publisher, true))
                 return;
         (void) uv_prepare_stop(&m->drain_watch);
         m->paused_for_bus = false;
@@ -49,17 +45,15 @@ static void on_bus_drain_check(uv_prepare_t *h)
         log_debug("Bus write queue drained to %" PRIu64 "; reading uevents again.", queued);
 }
 
-/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them. */
+/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them.  NOTES.md:
+ * sd-bus drains a long write queue quadratically and fails past ~393k messages.  Not while the bus has
+ * stopped reading from us: then the publisher drops signals instead, and the model stays current. */
 static void check_backpressure(Manager *m)
 {
-        uint64_t queued;
-
-        if (m->paused_for_bus || !m->uevents)
+        if (m->paused_for_bus || !m->uevents || !publisher_congested(m->publisher, false))
                 return;
-        queued = publisher_queued(m->publisher);
-        if (queued <= WRITE_QUEUE_HIGH)
-                return;
-        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.", queued);
+        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.",
+                  publisher_queued(m->publisher));
         m->paused_for_bus = true;
         uevent_source_pause(m->uevents);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);

@@ -13,6 +13,8 @@
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
+typedef struct Backlog Backlog;
+
 struct Publisher {
         sd_bus *bus;
         BusLoop *bus_loop;
@@ -24,9 +26,21 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        Backlog *backlog;
         PublisherDisconnected disconnected;
         void *userdata;
 };
+
+/* ---- backlog.c ---- */
+
+/* Registers the SignalsDropped signal on the Manager; the timer runs on loop. */
+int backlog_new(Publisher *p, uv_loop_t *loop, Backlog **ret);
+/* NULL is fine; the memory goes with the timer's close callback. */
+void backlog_free(Backlog *b);
+/* Call before sending any signal (e: the Uevent's event, else NULL): false while the bus has stopped
+ * reading from us, and the signal is counted instead of sent. */
+bool backlog_admit(Backlog *b, const EventRecord *e);
+bool backlog_congested(Backlog *b, bool paused);
 
 /* ---- properties.c ---- */
 

@@ -46,8 +46,12 @@ Publisher *publisher_free(Publisher *p);
 /* Takes the bus name: call once the model is complete. */
 int publisher_take_name(Publisher *p);
 void publisher_release_name(Publisher *p);
-/* Messages waiting to be written: the owner stops reading uevents while this is long. */
+/* Messages waiting to be written. */
 uint64_t publisher_queued(Publisher *p);
+/* Should the uevent source wait for the bus?  True while the write queue is long and the bus takes
+ * from it; paused: the source waits already, and goes on once the queue is short again.  False while
+ * the bus has stopped reading from us and the publisher drops signals instead (bus/backlog.c). */
+bool publisher_congested(Publisher *p, bool paused);
 
 /* What live announces (LiveOps), sent as signals. */
 void publisher_object_added(Publisher *p, Kobject *k);
