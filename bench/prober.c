@@ -39,7 +39,7 @@ typedef struct State {
         uint64_t calls, timeouts, errors, max_ns, over_100ms, over_1s;
         uint64_t *lat;
         uint64_t n_lat, lat_cap;
-        uint64_t signals, uevents, last_seqnum, gaps, missed, markers;
+        uint64_t signals, uevents, last_seqnum, gaps, missed, markers, announced;
         uint64_t gap_after[GAPS_MAX], gap_count[GAPS_MAX];
         uint64_t n_gaps_kept;
         uint64_t second_max_ns, second_signals;
@@ -100,7 +100,17 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         s.signals++;
         s.second_signals++;
         if (sd_bus_message_is_signal(m, "org.blkmodel1.Manager", "SignalsDropped")) {
+                uint64_t dropped, first, last;
+
                 s.markers++;
+                /* The Uevents the daemon did not send: a gap no later Uevent may reveal. */
+                if (sd_bus_message_read(m, "ttt", &dropped, &first, &last) >= 0 && first > 0 &&
+                    first > s.last_seqnum && s.n_gaps_kept < GAPS_MAX) {
+                        s.announced += last - first + 1;
+                        s.gap_after[s.n_gaps_kept] = first - 1;
+                        s.gap_count[s.n_gaps_kept++] = last - first + 1;
+                        s.last_seqnum = last;
+                }
                 return 0;
         }
         if (!sd_bus_message_is_signal(m, "org.blkmodel1.Manager", "Uevent"))
@@ -279,11 +289,11 @@ int main(int argc, char **argv)
                ", \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"max_ms\": %.1f, \"over_100ms\": %" PRIu64
                ", \"over_1s\": %" PRIu64 ", \"signals\": %" PRIu64 ", \"uevents\": %" PRIu64
                ", \"last_seqnum\": %" PRIu64 ", \"gaps\": %" PRIu64 ", \"missed\": %" PRIu64
-               ", \"markers\": %" PRIu64 ", \"recovered\": %" PRIu64 ", \"expired\": %" PRIu64
-               ", \"last_error\": \"%s\"}\n",
+               ", \"markers\": %" PRIu64 ", \"announced\": %" PRIu64 ", \"recovered\": %" PRIu64
+               ", \"expired\": %" PRIu64 ", \"last_error\": \"%s\"}\n",
                s.calls, s.timeouts, s.errors, pct_ms(50), pct_ms(99), (double) s.max_ns / 1e6, s.over_100ms,
-               s.over_1s, s.signals, s.uevents, s.last_seqnum, s.gaps, s.missed, s.markers, recovered,
-               expired, s.last_error);
+               s.over_1s, s.signals, s.uevents, s.last_seqnum, s.gaps, s.missed, s.markers, s.announced,
+               recovered, expired, s.last_error);
         free(s.lat);
         sd_bus_flush_close_unref(bus);
         return 0;
