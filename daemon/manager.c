@@ -10,26 +10,30 @@
 static void on_object_added(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_added(m->publisher, k);
+        if (m->publisher)
+                publisher_object_added(m->publisher, k);
 }
 
 static void on_object_removed(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_removed(m->publisher, k);
+        if (m->publisher)
+                publisher_object_removed(m->publisher, k);
 }
 
 static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
 {
         Manager *m = userdata;
-        publisher_interfaces_changed(m->publisher, k, interfaces, added);
+        if (m->publisher)
+                publisher_interfaces_changed(m->publisher, k, interfaces, added);
 }
 
 static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated)
 {
         Manager *m = userdata;
-        publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
+        if (m->publisher)
+                publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
 }
 
 static void on_bus_drain_check(uv_prepare_t *h)
@@ -63,6 +67,8 @@ static void on_event(void *userdata, const EventRecord *e)
 {
         Manager *m = userdata;
 
+        if (!m->publisher)
+                return;
         publisher_uevent(m->publisher, e);
         check_backpressure(m);
 }
@@ -70,7 +76,8 @@ static void on_event(void *userdata, const EventRecord *e)
 static void on_events_lost(void *userdata, uint64_t total)
 {
         Manager *m = userdata;
-        publisher_events_lost(m->publisher);
+        if (m->publisher)
+                publisher_events_lost(m->publisher);
 }
 
 static const LiveOps live_ops = {

@@ -9,6 +9,11 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
+typedef struct PendingChange {
+        Kobject *k; /* a reference */
+        bool plain; /* only plain change events: read what such an event alters first */
+} PendingChange;
+
 struct Live {
         uv_loop_t *loop;
         Sysfs *sysfs;
@@ -28,6 +33,11 @@ struct Live {
         size_t n_added, n_added_max;
         bool members_changed[2]; /* block, devices kset */
 
+        /* Change events of this loop iteration, applied once per object at its end (apply.c). */
+        PendingChange *pending;
+        size_t n_pending, n_pending_max;
+        uv_check_t pending_check;
+
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;
 
@@ -46,6 +56,9 @@ struct Live {
         unsigned n_open_handles;
 };
 
+/* Applies the change events deferred to the end of the loop iteration. */
+void live_apply_pending(Live *l);
+
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
 
@@ -60,6 +73,7 @@ typedef enum Refresh {
         REFRESH_ALL,       /* read everything; announce what changed */
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+        REFRESH_EVENT,     /* only what a change event of the object's own can alter (size, ro, uevent …) */
 } Refresh;
 
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them

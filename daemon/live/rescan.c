@@ -239,6 +239,7 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
 {
         int r;
 
+        live_apply_pending(l);
         if (l->rescan) {
                 r = add_waiter(&l->next_waiters, &l->n_next_waiters, done, userdata);
                 /* Even with nobody waiting, something asked to look again. */
@@ -276,6 +277,7 @@ int live_rescan(Live *l)
 
         if (l->rescan)
                 return -EBUSY;
+        live_apply_pending(l);
         r = rescan_begin(l, &s);
         if (r < 0)
                 return r;
