@@ -61,8 +61,6 @@ int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
 /* ---- managed-objects.c ---- */
 
-/* About what bus_append_object() appends for k, without reading anything. */
-size_t bus_object_size_estimate(const Kobject *k);
 /* Does k answer GetManagedObjects for what is below it?  Ksets, disks and devices do, so that a
  * model too big for one message can be read in parts. */
 bool bus_object_is_manager(const Kobject *k);
@@ -73,7 +71,6 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
 /* ---- introspect.c ---- */
 
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
-void bus_introspect_cache_free_one(Publisher *p, void *entry);
 void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
