@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what building and testing blkmodel needs on Debian 12 (run as root).
 set -eu
-PACKAGES="build-essential meson ninja-build pkg-config libsystemd-dev libuv1-dev libjson-c-dev
-          dbus dbus-daemon dbus-test-runner systemd util-linux fdisk python3 python3-dbus python3-gi kmod"
+# libdbus-1-dev only for dbus-1.pc (where the bus reads policies); polkitd for
+# the authorization tests, which run a real one.
+PACKAGES="build-essential meson ninja-build pkg-config libsystemd-dev libuv1-dev libjson-c-dev libdbus-1-dev
+          dbus dbus-daemon dbus-test-runner systemd util-linux fdisk python3 python3-dbus python3-gi kmod
+          polkitd passwd"
 missing=""
 for p in $PACKAGES; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
