@@ -80,9 +80,14 @@ f = open(sys.argv[1], "ab")
 while True:
     d = s.recv(1 << 20); f.write(d.replace(b"\n", b" ") + b"\n"); f.flush()
 ' "$3" &
+SINK=$!
 for i in $(seq 100); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
-exec systemd-socket-activate -E DBUS_SYSTEM_BUS_ADDRESS=unix:path=$1 -l "$1" \
-        dbus-broker-launch --scope system --config-file="$2"
+systemd-socket-activate -E DBUS_SYSTEM_BUS_ADDRESS=unix:path=$1 -l "$1" \
+        dbus-broker-launch --scope system --config-file="$2" &
+LAUNCHER=$!
+# Stopped: the launcher and the journal stand-in go too.
+trap 'kill $LAUNCHER $SINK 2>/dev/null' TERM INT EXIT
+wait $LAUNCHER
 """
 
 
