@@ -1,43 +1,85 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <blkmodel/names.h>
 
 #include "bus-json.h"
 #include "bus-model.h"
+#include "introspect.h"
 #include "json-util.h"
 
 #include "common/time-util.h"
 #include "common/util.h"
 
-int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
+/* The MAJ:MIN of a block device node a path names, if it names one; 0 if not, *ret untouched. */
+static int spec_devnum(const char *spec, char **ret)
+{
+        struct stat st;
+
+        /* Object paths, devpaths and /sys paths are the daemon's to read; only a node in this
+         * machine's /dev (or a link to one, like /dev/disk/by-id/...) carries a number. */
+        if (spec[0] != '/' || startswith(spec, BLKMODEL_ROOT_PATH "/") || streq(spec, BLKMODEL_ROOT_PATH))
+                return 0;
+        if (stat(spec, &st) < 0 || !S_ISBLK(st.st_mode))
+                return 0;
+        if (asprintf(ret, "%u:%u", major(st.st_rdev), minor(st.st_rdev)) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+static int call_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *path;
         char *copy;
         int r;
 
-        /* The root object is no kobject, so Resolve need not know it. */
-        if (streq(spec, BLKMODEL_ROOT_PATH) || streq(spec, BLKMODEL_MANAGER_PATH))
-                path = spec;
-        else {
-                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
-                                       BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_read(reply, "o", &path);
-                if (r < 0)
-                        return r;
-        }
-
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
         copy = strdup(path);
         if (!copy)
                 return -ENOMEM;
         *ret_path = copy;
         return 0;
+}
+
+int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
+{
+        _cleanup_(freep) char *devnum = NULL;
+        char *copy;
+        int r;
+
+        /* The root object is no kobject, so Resolve need not know it. */
+        if (streq(spec, BLKMODEL_ROOT_PATH) || streq(spec, BLKMODEL_MANAGER_PATH)) {
+                copy = strdup(spec);
+                if (!copy)
+                        return -ENOMEM;
+                *ret_path = copy;
+                return 0;
+        }
+
+        r = spec_devnum(spec, &devnum);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = call_resolve(bus, devnum, ret_path, error);
+                /* A daemon on another tree (a fixture) may know the name but not this machine's number. */
+                if (r >= 0 || !sd_bus_error_has_name(error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
+                        return r;
+                sd_bus_error_free(error);
+        }
+        return call_resolve(bus, spec, ret_path, error);
 }
 
 /*
@@ -121,32 +163,6 @@ static int read_object_entry(sd_bus_message *m, void *userdata)
         return bus_message_read_dict(m, "{sa{sv}}", read_interface_entry, &ifaces);
 }
 
-int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata, json_object **ret,
-                            sd_bus_error *error)
-{
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(json_object_putp) json_object *model = NULL;
-        ModelReader mr = {.filter = filter, .userdata = userdata};
-        int r;
-
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", error, &reply,
-                               NULL);
-        if (r < 0)
-                return r;
-
-        model = json_object_new_object();
-        if (!model)
-                return -ENOMEM;
-        mr.into = model;
-        r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
-        if (r < 0)
-                return r;
-
-        *ret = TAKE_PTR(model);
-        return 0;
-}
-
 int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -183,153 +199,174 @@ int bus_get_property(sd_bus *bus, const char *path, const char *iface, const cha
         return bus_message_read_json(reply, ret);
 }
 
-/* Calls in flight at once: enough to hide the round trips, few enough for any bus's limits. */
-#define FETCH_IN_FLIGHT 128
-
-typedef struct Fetch {
+/* What loading one model needs at every step. */
+typedef struct Loader {
         sd_bus *bus;
+        BusPropertyFilter filter;
+        void *userdata;
         json_object *model;
-        size_t in_flight;
-        int error; /* the first failure other than a vanished object */
-        sd_bus_error bus_error;
-} Fetch;
+        sd_bus_error *error;
+} Loader;
 
-typedef struct FetchCall {
-        Fetch *fetch;
-        const BusPropRequest *req;
-} FetchCall;
-
-static void fetch_done(Fetch *f)
+/* GetManagedObjects on path: the objects below it, into the model. */
+static int load_managed_objects(Loader *l, const char *path)
 {
-        /* Replies still due would name f, which is about to go: drain them first. */
-        while (f->in_flight > 0 && sd_bus_process(f->bus, NULL) >= 0)
-                if (f->in_flight > 0)
-                        (void) sd_bus_wait(f->bus, USEC_INFINITY);
-        sd_bus_error_free(&f->bus_error);
-}
-
-/* Keeps the first failure only: the one that stops the fetch. */
-static void fetch_fail(Fetch *f, int error, const sd_bus_error *bus_error)
-{
-        if (f->error != 0)
-                return;
-        f->error = error;
-        if (bus_error)
-                (void) sd_bus_error_copy(&f->bus_error, bus_error);
-}
-
-/* model[path][iface], created if missing. */
-static json_object *model_iface(json_object *model, const char *path, const char *iface)
-{
-        json_object *obj, *props;
-
-        if (!json_object_object_get_ex(model, path, &obj)) {
-                obj = json_add_object(model, path);
-                if (!obj)
-                        return NULL;
-        }
-        if (!json_object_object_get_ex(obj, iface, &props))
-                props = json_add_object(obj, iface);
-        return props;
-}
-
-/* Stores the answer to one request in model[path][iface]. */
-static int fetch_store(json_object *model, const BusPropRequest *req, sd_bus_message *reply)
-{
-        _cleanup_(json_object_putp) json_object *value = NULL;
-        json_object *props;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ModelReader mr = {.into = l->model, .filter = l->filter, .userdata = l->userdata};
         int r;
 
-        props = model_iface(model, req->path, req->iface);
-        if (!props)
-                return -ENOMEM;
-        if (!req->prop)
-                return read_properties(reply, req->iface, NULL, NULL, props);
-
-        r = bus_message_read_json(reply, &value);
+        r = sd_bus_call_method(l->bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.ObjectManager",
+                               "GetManagedObjects", l->error, &reply, NULL);
         if (r < 0)
                 return r;
-        if (json_object_object_add(props, req->prop, value) < 0)
-                return -ENOMEM;
-        TAKE_PTR(value);
-        return 0;
+        return bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
 }
 
-static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+static bool error_is_vanished(const sd_bus_error *e)
 {
-        _cleanup_(freep) FetchCall *c = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
-        Fetch *f = c->fetch;
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_INTERFACE);
+}
+
+/* Introspect; 0 and nothing when the object went away meanwhile. */
+static int load_introspect(Loader *l, const char *path, Introspection *ret)
+{
         int r;
 
-        f->in_flight--;
-        if (e) {
-                /* The object went away between GetManagedObjects and now, or has no such attribute here
-                 * (only SCSI devices have a type): it is simply not there. */
-                if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY))
-                        fetch_fail(f, -sd_bus_error_get_errno(e) ?: -EIO, e);
+        r = introspect_object(l->bus, path, ret, l->error);
+        if (r >= 0)
+                return 1;
+        if (error_is_vanished(l->error)) {
+                sd_bus_error_free(l->error);
                 return 0;
         }
+        return r;
+}
 
-        r = fetch_store(f->model, c->req, reply);
-        if (r < 0)
-                fetch_fail(f, r, NULL);
+/* One object by itself: GetAll on each of its model interfaces, as GetManagedObjects would list it. */
+static int load_object(Loader *l, const char *path, const Introspection *in)
+{
+        json_object *obj = NULL;
+        int r;
+
+        for (size_t i = 0; i < in->n_interfaces; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                const char *iface = in->interfaces[i].name;
+                json_object *props;
+
+                if (!introspect_interface_is_model(iface))
+                        continue;
+                r = sd_bus_call_method(l->bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties",
+                                       "GetAll", l->error, &reply, "s", iface);
+                if (r < 0 && error_is_vanished(l->error)) {
+                        /* Gone meanwhile: as if it had never been there. */
+                        sd_bus_error_free(l->error);
+                        json_object_object_del(l->model, path);
+                        return 0;
+                }
+                if (r < 0)
+                        return r;
+                if (!obj && !(obj = json_add_object(l->model, path)))
+                        return -ENOMEM;
+                props = json_add_object(obj, iface);
+                if (!props)
+                        return -ENOMEM;
+                r = read_properties(reply, iface, l->filter, l->userdata, props);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
-static int fetch_send(Fetch *f, const BusPropRequest *req)
+static int load_subtree(Loader *l, const char *path, const Introspection *in);
+
+/* The children of path one by one (in is path's introspection), each with what is below it. */
+static int load_children(Loader *l, const char *path, const Introspection *in)
 {
-        _cleanup_(freep) FetchCall *c = NULL;
         int r;
 
-        c = malloc(sizeof(FetchCall));
-        if (!c)
-                return -ENOMEM;
-        *c = (FetchCall){.fetch = f, .req = req};
+        for (size_t i = 0; i < in->n_children; i++) {
+                _cleanup_(introspection_done) Introspection child = {};
+                _cleanup_(freep) char *p = NULL;
 
-        if (req->prop)
-                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
-                                             "org.freedesktop.DBus.Properties", "Get", on_fetch_reply, c,
-                                             "ss", req->iface, req->prop);
-        else
-                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
-                                             "org.freedesktop.DBus.Properties", "GetAll", on_fetch_reply, c,
-                                             "s", req->iface);
+                if (asprintf(&p, "%s/%s", path, in->children[i]) < 0)
+                        return -ENOMEM;
+                r = load_introspect(l, p, &child);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue; /* gone meanwhile */
+                r = load_object(l, p, &child);
+                if (r < 0)
+                        return r;
+                if (introspect_has_interface(&child, "org.freedesktop.DBus.ObjectManager"))
+                        r = load_subtree(l, p, &child);
+                else
+                        r = load_children(l, p, &child);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Everything below path, an ObjectManager: in one reply, or in parts if it would not fit in one. */
+static int load_subtree(Loader *l, const char *path, const Introspection *in)
+{
+        _cleanup_(introspection_done) Introspection own = {};
+        int r;
+
+        r = load_managed_objects(l, path);
+        if (r >= 0 || !sd_bus_error_has_name(l->error, SD_BUS_ERROR_LIMITS_EXCEEDED))
+                return r;
+        sd_bus_error_free(l->error);
+
+        if (!in) {
+                r = load_introspect(l, path, &own);
+                if (r <= 0)
+                        return r;
+                in = &own;
+        }
+        return load_children(l, path, in);
+}
+
+int bus_load_model(sd_bus *bus, const char *top, BusPropertyFilter filter, void *userdata, json_object **ret,
+                   sd_bus_error *error)
+{
+        _cleanup_(json_object_putp) json_object *model = NULL;
+        _cleanup_(introspection_done) Introspection in = {};
+        Loader l = {.bus = bus, .filter = filter, .userdata = userdata, .error = error};
+        int r;
+
+        model = json_object_new_object();
+        if (!model)
+                return -ENOMEM;
+        l.model = model;
+
+        if (streq(top, BLKMODEL_ROOT_PATH))
+                r = load_subtree(&l, top, NULL);
+        else {
+                r = introspect_object(bus, top, &in, error);
+                if (r >= 0)
+                        r = load_object(&l, top, &in);
+                if (r >= 0)
+                        r = introspect_has_interface(&in, "org.freedesktop.DBus.ObjectManager")
+                                            ? load_subtree(&l, top, &in)
+                                            : load_children(&l, top, &in);
+        }
         if (r < 0)
                 return r;
 
-        /* The reply handler frees it. */
-        TAKE_PTR(c);
-        f->in_flight++;
+        *ret = TAKE_PTR(model);
         return 0;
 }
 
-int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
-                         sd_bus_error *error)
+int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_error *error)
 {
-        _cleanup_(fetch_done) Fetch f = {.bus = bus, .model = model, .bus_error = SD_BUS_ERROR_NULL};
-        size_t sent = 0;
+        _cleanup_(introspection_done) Introspection in = {};
+        Loader l = {.bus = bus, .model = model, .error = error};
         int r;
 
-        while ((sent < n || f.in_flight > 0) && f.error == 0) {
-                for (; sent < n && f.in_flight < FETCH_IN_FLIGHT; sent++) {
-                        r = fetch_send(&f, &req[sent]);
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        return r;
-                if (r == 0) {
-                        r = sd_bus_wait(bus, USEC_INFINITY);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        if (f.error < 0) {
-                if (error)
-                        (void) sd_bus_error_move(error, &f.bus_error);
-                return f.error;
-        }
-        return 0;
+        r = introspect_object(bus, path, &in, error);
+        if (r < 0)
+                return r;
+        return load_object(&l, path, &in);
 }
