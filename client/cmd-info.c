@@ -38,8 +38,12 @@ static const char *info_up(json_object *obj)
         /* A disk's parent is its kset; what it sits on is its device link. */
         if (streq(ktype, BLKMODEL_KTYPE_DISK))
                 next = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
-        else
+        else {
                 next = model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_PARENT);
+                /* The top hardware device's parent is the devices kset, where udevadm stops too. */
+                if (streq_ptr(next, model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KSET)))
+                        return NULL;
+        }
         return isempty(next) || streq(next, "/") ? NULL : next;
 }
 
