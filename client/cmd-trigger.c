@@ -116,15 +116,21 @@ static int watch_start(const Ctl *ctl, sd_bus *bus, Watch *w)
         return EXIT_OK;
 }
 
-/* Dispatches what the bus has; then waits for more until until.  -ETIMEDOUT, -EINTR (a signal), 0. */
+/*
+ * Dispatches what the bus has and returns 0 if that was anything, so that the caller looks at what
+ * changed; else waits for more until until.  -ETIMEDOUT, -EINTR (a signal), or 0.
+ */
 static int watch_step(sd_bus *bus, int sigfd, uint64_t until)
 {
+        bool any = false;
         int r;
 
         while ((r = sd_bus_process(bus, NULL)) > 0)
-                ;
+                any = true;
         if (r < 0)
                 return r;
+        if (any)
+                return 0;
         r = bus_wait_event(bus, sigfd, until);
         if (r == 1)
                 return -EINTR;
