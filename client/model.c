@@ -205,12 +205,14 @@ static int compare_model_paths(const void *a, const void *b, void *userdata)
 
         /* Past the common ancestors, the first elements that differ: siblings, by name. */
         for (;;) {
-                size_t ea = element_end(pa + i), eb = element_end(pb + i);
                 _cleanup_(freep) char *xa = NULL, *xb = NULL;
+                size_t ea, eb;
                 int r;
 
                 if (pa[i] == '\0' || pb[i] == '\0')
                         return pa[i] == '\0' ? (pb[i] == '\0' ? 0 : -1) : 1; /* parent first */
+                ea = element_end(pa + i);
+                eb = element_end(pb + i);
                 if (ea == eb && strncmp(pa + i, pb + i, ea) == 0) {
                         i += ea;
                         continue;
