@@ -6,6 +6,8 @@ round-tripping through the daemon to the fixture's files; info -a lists
 the object and then each ancestor up the device chain in order."""
 import json
 import os
+import stat
+import tempfile
 import unittest
 
 import blkmodeltest as bt
@@ -126,6 +128,37 @@ class AttrPath(unittest.TestCase):
                                    "N: sda1"])
         self.assertIn("E: PARTN=1", out)
         self.assertEqual(ct.run_json("info", "sda1")["parents"], [])
+
+    def test_device_nodes(self):
+        # A device node (or a link to one) is resolved by its MAJ:MIN,
+        # which only the client can read: made here with mknod in a
+        # directory of the test's own (stat() opens no device).
+        if os.geteuid() != 0:
+            self.skipTest("mknod needs root")
+        with tempfile.TemporaryDirectory() as d:
+            os.mknod(os.path.join(d, "node"), 0o600 | stat.S_IFBLK,
+                     os.makedev(8, 1))
+            os.makedirs(os.path.join(d, "disk", "by-id"))
+            os.symlink("../../node", os.path.join(d, "disk", "by-id",
+                                                  "ata-Samsung_SSD-part1"))
+            os.mknod(os.path.join(d, "vg0-root"), 0o600 | stat.S_IFBLK,
+                     os.makedev(253, 0))
+            for spec in (os.path.join(d, "node"),
+                         os.path.join(d, "disk/by-id/ata-Samsung_SSD-part1")):
+                with self.subTest(spec=spec):
+                    self.assertEqual(self.get(spec, "Name"), "sda1\n")
+            self.assertEqual(self.get(os.path.join(d, "vg0-root"), "Name"),
+                             "dm-0\n")
+            j = ct.run_json("list", "-o", "NAME", os.path.join(d, "node"))
+            self.assertEqual(j, {"blockdevices": [{"name": "sda1"}]})
+            # A number the model does not have, and a file that is no
+            # device: as Resolve says, under the name given.
+            os.mknod(os.path.join(d, "other"), 0o600 | stat.S_IFBLK,
+                     os.makedev(4000, 7))
+            for name in ("other", "disk"):
+                p = ct.run("get", os.path.join(d, name), "Name")
+                ct.assert_one_line_failure(self, p, contains=(
+                    "No such object: " + os.path.join(d, name),))
 
     def test_tree_ksets(self):
         block = ct.run("tree", "block", check=0).stdout.split("\n")
