@@ -14,26 +14,30 @@
 static void on_object_added(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_added(m->publisher, k);
+        if (m->publisher)
+                publisher_object_added(m->publisher, k);
 }
 
 static void on_object_removed(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_removed(m->publisher, k);
+        if (m->publisher)
+                publisher_object_removed(m->publisher, k);
 }
 
 static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
 {
         Manager *m = userdata;
-        publisher_interfaces_changed(m->publisher, k, interfaces, added);
+        if (m->publisher)
+                publisher_interfaces_changed(m->publisher, k, interfaces, added);
 }
 
 static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated)
 {
         Manager *m = userdata;
-        publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
+        if (m->publisher)
+                publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
 }
 
 static void on_bus_drain_check(uv_prepare_t *h)
@@ -69,6 +73,8 @@ static void on_event(void *userdata, const EventRecord *e)
 {
         Manager *m = userdata;
 
+        if (!m->publisher)
+                return;
         publisher_uevent(m->publisher, e);
         check_backpressure(m);
 }
@@ -76,7 +82,8 @@ static void on_event(void *userdata, const EventRecord *e)
 static void on_events_lost(void *userdata, uint64_t total)
 {
         Manager *m = userdata;
-        publisher_events_lost(m->publisher);
+        if (m->publisher)
+                publisher_events_lost(m->publisher);
 }
 
 static const LiveOps live_ops = {
@@ -103,11 +110,9 @@ static void on_sighup(uv_signal_t *h, int signum)
         int r;
 
         log_info("Got SIGHUP, rescanning %s.", m->sysfs.root);
-        r = live_rescan(m->live);
+        r = live_rescan_start(m->live, NULL, NULL);
         if (r < 0)
-                log_error_errno(r, "Rescan failed: %m");
-        else
-                log_info("Rescan: %d differences.", r);
+                log_error_errno(r, "Cannot rescan: %m");
 }
 
 static void on_bus_disconnected(void *userdata)
@@ -201,16 +206,16 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
 
 void manager_free(Manager *m)
 {
-        uv_handle_t *handles[] = {
-                        (uv_handle_t *) &m->drain_watch,
-                        (uv_handle_t *) &m->sigterm,
-                        (uv_handle_t *) &m->sigint,
-                        (uv_handle_t *) &m->sighup,
-        };
         unsigned n;
 
         if (!m)
                 return;
+        uv_handle_t *handles[] = {
+                (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->sigterm,
+                (uv_handle_t *) &m->sigint,
+                (uv_handle_t *) &m->sighup,
+        };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
         m->publisher = publisher_free(m->publisher);

@@ -24,6 +24,7 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
         void *userdata;
 };
@@ -62,6 +63,8 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
 /* ---- introspect.c ---- */
 
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
+void bus_introspect_cache_free_one(Publisher *p, void *entry);
+void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
 

@@ -7,7 +7,8 @@
 #include "bus/errors.h"
 #include "common/util.h"
 
-static int set_va(sd_bus_error *error, const char *name, int errnum, const char *fmt, va_list ap)
+_printf_(4, 0) static int set_va(sd_bus_error *error, const char *name, int errnum, const char *fmt,
+                                 va_list ap)
 {
         _cleanup_(freep) char *msg = NULL;
 

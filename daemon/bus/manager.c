@@ -9,6 +9,9 @@
 
 /* The Manager interface (SPEC §5): fixed, so a static vtable; sd-bus introspects it. */
 
+/* The largest GetEvents reply: an eighth of the system bus's default message limit. */
+#define GET_EVENTS_REPLY_MAX ((size_t) 4 << 20)
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -83,6 +86,20 @@ static int method_resolve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, "o", k ? k->path : BLKMODEL_ROOT_PATH);
 }
 
+/* The reply waits for the rescan, which runs in slices while the loop serves everyone else. */
+static void rescan_done(int result, void *userdata)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        if (result < 0) {
+                (void) bus_error_errno(&error, result, "Rescan failed");
+                (void) sd_bus_reply_method_error(msg, &error);
+                return;
+        }
+        (void) sd_bus_reply_method_return(msg, NULL);
+}
+
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Publisher *p = userdata;
@@ -91,10 +108,12 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = bus_check_privileged(p, msg, error);
         if (r < 0)
                 return r;
-        r = live_rescan(p->live);
-        if (r < 0)
+        r = live_rescan_start(p->live, rescan_done, sd_bus_message_ref(msg));
+        if (r < 0) {
+                sd_bus_message_unref(msg);
                 return bus_error_errno(error, r, "Rescan failed");
-        return sd_bus_reply_method_return(msg, NULL);
+        }
+        return 1;
 }
 
 int bus_append_event(sd_bus_message *m, const EventRecord *e)
@@ -108,6 +127,17 @@ int bus_append_event(sd_bus_message *m, const EventRecord *e)
         for (size_t i = 0; r >= 0 && i < e->n_env; i++)
                 r = sd_bus_message_append(m, "{ss}", e->env_keys[i], e->env_values[i]);
         return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* What one event takes in a message at most: the struct's alignment, the strings with their length
+ * and NUL, each env entry aligned to 8. */
+static size_t event_bound(const EventRecord *e)
+{
+        size_t n = 8 + 8 + 3 * 5 + strlen(e->action) + strlen(e->devpath) + strlen(e->object_path) + 8;
+
+        for (size_t i = 0; i < e->n_env; i++)
+                n += 8 + 10 + strlen(e->env_keys[i]) + strlen(e->env_values[i]);
+        return n;
 }
 
 static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -127,13 +157,20 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         if (r < 0)
                 return bus_error_errno(error, r, "Cannot list the events");
 
+        /* As many whole events as fit well below any bus's message limit (a log of 2^20 events would
+         * pass it); the client asks again after the last seqnum it got. */
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(tssoa{ss})");
-        for (size_t i = 0; r >= 0 && i < n; i++) {
+        for (size_t i = 0, bytes = 0; r >= 0 && i < n; i++) {
+                const EventRecord *e = eventlog_get(p->events, first + i);
+
+                bytes += event_bound(e);
+                if (i > 0 && bytes > GET_EVENTS_REPLY_MAX)
+                        break;
                 r = sd_bus_message_open_container(reply, 'r', "tssoa{ss}");
                 if (r >= 0)
-                        r = bus_append_event(reply, eventlog_get(p->events, first + i));
+                        r = bus_append_event(reply, e);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
         }

@@ -76,6 +76,7 @@ Publisher *publisher_free(Publisher *p)
         sd_bus_slot_unref(p->manager_slot);
         sd_bus_slot_unref(p->enumerator_slot);
         sd_bus_slot_unref(p->object_manager_slot);
+        bus_introspect_cache_clear(p);
         /* Flushing blocks, but only here, at exit: queued signals and replies still go out. */
         sd_bus_flush_close_unref(p->bus);
         free(p);

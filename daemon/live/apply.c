@@ -56,6 +56,96 @@ static bool remove_object(Live *l, Kobject *k, Applied *a)
         return true;
 }
 
+/*
+ * What follows a disk changes with the disk's event, with none of its own: attaching a loop device
+ * changes its queue's limits; a media change gives the partitions the disk's new DISKSEQ.
+ */
+static void reread_with_followers(Live *l, Kobject *k)
+{
+        (void) changes_reread(l, k);
+        if (k->ktype->id != KTYPE_DISK)
+                return;
+        for (Kobject *c = k->first_child; c; c = c->next_sibling) {
+                (void) changes_reread(l, c);
+                if (c->ktype->id != KTYPE_QUEUE)
+                        continue;
+                Kobject *e = kobject_find_child_type(c, KTYPE_ELEVATOR);
+                if (e)
+                        (void) changes_reread(l, e);
+        }
+}
+
+/* Env keys a plain change carries: anything else (DM_*, MD_*, …) says more may have moved. */
+static const char *const plain_keys[] = {
+        "ACTION", "DEVPATH", "SUBSYSTEM", "SEQNUM", "MAJOR", "MINOR", "DEVNAME", "DEVTYPE", "DISKSEQ",
+        "PARTN", "PARTNAME", "SYNTH_UUID", "RESIZE", "DISK_RO", "DISK_MEDIA_CHANGE",
+};
+
+static bool plain_change(const Uevent *u)
+{
+        for (size_t i = 0; i < u->n_env; i++) {
+                bool known = false;
+                for (size_t j = 0; j < ELEMENTSOF(plain_keys) && !known; j++)
+                        known = streq(u->env_keys[i], plain_keys[j]);
+                if (!known)
+                        return false;
+        }
+        return true;
+}
+
+static void on_pending_check(uv_check_t *h)
+{
+        live_apply_pending(h->data);
+}
+
+static void defer_change(Live *l, Kobject *k, bool plain)
+{
+        for (size_t i = 0; i < l->n_pending; i++)
+                if (l->pending[i].k == k) {
+                        l->pending[i].plain = l->pending[i].plain && plain;
+                        return;
+                }
+        if (l->n_pending == l->n_pending_max) {
+                size_t n = l->n_pending_max ? l->n_pending_max * 2 : 64;
+                PendingChange *t = realloc(l->pending, n * sizeof(PendingChange));
+                if (!t) {
+                        /* Read it now rather than not at all. */
+                        reread_with_followers(l, k);
+                        return;
+                }
+                l->pending = t;
+                l->n_pending_max = n;
+        }
+        l->pending[l->n_pending++] = (PendingChange){kobject_ref(k), plain};
+        (void) uv_check_start(&l->pending_check, on_pending_check);
+}
+
+void live_apply_pending(Live *l)
+{
+        /* Taken first: reading may announce, and announcing may apply nothing new, but stay safe. */
+        PendingChange *list = TAKE_PTR(l->pending);
+        size_t n = l->n_pending;
+
+        l->n_pending = l->n_pending_max = 0;
+        (void) uv_check_stop(&l->pending_check);
+        for (size_t i = 0; i < n; i++) {
+                Kobject *k = list[i].k;
+
+                if (k->linked) {
+                        char **before = stacking_neighbours(l, k);
+                        /* A plain change re-reads what such an event alters, and lists the directory;
+                         * only when that moved is the rest read, with what follows the disk. */
+                        if (!list[i].plain || !scan_shape_unchanged(l->sysfs, k) ||
+                            changes_refresh(l, k, REFRESH_EVENT) != 0)
+                                reread_with_followers(l, k);
+                        live_flush(l);
+                        stacking_refresh_neighbours(l, k, before);
+                }
+                kobject_unref(l->model, k);
+        }
+        free(list);
+}
+
 static void apply(Live *l, const Uevent *u, Applied *a)
 {
         Kobject *k = model_find_devpath(l->model, u->devpath);
@@ -72,7 +162,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
         case UEVENT_ADD:
                 /* An add for what we have is harmless: the scan may have seen it first. */
                 if (k) {
-                        (void) changes_refresh(l, k, REFRESH_ALL);
+                        reread_with_followers(l, k);
                         a->k = k;
                 } else
                         a->k = add_from_sysfs(l, u->devpath, a);
@@ -102,7 +192,9 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                         a->k = add_from_sysfs(l, u->devpath, a);
                         return;
                 }
-                (void) changes_reread(l, k);
+                /* Read once this loop iteration's burst is in: a storm of changes of one object
+                 * costs one reading. */
+                defer_change(l, k, plain_change(u));
                 a->k = k;
                 return;
 
@@ -113,7 +205,7 @@ static void apply(Live *l, const Uevent *u, Applied *a)
 
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
 {
-        _cleanup_(uevent_freep) Uevent *event = u;
+        _cleanup_(uevent_freep) _unused_ Uevent *owned = u;
         Live *l = userdata;
         const char *action = uevent_action_to_string(u->action);
         Applied a = {};
@@ -122,6 +214,9 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         if (!streq_ptr(u->subsystem, "block"))
                 return;
         log_debug("uevent %s %s", action, u->devpath);
+        /* Whatever comes or goes is applied after the changes before it. */
+        if (u->action == UEVENT_ADD || u->action == UEVENT_REMOVE || u->action == UEVENT_MOVE)
+                live_apply_pending(l);
 
         /* What the object linked to is known only before the event changes it. */
         before = stacking_neighbours(

@@ -9,9 +9,14 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
+typedef struct PendingChange {
+        Kobject *k; /* a reference */
+        bool plain; /* only plain change events: read what such an event alters first */
+} PendingChange;
+
 struct Live {
         uv_loop_t *loop;
-        const Sysfs *sysfs;
+        Sysfs *sysfs;
         Model *model;
         EventLog *events;
         unsigned poll_interval_ms;
@@ -28,18 +33,31 @@ struct Live {
         size_t n_added, n_added_max;
         bool members_changed[2]; /* block, devices kset */
 
+        /* Change events of this loop iteration, applied once per object at its end (apply.c). */
+        PendingChange *pending;
+        size_t n_pending, n_pending_max;
+        uv_check_t pending_check;
+
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;
 
         uv_idle_t warmup;
         Kobject **warm;
         size_t n_warm, warm_pos;
+        uv_idle_t rescan_idle;
+        struct Rescan *rescan; /* the one running, or NULL */
+        struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
+        size_t n_next_waiters;
+
         uv_timer_t poll_timer;
         Kobject **polled;
         size_t n_polled, poll_pos;
         uint64_t poll_round_start; /* µs */
         unsigned n_open_handles;
 };
+
+/* Applies the change events deferred to the end of the loop iteration. */
+void live_apply_pending(Live *l);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
@@ -55,6 +73,7 @@ typedef enum Refresh {
         REFRESH_ALL,       /* read everything; announce what changed */
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+        REFRESH_EVENT,     /* only what a change event of the object's own can alter (size, ro, uevent …) */
 } Refresh;
 
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
@@ -88,6 +107,9 @@ void poll_start(Live *l);
 void poll_stop(Live *l);
 
 /* ---- rescan.c ---- */
+
+/* Stops a running rescan; its waiters hear -ECANCELED. */
+void rescan_cancel(Live *l);
 
 /* An event made up from sysfs: what the kernel would have sent, with SYNTHESIZED_KEY=1. */
 int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k);

@@ -66,10 +66,10 @@ void live_flush(Live *l)
                 if (k->linked && l->announce)
                         l->ops->object_added(l->userdata, k);
         }
-        /* A first reading of each new block device, for its first change to compare with. */
+        /* What InterfacesAdded said is what a change must be compared with. */
         for (size_t i = 0; i < l->n_added; i++) {
                 Kobject *k = l->added[i];
-                if (k->linked && ktype_is_block_device(k->ktype) && !changes_recorded(k))
+                if (k->linked && !changes_recorded(k))
                         (void) changes_refresh(l, k, REFRESH_RECORD);
                 kobject_unref(l->model, k);
         }
@@ -120,11 +120,11 @@ void live_on_drained(UeventSource *s, void *userdata)
         if (!l->resync_pending)
                 return;
         l->resync_pending = false;
-        r = live_rescan(l);
+        live_apply_pending(l);
+        log_info("Rescanning after lost events.");
+        r = live_rescan_start(l, NULL, NULL);
         if (r < 0)
-                log_error_errno(r, "Rescan after lost events failed: %m");
-        else
-                log_info("Rescan after lost events: %d differences.", r);
+                log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
 uint64_t live_events_lost(const Live *l)
@@ -134,6 +134,7 @@ uint64_t live_events_lost(const Live *l)
 
 void live_object_before_write(Live *l, Kobject *k)
 {
+        live_apply_pending(l);
         /* Without a reading from before, the announcement after would have to list everything. */
         if (!changes_recorded(k))
                 (void) changes_refresh(l, k, REFRESH_RECORD);
@@ -186,6 +187,20 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->poll_timer.data = l;
         l->n_open_handles = 2;
+        r = uv_idle_init(l->loop, &l->rescan_idle);
+        if (r < 0) {
+                live_free(l);
+                return r;
+        }
+        l->rescan_idle.data = l;
+        l->n_open_handles = 3;
+        r = uv_check_init(l->loop, &l->pending_check);
+        if (r < 0) {
+                live_free(l);
+                return r;
+        }
+        l->pending_check.data = l;
+        l->n_open_handles = 4;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
         return 0;
@@ -198,6 +213,11 @@ void live_free(Live *l)
 
         if (!l)
                 return;
+        /* Nobody is left to hear about them. */
+        for (size_t j = 0; j < l->n_pending; j++)
+                kobject_unref(l->model, l->pending[j].k);
+        l->pending = mfree(l->pending);
+        l->n_pending = l->n_pending_max = 0;
         live_stop(l);
         model_set_observer(l->model, NULL, NULL);
         for (size_t j = 0; j < l->n_added; j++)
@@ -209,8 +229,12 @@ void live_free(Live *l)
         stacking_done(l);
 
         /* The handles live in l: it goes with the last close callback. */
-        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
         uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
+        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
+        if (l->n_open_handles >= 3)
+                uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
+        if (l->n_open_handles == 4)
+                uv_close((uv_handle_t *) &l->pending_check, on_handle_closed);
 }
 
 int live_start(Live *l)
@@ -227,6 +251,9 @@ int live_start(Live *l)
 
 void live_stop(Live *l)
 {
+        rescan_cancel(l);
+        /* Read what came before the stop: cheap, and the model stays what sysfs said. */
+        live_apply_pending(l);
         l->announce = false;
         poll_warmup_stop(l);
         poll_stop(l);

@@ -41,7 +41,7 @@ typedef struct LiveOps {
 
 typedef struct LiveConfig {
         uv_loop_t *loop;
-        const Sysfs *sysfs;
+        Sysfs *sysfs; /* a rescan reopens the root when it was replaced */
         Model *model;
         EventLog *events;
         /* Re-read what changes without an event once per interval; 0: never. */
@@ -66,7 +66,16 @@ void live_on_lost(UeventSource *s, void *userdata);
 /* The rescan after a loss runs here, when the socket has been read empty. */
 void live_on_drained(UeventSource *s, void *userdata);
 
-/* Re-reads sysfs and announces every difference, with an event for each; returns their number. */
+/*
+ * Re-reads sysfs and announces every difference: block devices added and removed, and everything
+ * of every object, each changed block device with a made-up "change" event.  In time slices that
+ * yield to the loop; done(result, userdata) is called at the end with the number of block devices
+ * added, removed or changed, or a negative errno.  A request while a rescan runs gets a fresh one
+ * after it.  done may be NULL.
+ */
+typedef void (*LiveRescanDone)(int result, void *userdata);
+int live_rescan_start(Live *l, LiveRescanDone done, void *userdata);
+/* The same, to the end before returning (tests, and nothing that must keep the loop turning). */
 int live_rescan(Live *l);
 
 /* Before a write: makes sure there is a reading to compare the written value with. */

@@ -41,11 +41,15 @@ static void release(Live *l, Kobject ***list, size_t *n, size_t *pos)
         *n = *pos = 0;
 }
 
-/* ---- warm-up: a first reading of every disk and partition, so that a change can be told ---- */
+/*
+ * ---- warm-up: a first reading of every object, so that a change can be told ----
+ * What the clients read before it is unknown: a change on an object not read yet is announced
+ * with every property, rather than missed.
+ */
 
-static bool is_block_device(const Kobject *k)
+static bool has_values(const Kobject *k)
 {
-        return ktype_is_block_device(k->ktype);
+        return k->ktype->id != KTYPE_KSET;
 }
 
 static void on_warmup(uv_idle_t *h)
@@ -61,7 +65,7 @@ static void on_warmup(uv_idle_t *h)
                 kobject_unref(l->model, k);
         }
         if (l->warm_pos == l->n_warm) {
-                log_debug("Recorded the values of %zu disks and partitions.", l->n_warm);
+                log_debug("Recorded the values of %zu objects.", l->n_warm);
                 poll_warmup_stop(l);
         }
 }
@@ -70,7 +74,7 @@ int poll_warmup_start(Live *l)
 {
         int r;
 
-        r = collect(l, is_block_device, &l->warm, &l->n_warm);
+        r = collect(l, has_values, &l->warm, &l->n_warm);
         if (r < 0)
                 return r;
         l->warm_pos = 0;

@@ -4,6 +4,23 @@
 #include "sysfs/reconcile.h"
 #include "sysfs/values.h"
 
+/* No slice keeps the loop longer than this: a rescan of 10,000 disks must not stall a caller. */
+#define RESCAN_SLICE_USEC 4000
+
+typedef struct RescanWaiter {
+        LiveRescanDone done;
+        void *userdata;
+} RescanWaiter;
+
+typedef struct Rescan {
+        Reconcile *reconcile; /* first: block devices and what follows them */
+        Kobject **objects;    /* then: every object read again (references) */
+        size_t n_objects, pos;
+        int changes;
+        RescanWaiter *waiters;
+        size_t n_waiters;
+} Rescan;
+
 /* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file, and our mark. */
 int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
 {
@@ -25,8 +42,7 @@ int live_synthesize(Live *l, const char *action, const char *devpath, const char
                 r = strv_extend(&values, &n_values, "block");
         if (r >= 0 && k && k->ktype->has_uevent) {
                 rel = path_join(k->devpath, "uevent");
-                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 &&
-                    parse_uevent_file(text, &pairs) >= 0)
+                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 && parse_uevent_file(text, &pairs) >= 0)
                         for (char **p = pairs; r >= 0 && p[0] && p[1]; p += 2) {
                                 r = strv_extend(&keys, &n_keys, p[0]);
                                 if (r >= 0)
@@ -42,8 +58,8 @@ int live_synthesize(Live *l, const char *action, const char *devpath, const char
         return live_publish_event(l, action, devpath, object_path, n_keys, keys, values);
 }
 
-static void on_reconcile_diff(void *userdata, const char *action, const char *devpath,
-                              const char *object_path, Kobject *k)
+static void on_reconcile_diff(void *userdata, const char *action, const char *devpath, const char *object_path,
+                              Kobject *k)
 {
         Live *l = userdata;
 
@@ -54,36 +70,221 @@ static void on_reconcile_diff(void *userdata, const char *action, const char *de
         (void) live_synthesize(l, action, devpath, object_path, k);
 }
 
+static void on_rescan_idle(uv_idle_t *h);
+
+/* A request nobody waits for still asks for a fresh look. */
+static void rescan_ignore(int result, void *userdata)
+{
+}
+
+static void rescan_free(Live *l, Rescan *s)
+{
+        reconcile_free(s->reconcile);
+        for (size_t i = s->pos; i < s->n_objects; i++)
+                kobject_unref(l->model, s->objects[i]);
+        free(s->objects);
+        free(s->waiters);
+        free(s);
+}
+
+static int path_cmp(const void *a, const void *b)
+{
+        return strcmp((*(Kobject *const *) a)->path, (*(Kobject *const *) b)->path);
+}
+
+/* In path order: a disk before its partitions, and the same order every time. */
+static int snapshot_objects(Live *l, Rescan *s)
+{
+        Kobject *k;
+        size_t i = 0;
+
+        s->objects = calloc(l->model->n_objects + 1, sizeof(Kobject *));
+        if (!s->objects)
+                return -ENOMEM;
+        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+                if (k->ktype->id != KTYPE_KSET)
+                        s->objects[s->n_objects++] = kobject_ref(k);
+        qsort(s->objects, s->n_objects, sizeof(Kobject *), path_cmp);
+        return 0;
+}
+
+/* Whatever stayed may still have changed while we were not listening. */
+static void reread_one(Live *l, Rescan *s, Kobject *k)
+{
+        int r;
+
+        if (!k->linked)
+                return;
+        if (!changes_recorded(k)) {
+                /* Never read: nothing to compare with; remember it for next time. */
+                (void) changes_refresh(l, k, REFRESH_RECORD);
+                return;
+        }
+        r = changes_reread(l, k);
+        live_flush(l);
+        if (r > 0 && ktype_is_block_device(k->ktype)) {
+                s->changes++;
+                (void) live_synthesize(l, "change", k->devpath, k->path, k);
+        }
+}
+
+/* One unit of work: 1 while there is more, 0 when done, negative errno. */
+static int rescan_step(Live *l, Rescan *s)
+{
+        int r;
+
+        if (s->reconcile) {
+                r = reconcile_step(s->reconcile);
+                live_flush(l);
+                if (r != 0)
+                        return r;
+                s->changes += reconcile_changes(s->reconcile);
+                s->reconcile = reconcile_free(s->reconcile);
+                r = snapshot_objects(l, s);
+                return r < 0 ? r : 1;
+        }
+        if (s->pos < s->n_objects) {
+                Kobject *k = s->objects[s->pos++];
+                reread_one(l, s, k);
+                kobject_unref(l->model, k);
+                return 1;
+        }
+        return 0;
+}
+
+static int rescan_begin(Live *l, Rescan **ret)
+{
+        Rescan *s;
+        int r;
+
+        r = sysfs_reopen_if_replaced(l->sysfs);
+        if (r > 0)
+                log_notice("%s was replaced; reading the new tree.", l->sysfs->root);
+        s = calloc(1, sizeof(Rescan));
+        if (!s)
+                return -ENOMEM;
+        r = reconcile_new(l->sysfs, l->model, on_reconcile_diff, l, &s->reconcile);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void rescan_finish(Live *l, int result)
+{
+        Rescan *s = l->rescan;
+
+        l->rescan = NULL;
+        (void) uv_idle_stop(&l->rescan_idle);
+        for (size_t i = 0; s && i < s->n_waiters; i++)
+                s->waiters[i].done(result, s->waiters[i].userdata);
+        if (s)
+                rescan_free(l, s);
+
+        /* Those who asked meanwhile may have changes this one had passed already: a fresh one. */
+        if (l->n_next_waiters > 0) {
+                RescanWaiter *w = TAKE_PTR(l->next_waiters);
+                size_t n = l->n_next_waiters;
+                int r;
+
+                l->n_next_waiters = 0;
+                r = rescan_begin(l, &l->rescan);
+                if (r < 0) {
+                        for (size_t i = 0; i < n; i++)
+                                w[i].done(r, w[i].userdata);
+                        free(w);
+                        return;
+                }
+                l->rescan->waiters = w;
+                l->rescan->n_waiters = n;
+                (void) uv_idle_start(&l->rescan_idle, on_rescan_idle);
+        }
+}
+
+static void on_rescan_idle(uv_idle_t *h)
+{
+        Live *l = h->data;
+        uint64_t start = uv_hrtime() / 1000;
+        int r = 1;
+
+        while (l->rescan && (r = rescan_step(l, l->rescan)) > 0)
+                if (uv_hrtime() / 1000 - start >= RESCAN_SLICE_USEC)
+                        return;
+        if (!l->rescan)
+                return;
+        if (r < 0)
+                log_error_errno(r, "Rescan failed: %m");
+        else
+                log_info("Rescan: %d differences.", l->rescan->changes);
+        rescan_finish(l, r < 0 ? r : l->rescan->changes);
+}
+
+static int add_waiter(RescanWaiter **l, size_t *n, LiveRescanDone done, void *userdata)
+{
+        RescanWaiter *t;
+
+        if (!done)
+                return 0;
+        t = realloc(*l, sizeof(RescanWaiter) * (*n + 1));
+        if (!t)
+                return -ENOMEM;
+        t[(*n)++] = (RescanWaiter){done, userdata};
+        *l = t;
+        return 0;
+}
+
+int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
+{
+        int r;
+
+        live_apply_pending(l);
+        if (l->rescan) {
+                r = add_waiter(&l->next_waiters, &l->n_next_waiters, done, userdata);
+                /* Even with nobody waiting, something asked to look again. */
+                if (r >= 0 && !done)
+                        r = add_waiter(&l->next_waiters, &l->n_next_waiters, rescan_ignore, NULL);
+                return r;
+        }
+        r = rescan_begin(l, &l->rescan);
+        if (r < 0)
+                return r;
+        r = add_waiter(&l->rescan->waiters, &l->rescan->n_waiters, done, userdata);
+        if (r < 0) {
+                rescan_free(l, TAKE_PTR(l->rescan));
+                return r;
+        }
+        return uv_idle_start(&l->rescan_idle, on_rescan_idle);
+}
+
+void rescan_cancel(Live *l)
+{
+        _cleanup_(freep) RescanWaiter *next = TAKE_PTR(l->next_waiters);
+        size_t n = l->n_next_waiters;
+
+        l->n_next_waiters = 0;
+        if (l->rescan)
+                rescan_finish(l, -ECANCELED);
+        for (size_t i = 0; i < n; i++)
+                next[i].done(-ECANCELED, next[i].userdata);
+}
+
 int live_rescan(Live *l)
 {
-        _cleanup_(freep) Kobject **members = NULL;
-        size_t n = 0;
-        int r, changes;
+        Rescan *s;
+        int r;
 
-        r = reconcile_all(l->sysfs, l->model, on_reconcile_diff, l);
-        live_flush(l);
+        if (l->rescan)
+                return -EBUSY;
+        live_apply_pending(l);
+        r = rescan_begin(l, &s);
         if (r < 0)
                 return r;
-        changes = r;
-
-        /* Whatever stayed may still have changed while we were not listening. */
-        r = kset_members_sorted(l->model->block_kset, &members, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                Kobject *k = members[i];
-
-                if (!changes_recorded(k)) {
-                        /* Never read: nothing to compare with; remember it for next time. */
-                        (void) changes_refresh(l, k, REFRESH_RECORD);
-                        continue;
-                }
-                r = changes_reread(l, k);
-                live_flush(l);
-                if (r > 0) {
-                        changes++;
-                        (void) live_synthesize(l, "change", k->devpath, k->path, k);
-                }
-        }
-        return changes;
+        while ((r = rescan_step(l, s)) > 0)
+                ;
+        if (r >= 0)
+                r = s->changes;
+        rescan_free(l, s);
+        return r;
 }

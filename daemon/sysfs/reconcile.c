@@ -69,94 +69,285 @@ static int report_added(Kobject *k, ReconcileDiff diff, void *userdata)
         return n;
 }
 
-static int remove_gone(Model *m, const Hashmap *present, ReconcileDiff diff, void *userdata)
+typedef enum Phase {
+        PHASE_LIST,    /* read class/block's links, one entry a step */
+        PHASE_REMOVE,  /* each disk and partition of the model: still there? */
+        PHASE_ADD,     /* each block device listed: in the model?  disks, then partitions */
+        PHASE_FOLLOW,  /* each disk: its queue, scheduler and hardware as sysfs has them now */
+        PHASE_DONE,
+} Phase;
+
+struct Reconcile {
+        const Sysfs *sysfs;
+        Model *model;
+        ReconcileDiff diff;
+        void *userdata;
+        Phase phase;
+        int class_fd;
+        SysfsEntry *entries;
+        size_t n_entries;
+        BlockDev *devs;
+        size_t n_devs;
+        Kobject **disks; /* references: an event may remove one between two steps */
+        size_t n_disks;
+        size_t pos;
+        bool partitions;
+        int changes;
+};
+
+static void release_disks(Reconcile *r)
 {
-        _cleanup_(freep) Kobject **disks = NULL;
-        size_t n_disks = 0;
-        int r, changes = 0;
-
-        r = kobject_children_sorted(m->block_kset, KTYPE_DISK, &disks, &n_disks);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n_disks; i++) {
-                Kobject *d = disks[i], *next;
-
-                if (!hashmap_get(present, d->devpath)) {
-                        r = remove_reporting(m, d, diff, userdata);
-                        if (r < 0)
-                                return r;
-                        changes += r;
-                        continue;
-                }
-                for (Kobject *c = d->first_child; c; c = next) {
-                        next = c->next_sibling;
-                        if (c->ktype->id != KTYPE_PARTITION || hashmap_get(present, c->devpath))
-                                continue;
-                        r = remove_reporting(m, c, diff, userdata);
-                        if (r < 0)
-                                return r;
-                        changes += r;
-                }
-        }
-        return changes;
+        for (size_t i = r->pos; i < r->n_disks; i++)
+                kobject_unref(r->model, r->disks[i]);
+        r->disks = mfree(r->disks);
+        r->n_disks = r->pos = 0;
 }
 
-/* Disks first, so that a partition finds its disk in place. */
-static int add_new(const Sysfs *s, Model *m, const BlockDev *devs, size_t n, bool partitions,
-                   ReconcileDiff diff, void *userdata)
+static int snapshot_disks(Reconcile *r)
 {
-        int changes = 0;
+        Kobject *kset = r->model->block_kset;
 
-        for (size_t i = 0; i < n; i++) {
-                Kobject *k;
-                int r;
+        release_disks(r);
+        r->disks = calloc(kset->n_children + 1, sizeof(Kobject *));
+        if (!r->disks)
+                return -ENOMEM;
+        for (Kobject *k = kset->first_child; k; k = k->next_sibling)
+                if (k->ktype->id == KTYPE_DISK)
+                        r->disks[r->n_disks++] = kobject_ref(k);
+        return 0;
+}
 
-                if (devs[i].partition != partitions || model_find_devpath(m, devs[i].devpath))
+Reconcile *reconcile_free(Reconcile *r)
+{
+        if (!r)
+                return NULL;
+        release_disks(r);
+        sysfs_entries_free(r->entries, r->n_entries);
+        block_devs_free(r->devs, r->n_devs);
+        if (r->class_fd >= 0)
+                (void) close(r->class_fd);
+        free(r);
+        return NULL;
+}
+
+int reconcile_new(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata, Reconcile **ret)
+{
+        _cleanup_(reconcile_freep) Reconcile *r = NULL;
+        int k;
+
+        r = calloc(1, sizeof(Reconcile));
+        if (!r)
+                return -ENOMEM;
+        *r = (Reconcile){.sysfs = s, .model = m, .diff = diff, .userdata = userdata, .class_fd = -1};
+        r->class_fd = sysfs_open_dir(s, "class/block");
+        if (r->class_fd < 0)
+                return r->class_fd;
+        k = sysfs_list(r->class_fd, &r->entries, &r->n_entries);
+        if (k < 0)
+                return k;
+        r->devs = calloc(r->n_entries + 1, sizeof(BlockDev));
+        if (!r->devs)
+                return -ENOMEM;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* A block device of the model: gone from sysfs?  Then it goes from the model, reported. */
+static int remove_if_gone(Reconcile *r, Kobject *k)
+{
+        int n;
+
+        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath))
+                return 0;
+        n = remove_reporting(r->model, k, r->diff, r->userdata);
+        if (n > 0)
+                r->changes += n;
+        return n < 0 ? n : 0;
+}
+
+static int step_remove(Reconcile *r, Kobject *disk)
+{
+        Kobject *c, *next;
+        int k;
+
+        if (!disk->linked)
+                return 0;
+        if (!scan_block_device_present(r->sysfs, disk->devpath))
+                return remove_if_gone(r, disk);
+        for (c = disk->first_child; c; c = next) {
+                next = c->next_sibling;
+                if (c->ktype->id != KTYPE_PARTITION)
                         continue;
-                r = scan_add_block_device(s, m, devs[i].devpath, &k);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        log_warning_errno(r, "%s: cannot add the block device: %m", devs[i].devpath);
-                        continue;
-                }
-                changes += report_added(k, diff, userdata);
+                k = remove_if_gone(r, c);
+                if (k < 0)
+                        return k;
         }
-        return changes;
+        return 0;
+}
+
+static int step_add(Reconcile *r, const BlockDev *b)
+{
+        Kobject *k;
+        int n;
+
+        if (b->partition != r->partitions || model_find_devpath(r->model, b->devpath))
+                return 0;
+        n = scan_add_block_device(r->sysfs, r->model, b->devpath, &k);
+        if (n == -ENOMEM)
+                return n;
+        if (n == -EEXIST)
+                return 0;
+        if (n < 0) {
+                log_warning_errno(n, "%s: cannot add the block device: %m", b->devpath);
+                return 0;
+        }
+        r->changes += report_added(k, r->diff, r->userdata);
+        return 0;
+}
+
+static bool dir_exists(const Sysfs *s, const char *devpath, const char *name)
+{
+        _cleanup_(freep) char *rel = path_join(devpath, name);
+        _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
+
+        return fd >= 0;
+}
+
+/* What follows a disk, as sysfs has it now: its queue, the queue's scheduler, its hardware. */
+static int step_follow(Reconcile *r, Kobject *disk)
+{
+        _cleanup_(freep) char *device = NULL;
+        Kobject *q, *e;
+        int k;
+
+        if (!disk->linked)
+                return 0;
+        k = scan_disk_device_devpath(r->sysfs, disk, &device);
+        /* A link the scan could not follow (dangling, or into the disk itself) is no hardware. */
+        if (k >= 0 && device && (!dir_exists(r->sysfs, device, "") || startswith(device, disk->devpath)))
+                device = mfree(device);
+        if (k >= 0 && !streq_ptr(device, disk->device ? disk->device->devpath : NULL)) {
+                /* Moved to other hardware: another disk as far as anyone can tell. */
+                _cleanup_(freep) char *devpath = strdup(disk->devpath);
+                Kobject *again;
+
+                if (!devpath)
+                        return -ENOMEM;
+                k = remove_reporting(r->model, disk, r->diff, r->userdata);
+                if (k < 0)
+                        return k;
+                r->changes += k;
+                k = scan_add_block_device(r->sysfs, r->model, devpath, &again);
+                if (k >= 0)
+                        r->changes += report_added(again, r->diff, r->userdata);
+                return k == -ENOMEM ? k : 0;
+        }
+
+        q = kobject_find_child_type(disk, KTYPE_QUEUE);
+        if (q && !dir_exists(r->sysfs, q->devpath, ""))
+                model_unlink(r->model, q);
+        else if (!q && dir_exists(r->sysfs, disk->devpath, "queue")) {
+                k = scan_add_queue(r->sysfs, r->model, disk);
+                if (k == -ENOMEM)
+                        return k;
+                return 0; /* with its scheduler */
+        }
+        q = kobject_find_child_type(disk, KTYPE_QUEUE);
+        if (!q)
+                return 0;
+        e = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        if (e && !dir_exists(r->sysfs, e->devpath, ""))
+                model_unlink(r->model, e);
+        else if (!e) {
+                k = scan_add_elevator(r->sysfs, r->model, q, &e);
+                if (k == -ENOMEM)
+                        return k;
+        }
+        return 0;
+}
+
+int reconcile_step(Reconcile *r)
+{
+        int k;
+
+        switch (r->phase) {
+        case PHASE_LIST:
+                if (r->pos < r->n_entries) {
+                        k = block_dev_read_entry(r->sysfs, r->class_fd, &r->entries[r->pos++], &r->devs[r->n_devs]);
+                        if (k == -ENOMEM)
+                                return k;
+                        if (k >= 0)
+                                r->n_devs++;
+                        return 1;
+                }
+                r->pos = 0;
+                /* Removals first: a name that comes back under another devpath (a disk moved to another
+                 * controller) must go before it comes back. */
+                k = snapshot_disks(r);
+                if (k < 0)
+                        return k;
+                r->phase = PHASE_REMOVE;
+                return 1;
+
+        case PHASE_REMOVE:
+                if (r->pos < r->n_disks) {
+                        Kobject *d = r->disks[r->pos++];
+                        k = step_remove(r, d);
+                        kobject_unref(r->model, d);
+                        return k < 0 ? k : 1;
+                }
+                release_disks(r);
+                r->phase = PHASE_ADD;
+                return 1;
+
+        case PHASE_ADD:
+                if (r->pos < r->n_devs) {
+                        k = step_add(r, &r->devs[r->pos++]);
+                        return k < 0 ? k : 1;
+                }
+                r->pos = 0;
+                /* Disks first, so that a partition finds its disk in place. */
+                if (!r->partitions) {
+                        r->partitions = true;
+                        return 1;
+                }
+                k = snapshot_disks(r);
+                if (k < 0)
+                        return k;
+                r->phase = PHASE_FOLLOW;
+                return 1;
+
+        case PHASE_FOLLOW:
+                if (r->pos < r->n_disks) {
+                        Kobject *d = r->disks[r->pos++];
+                        k = step_follow(r, d);
+                        kobject_unref(r->model, d);
+                        return k < 0 ? k : 1;
+                }
+                release_disks(r);
+                r->phase = PHASE_DONE;
+                return 0;
+
+        case PHASE_DONE:
+                return 0;
+        }
+        return 0;
+}
+
+int reconcile_changes(const Reconcile *r)
+{
+        return r->changes;
 }
 
 int reconcile_all(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata)
 {
-        BlockDev *devs = NULL;
-        size_t n_devs = 0;
-        Hashmap present;
-        int r, changes = 0;
+        _cleanup_(reconcile_freep) Reconcile *r = NULL;
+        int k;
 
-        r = scan_list_block_devs(s, &devs, &n_devs);
-        if (r < 0)
-                return r;
-        hashmap_init(&present);
-        for (size_t i = 0; r >= 0 && i < n_devs; i++) {
-                r = hashmap_put(&present, devs[i].devpath, &devs[i]);
-                if (r == -EEXIST)
-                        r = 0;
-        }
-
-        /* Removals first: a reused name (loop0 detached and attached again) must go before it comes back. */
-        if (r >= 0)
-                r = remove_gone(m, &present, diff, userdata);
-        if (r >= 0) {
-                changes += r;
-                r = add_new(s, m, devs, n_devs, false, diff, userdata);
-        }
-        if (r >= 0) {
-                changes += r;
-                r = add_new(s, m, devs, n_devs, true, diff, userdata);
-        }
-        if (r >= 0)
-                changes += r;
-
-        hashmap_deinit(&present);
-        block_devs_free(devs, n_devs);
-        return r < 0 ? r : changes;
+        k = reconcile_new(s, m, diff, userdata, &r);
+        if (k < 0)
+                return k;
+        while ((k = reconcile_step(r)) > 0)
+                ;
+        return k < 0 ? k : reconcile_changes(r);
 }

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "blkmodel/names.h"
 #include "common/util.h"
 #include "sysfs/resolve.h"
+#include "sysfs/values.h"
 
 #define SPEC_MAX 4096
 
@@ -35,17 +39,17 @@ static int resolve_name_path(const Model *m, const char *s, Kobject **ret)
         return walk(model_find_name(m, name), *e ? e + 1 : NULL, ret);
 }
 
+/* Only digits, a colon, digits: the only form that becomes a link name below dev/block. */
 static bool parse_majmin(const char *s, size_t len)
 {
         unsigned maj, min;
-        int n = 0;
         char buf[32];
 
         if (len == 0 || len >= sizeof(buf))
                 return false;
         memcpy(buf, s, len);
         buf[len] = 0;
-        return sscanf(buf, "%u:%u%n", &maj, &min, &n) == 2 && (size_t) n == len;
+        return parse_dev(buf, &maj, &min) == 0;
 }
 
 /* "8:1" or "8:1/queue": through the kernel's dev/block/MAJ:MIN link. */
@@ -105,6 +109,27 @@ static int resolve_sysfs_path(const Sysfs *sysfs, const Model *m, const char *p,
         return -ENOENT;
 }
 
+/*
+ * /dev/disk/by-id/…, /dev/mapper/…, any link or node below /dev that lands on a block device:
+ * its MAJ:MIN.  Followed with openat2(RESOLVE_BENEATH) from /dev, so neither the name nor any
+ * link on the way can take us outside /dev; O_PATH opens no device.
+ */
+static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest, Kobject **ret)
+{
+        _cleanup_(closep) int devfd = -1, fd = -1;
+        char majmin[32];
+        struct stat st;
+
+        devfd = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (devfd < 0)
+                return -ENOENT;
+        fd = sysfs_openat_beneath(devfd, rest, O_PATH, false);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISBLK(st.st_mode))
+                return -ENOENT;
+        (void) snprintf(majmin, sizeof(majmin), "%u:%u", major(st.st_rdev), minor(st.st_rdev));
+        return resolve_majmin(sysfs, m, majmin, ret);
+}
+
 int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject **ret)
 {
         const char *rest;
@@ -136,7 +161,7 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
                                 *c = '!';
                 Kobject *k = model_find_name(m, name);
                 if (!k)
-                        return -ENOENT;
+                        return resolve_dev_node(sysfs, m, rest, ret);
                 *ret = k;
                 return 0;
         }

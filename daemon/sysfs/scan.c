@@ -172,17 +172,6 @@ static int kobject_add_scanned(Model *m, const Ktype *t, const char *name, Kobje
         return 0;
 }
 
-static const char *basename_of(const char *path)
-{
-        const char *s = strrchr(path, '/');
-        return s ? s + 1 : path;
-}
-
-static char *dirname_of(const char *path)
-{
-        const char *s = strrchr(path, '/');
-        return s ? strndup(path, (size_t) (s - path)) : strdup("");
-}
 
 /* Opens and scans a kobject's directory; the fd stays open for kobject_add_scanned(). */
 static int open_and_scan(const Sysfs *s, const char *devpath, KtypeId id, int *ret_fd, DirScan *ret)
@@ -219,7 +208,7 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
         if (depth > DEVICE_DEPTH_MAX || !startswith(devpath, "/devices/"))
                 return -EINVAL;
 
-        parent_devpath = dirname_of(devpath);
+        parent_devpath = path_dirname(devpath);
         if (!parent_devpath)
                 return -ENOMEM;
         if (streq(parent_devpath, "/devices"))
@@ -232,7 +221,7 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
 
         r = open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
         if (r >= 0) {
-                r = kobject_add_scanned(m, &ktype_device, basename_of(devpath), parent, m->devices_kset,
+                r = kobject_add_scanned(m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
                                         devpath, fd, &d, NULL, &k);
                 dir_scan_done(&d);
         }
@@ -263,7 +252,7 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret)
         return r < 0 ? r : 1;
 }
 
-static int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
+int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
         _cleanup_(closep) int fd = -1;
@@ -344,7 +333,7 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(closep) int fd = -1;
         Kobject *disk, *device = NULL;
-        const char *name = basename_of(devpath);
+        const char *name = path_basename(devpath);
         DirScan d;
         int r;
 
@@ -394,23 +383,6 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         return 0;
 }
 
-/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
-static bool listed_in_class_block(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(freep) char *target = NULL, *resolved = NULL;
-        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
-
-        return fd >= 0 && sysfs_readlink(fd, basename_of(devpath), &target) >= 0 &&
-               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
-}
-
-bool scan_block_device_present(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
-
-        return fd >= 0 && listed_in_class_block(s, devpath);
-}
-
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(freep) char *parent = NULL;
@@ -420,7 +392,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
 
         if (model_find_devpath(m, devpath))
                 return -EEXIST;
-        if (!listed_in_class_block(s, devpath)) {
+        if (!class_block_lists(s, devpath)) {
                 fd = sysfs_open_dir(s, devpath);
                 if (fd < 0)
                         return fd;
@@ -435,7 +407,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         if (!is_partition)
                 return scan_add_disk(s, m, devpath, ret);
 
-        parent = dirname_of(devpath);
+        parent = path_dirname(devpath);
         if (!parent)
                 return -ENOMEM;
         disk = model_find_devpath(m, parent);
@@ -452,7 +424,52 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         }
         if (disk->ktype->id != KTYPE_DISK)
                 return -ENOTDIR;
-        return scan_add_partition(s, m, disk, basename_of(devpath), ret);
+        return scan_add_partition(s, m, disk, path_basename(devpath), ret);
+}
+
+static bool attr_set_has_file(const AttrSet *a, const char *file)
+{
+        for (size_t i = 0; a && i < a->n_attrs; i++)
+                if (streq(a->attrs[i].file, file))
+                        return true;
+        return false;
+}
+
+bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
+{
+        _cleanup_(closep) int fd = -1;
+        SysfsEntry *e = NULL;
+        size_t n = 0, files = 0, dirs = 0, expected_dirs;
+        bool same = true;
+
+        if (!k->shape)
+                return false;
+        fd = sysfs_open_dir(s, k->devpath);
+        if (fd < 0 || sysfs_list(fd, &e, &n) < 0)
+                return false;
+        expected_dirs = k->shape->n_groups;
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                if (!strv_contains(special_dirs(k->ktype->id), c->name))
+                        expected_dirs++;
+        for (size_t i = 0; same && i < n; i++) {
+                const char *name = e[i].name;
+                if (e[i].type == SYSFS_ENTRY_FILE) {
+                        if (streq(name, "uevent"))
+                                continue;
+                        same = attr_set_has_file(k->shape->attrs, name);
+                        files++;
+                } else if (e[i].type == SYSFS_ENTRY_DIR) {
+                        if (strv_contains(special_dirs(k->ktype->id), name))
+                                continue;
+                        bool group = false;
+                        for (size_t g = 0; g < k->shape->n_groups && !group; g++)
+                                group = streq(k->shape->groups[g].dir, name);
+                        same = group || kobject_find_child(k, name);
+                        dirs++;
+                }
+        }
+        sysfs_entries_free(e, n);
+        return same && files == (k->shape->attrs ? k->shape->attrs->n_attrs : 0) && dirs == expected_dirs;
 }
 
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
@@ -467,83 +484,6 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
         r = shape_of(m, k->ktype, fd, &d, k->devpath, ret);
         dir_scan_done(&d);
         return r;
-}
-
-void block_devs_free(BlockDev *l, size_t n)
-{
-        for (size_t i = 0; i < n; i++) {
-                free(l[i].name);
-                free(l[i].devpath);
-        }
-        free(l);
-}
-
-/* A class/block entry: a link to the device's directory, which must carry the same name. */
-static int block_dev_read(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret)
-{
-        _cleanup_(freep) char *target = NULL, *devpath = NULL, *name = NULL;
-        int fd, r;
-
-        if (e->type != SYSFS_ENTRY_LINK) {
-                log_warning("class/block/%s is not a link, skipped.", e->name);
-                return -ENOLINK;
-        }
-        r = sysfs_readlink(classfd, e->name, &target);
-        if (r >= 0)
-                r = sysfs_resolve_relative("/class/block", target, &devpath);
-        if (r < 0)
-                return log_warning_errno(r, "class/block/%s: unusable link, skipped: %m", e->name);
-        if (!streq(basename_of(devpath), e->name)) {
-                log_warning("class/block/%s points to %s, a different name; skipped.", e->name, devpath);
-                return -EXDEV;
-        }
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", e->name,
-                                         devpath);
-        ret->partition = sysfs_has_file(fd, "partition");
-        (void) close(fd);
-        name = strdup(e->name);
-        if (!name)
-                return -ENOMEM;
-        ret->name = TAKE_PTR(name);
-        ret->devpath = TAKE_PTR(devpath);
-        return 0;
-}
-
-int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
-{
-        _cleanup_(closep) int fd = -1;
-        SysfsEntry *e = NULL;
-        BlockDev *l;
-        size_t n = 0, k = 0;
-        int r;
-
-        fd = sysfs_open_dir(s, "class/block");
-        if (fd < 0)
-                return fd;
-        r = sysfs_list(fd, &e, &n);
-        if (r < 0)
-                return r;
-        l = calloc(n + 1, sizeof(BlockDev));
-        if (!l) {
-                sysfs_entries_free(e, n);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                r = block_dev_read(s, fd, &e[i], &l[k]);
-                if (r == -ENOMEM) {
-                        sysfs_entries_free(e, n);
-                        block_devs_free(l, k);
-                        return r;
-                }
-                if (r >= 0)
-                        k++;
-        }
-        sysfs_entries_free(e, n);
-        *ret = l;
-        *ret_n = k;
-        return 0;
 }
 
 int scan_all(const Sysfs *s, Model *m)

@@ -13,8 +13,7 @@
 
 static bool have_openat2 = true;
 
-/* openat() confined beneath dirfd; falls back to plain openat() on kernels without openat2. */
-static int openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks)
+int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks)
 {
         if (have_openat2) {
                 struct open_how how = {
@@ -49,6 +48,24 @@ int sysfs_open(const char *root, Sysfs *ret)
         return 0;
 }
 
+int sysfs_reopen_if_replaced(Sysfs *s)
+{
+        struct stat now, ours;
+        int fd;
+
+        if (stat(s->root, &now) < 0)
+                return -errno;
+        if (fstat(s->root_fd, &ours) >= 0 && ours.st_dev == now.st_dev && ours.st_ino == now.st_ino &&
+            ours.st_nlink > 0)
+                return 0;
+        fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        (void) close(s->root_fd);
+        s->root_fd = fd;
+        return 1;
+}
+
 void sysfs_close(Sysfs *s)
 {
         if (s->root_fd >= 0)
@@ -65,12 +82,12 @@ int sysfs_open_dir(const Sysfs *s, const char *relpath)
                 int fd = fcntl(s->root_fd, F_DUPFD_CLOEXEC, 3);
                 return fd < 0 ? -errno : fd;
         }
-        return openat_beneath(s->root_fd, relpath, O_RDONLY | O_DIRECTORY, true);
+        return sysfs_openat_beneath(s->root_fd, relpath, O_RDONLY | O_DIRECTORY, true);
 }
 
 int sysfs_open_subdir(int dirfd, const char *name)
 {
-        return openat_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, true);
+        return sysfs_openat_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, true);
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -240,7 +257,7 @@ int sysfs_read_attr(int dirfd, const char *name, char **ret)
 {
         int fd, r;
 
-        fd = openat_beneath(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
+        fd = sysfs_openat_beneath(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
         if (fd == -EACCES) {
                 /* kernfs refuses to open write-only attributes (remove, rescan) for reading:
                  * they have no value to show. */
@@ -276,7 +293,7 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value)
                 return -E2BIG;
         /* O_TRUNC: a no-op on kernfs, but what a plain file (a fixture) needs to end up holding exactly
          * value. */
-        fd = openat_beneath(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK, true);
+        fd = sysfs_openat_beneath(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK, true);
         if (fd < 0)
                 return fd;
         k = write(fd, value, l);

@@ -32,6 +32,13 @@ typedef struct SysfsEntry {
 } SysfsEntry;
 
 int sysfs_open(const char *root, Sysfs *ret);
+/* The directory at the root's path was replaced (a fixture deleted and made again): open the new
+ * one.  1 if it was, 0 if not, negative errno if the path is gone. */
+int sysfs_reopen_if_replaced(Sysfs *s);
+
+/* openat() confined beneath dirfd (openat2 RESOLVE_BENEATH; without openat2, plain openat() refusing
+ * absolute paths and ".."), following symlinks unless no_symlinks. */
+int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks);
 void sysfs_close(Sysfs *s);
 
 /* Opens a directory by its path below the root ("devices/…" or "/devices/…"), following no links. */

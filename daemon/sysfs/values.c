@@ -13,9 +13,11 @@ int parse_u64(const char *v, uint64_t *ret)
                 return -EBADMSG;
         errno = 0;
         x = strtoull(v, &end, 10);
+        if (*end != 0)
+                return -EBADMSG;
         if (errno == ERANGE)
                 return -ERANGE;
-        if (errno != 0 || *end != 0)
+        if (errno != 0)
                 return -EBADMSG;
         *ret = x;
         return 0;
@@ -23,7 +25,7 @@ int parse_u64(const char *v, uint64_t *ret)
 
 int parse_dev(const char *v, unsigned *ret_major, unsigned *ret_minor)
 {
-        const char *colon = strchr(v, ':');
+        const char *colon = v ? strchr(v, ':') : NULL;
         _cleanup_(freep) char *maj_s = NULL;
         uint64_t maj, min;
 
@@ -48,12 +50,15 @@ uint64_t sectors_to_bytes(uint64_t sectors)
 int parse_scheduler(const char *v, char ***ret_all, char **ret_active)
 {
         _cleanup_(strv_freep) char **all = NULL;
-        _cleanup_(freep) char *copy = strdup(v);
+        _cleanup_(freep) char *copy = NULL;
         char *tok, *save = NULL, *active_copy;
         const char *active = NULL;
         size_t n = 0;
         int r;
 
+        if (!v)
+                return -EBADMSG;
+        copy = strdup(v);
         if (!copy)
                 return -ENOMEM;
         for (tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
@@ -63,6 +68,8 @@ int parse_scheduler(const char *v, char ***ret_all, char **ret_active)
                         tok[l - 1] = 0;
                         tok++;
                 }
+                if (!*tok)
+                        continue; /* "[]" names nothing */
                 r = strv_extend(&all, &n, tok);
                 if (r < 0)
                         return r;

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libFuzzer entry point for uevent_parse().  Not built by meson; by hand:
+ * libFuzzer entry point for uevent_parse().  Built by meson: fuzz-uevent-replay replays the corpus
+ * in `meson test --suite fuzz`; with clang and -Dfuzzer=true, fuzz-uevent is the libFuzzer binary:
  *
- *   clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *         -I daemon -I include tests/fuzz/fuzz-uevent.c daemon/uevent.c -o fuzz-uevent
- *   ./fuzz-uevent -max_len=9000 [CORPUS_DIR]
+ *   ./build-fuzz/tests/fuzz/fuzz-uevent -max_len=9000 NEW_INPUTS_DIR tests/fuzz/corpus/uevent
  *
  * Beyond "no crash", every accepted event is checked against what uevent.h
  * promises, so that a parser bug that merely lets bad input through is also
@@ -14,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uevent.h"
+#include "uevent/uevent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

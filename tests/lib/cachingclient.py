@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What a caching D-Bus client holds, checked against what the daemon says.
+
+Two caches follow the daemon while a test changes sysfs:
+
+* GLib's own Gio.DBusObjectManagerClient, as GDBus applications (udisks2's
+  clients among them) use it: its proxies' cached properties are exactly
+  what GetManagedObjects, InterfacesAdded and PropertiesChanged delivered.
+* A strict cache of our own, fed the same signals, which also fails the
+  test when a PropertiesChanged names a property whose value did not
+  change.
+
+exact() then compares both with a fresh GetAll of every interface of every
+object, leaving out what the daemon's introspection says it does not
+announce (EmitsChangedSignal "false"; "invalidates" only by name).
+"""
+
+import os
+import time
+import xml.etree.ElementTree as ET
+
+from gi.repository import Gio, GLib
+
+import blkmodeltest as bt
+
+ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
+
+
+def _loop_until(pred, timeout):
+    ctx = GLib.MainContext.default()
+    deadline = time.monotonic() + timeout
+    while True:
+        while ctx.pending():
+            ctx.iteration(False)
+        ok, why = pred()
+        if ok:
+            return None
+        if time.monotonic() >= deadline:
+            return why
+        time.sleep(0.02)
+
+
+class CachingClients:
+    def __init__(self, dm):
+        self.dm = dm
+        address = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+                 Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
+        self.conn = Gio.DBusConnection.new_for_address_sync(
+            address, flags, None, None)
+        # Subscribed before the first GetManagedObjects, so that nothing
+        # falls between the snapshot and the signals.
+        self.violations = []
+        self.pending = []
+        self.sub = self.conn.signal_subscribe(
+            bt.BUS_NAME, None, None, None, None, Gio.DBusSignalFlags.NONE,
+            self._on_signal)
+        self.glib = Gio.DBusObjectManagerClient.new_sync(
+            self.conn, Gio.DBusObjectManagerClientFlags.NONE, bt.BUS_NAME,
+            bt.ROOT, None, None, None)
+        reply = self.conn.call_sync(
+            bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
+            Gio.DBusCallFlags.NONE, -1, None)
+        self.strict = {p: {i: dict(props) for i, props in ifaces.items()}
+                       for p, ifaces in reply.unpack()[0].items()}
+        self.announce = {}  # (path, iface) -> {prop: emits}
+        self.pending.clear()
+
+    def close(self):
+        self.conn.signal_unsubscribe(self.sub)
+        self.conn.close_sync(None)
+
+    # ---- the strict cache ----------------------------------------------
+
+    def _on_signal(self, conn, sender, path, iface, member, params):
+        self.pending.append((path, iface, member, params.unpack()))
+        self._apply()
+
+    def _apply(self):
+        for path, iface, member, args in self.pending:
+            if member == "InterfacesAdded":
+                obj = self.strict.setdefault(args[0], {})
+                for i, props in args[1].items():
+                    obj[i] = dict(props)
+            elif member == "InterfacesRemoved":
+                obj = self.strict.get(args[0], {})
+                for i in args[1]:
+                    obj.pop(i, None)
+                if not obj:
+                    self.strict.pop(args[0], None)
+            elif member == "PropertiesChanged":
+                cached = self.strict.get(path, {}).get(args[0])
+                if cached is None:
+                    self.violations.append(
+                        "PropertiesChanged on %s %s, which no "
+                        "InterfacesAdded announced" % (path, args[0]))
+                    continue
+                for name, value in args[1].items():
+                    if name in cached and cached[name] == value:
+                        self.violations.append(
+                            "PropertiesChanged %s %s.%s = %r: unchanged"
+                            % (path, args[0], name, value))
+                    cached[name] = value
+                for name in args[2]:
+                    cached.pop(name, None)
+        self.pending.clear()
+
+    # ---- the truth -----------------------------------------------------
+
+    def _emits(self, path, iface):
+        key = (path, iface)
+        if key not in self.announce:
+            xml = ET.fromstring(self.dm.introspect(path))
+            for i in xml.findall("interface"):
+                props = {}
+                for p in i.findall("property"):
+                    emits = "true"
+                    for a in p.findall("annotation"):
+                        if a.get("name") == ECS:
+                            emits = a.get("value")
+                    props[p.get("name")] = emits
+                self.announce[(path, i.get("name"))] = props
+        return self.announce.get(key, {})
+
+    def _fresh(self):
+        """Every object's every interface, from GetAll now."""
+        reply = self.conn.call_sync(
+            bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
+            Gio.DBusCallFlags.NONE, -1, None).unpack()[0]
+        fresh = {}
+        for path, ifaces in reply.items():
+            fresh[path] = {}
+            for iface in ifaces:
+                try:
+                    fresh[path][iface] = self.conn.call_sync(
+                        bt.BUS_NAME, path, bt.PROPS, "GetAll",
+                        GLib.Variant("(s)", (iface,)), None,
+                        Gio.DBusCallFlags.NONE, -1, None).unpack()[0]
+                except GLib.Error:
+                    fresh[path][iface] = None  # gone meanwhile: retry
+        return fresh
+
+    def _glib(self):
+        cache = {}
+        for obj in self.glib.get_objects():
+            ifaces = {}
+            for proxy in obj.get_interfaces():
+                ifaces[proxy.get_interface_name()] = {
+                    n: proxy.get_cached_property(n).unpack()
+                    for n in proxy.get_cached_property_names()}
+            cache[obj.get_object_path()] = ifaces
+        return cache
+
+    def _differences(self, name, cache, fresh):
+        out = []
+        if set(cache) != set(fresh):
+            return ["%s: objects %s missing, %s extra" % (
+                name, sorted(set(fresh) - set(cache)),
+                sorted(set(cache) - set(fresh)))]
+        for path, ifaces in fresh.items():
+            if set(ifaces) != set(cache[path]):
+                out.append("%s: %s interfaces %s, want %s" % (
+                    name, path, sorted(cache[path]), sorted(ifaces)))
+                continue
+            for iface, props in ifaces.items():
+                if props is None:
+                    out.append("%s vanished during the check" % path)
+                    continue
+                emits = self._emits(path, iface)
+                mine = cache[path][iface]
+                for prop, value in props.items():
+                    how = emits.get(prop, "true")
+                    if how == "false":
+                        continue
+                    if how == "invalidates" and prop not in mine:
+                        continue
+                    if prop not in mine:
+                        out.append("%s: %s %s.%s not cached" % (
+                            name, path, iface, prop))
+                    elif mine[prop] != value:
+                        out.append("%s: %s %s.%s cached %r, Get says %r" % (
+                            name, path, iface, prop, mine[prop], value))
+        return out
+
+    def exact(self, timeout=10):
+        """Both caches equal a fresh GetAll everywhere, within timeout (the
+        poll interval for changes nobody announced); and no signal so far
+        named a property that did not change.  Returns a failure text or
+        None."""
+        def check():
+            self._apply()
+            fresh = self._fresh()
+            diffs = (self._differences("GLib", self._glib(), fresh) +
+                     self._differences("strict", self.strict, fresh))
+            return not diffs, diffs
+
+        why = _loop_until(check, timeout)
+        if self.violations:
+            return "\n".join(self.violations)
+        return None if why is None else "\n".join(why[:40])

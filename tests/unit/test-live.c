@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "common/util.h"
+#include "fixture.h"
+#include "live/live.h"
+#include "sysfs/scan.h"
+#include "tests.h"
+
+/*
+ * The live layer alone: sysfs changed as the kernel would change it, the uevent handed in as the
+ * source would hand it, and a LiveOps table that writes down every call it gets.  Each call is one
+ * line, so that a test says exactly which calls, with what, in which order.
+ */
+
+typedef struct Recorder {
+        char **lines;
+        size_t n;
+        Model *model;
+        uint64_t last_seqnum;
+        bool consistent; /* every call saw the model as the LiveOps comments promise */
+} Recorder;
+
+static Recorder rec = {.consistent = true};
+
+static void record(const char *fmt, ...) _printf_(1, 2);
+static void record(const char *fmt, ...)
+{
+        _cleanup_(freep) char *line = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (k < 0 || strv_extend(&rec.lines, &rec.n, line) < 0)
+                abort();
+}
+
+static char *join(char *const *l)
+{
+        size_t len = 1;
+        char *s, *q;
+
+        for (char *const *p = l; p && *p; p++)
+                len += strlen(*p) + 1;
+        s = q = malloc(len);
+        if (!s)
+                abort();
+        *q = 0;
+        for (char *const *p = l; p && *p; p++)
+                q = stpcpy(stpcpy(q, p == l ? "" : ","), *p);
+        return s;
+}
+
+static void op_object_added(void *userdata, Kobject *k)
+{
+        if (!k->linked || model_find_path(rec.model, k->path) != k)
+                rec.consistent = false;
+        record("added %s", k->path);
+}
+
+static void op_object_removed(void *userdata, Kobject *k)
+{
+        /* About to leave; what was below it has left already. */
+        if (!k->linked || k->first_child)
+                rec.consistent = false;
+        record("removed %s", k->path);
+}
+
+static void op_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
+{
+        _cleanup_(freep) char *names = join(interfaces);
+        record("interfaces %s %s %s", k->path, added ? "added" : "removed", names);
+}
+
+static void op_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
+                                  char *const *invalidated)
+{
+        _cleanup_(freep) char *c = join(changed), *i = join(invalidated);
+
+        if (!k->linked)
+                rec.consistent = false;
+        record("properties %s %s changed=%s invalidated=%s", k->path, interface, c, i);
+}
+
+static const char *env_get(const EventRecord *e, const char *key)
+{
+        for (size_t i = 0; i < e->n_env; i++)
+                if (streq(e->env_keys[i], key))
+                        return e->env_values[i];
+        return NULL;
+}
+
+static void op_event(void *userdata, const EventRecord *e)
+{
+        /* Logged first, numbered without gaps, and carrying what it says. */
+        if (e->seqnum != rec.last_seqnum + 1 || !streq_ptr(env_get(e, "ACTION"), e->action) ||
+            !streq_ptr(env_get(e, "DEVPATH"), e->devpath) || !streq_ptr(env_get(e, "SUBSYSTEM"), "block"))
+                rec.consistent = false;
+        rec.last_seqnum = e->seqnum;
+        record("event %s %s %s%s", e->action, e->devpath, e->object_path,
+               streq_ptr(env_get(e, "BLKMODEL_SYNTHESIZED"), "1") ? " synthesized" : "");
+}
+
+static void op_events_lost(void *userdata, uint64_t total)
+{
+        record("lost %" PRIu64, total);
+}
+
+static const LiveOps recording_ops = {
+                .object_added = op_object_added,
+                .object_removed = op_object_removed,
+                .interfaces_changed = op_interfaces_changed,
+                .properties_changed = op_properties_changed,
+                .event = op_event,
+                .events_lost = op_events_lost,
+};
+
+static void recorded_clear(void)
+{
+        rec.lines = strv_free(rec.lines);
+        rec.n = 0;
+}
+
+/* Were exactly these calls made, in this order?  Forgets them either way. */
+static bool recorded(const char *const *expected)
+{
+        size_t n = 0, i = 0;
+        bool same;
+
+        while (expected[n])
+                n++;
+        if (n == rec.n)
+                while (i < n && streq(expected[i], rec.lines[i]))
+                        i++;
+        same = n == rec.n && i == n;
+        if (!same) {
+                fprintf(stderr, "  calls:\n");
+                for (size_t j = 0; j < rec.n; j++)
+                        fprintf(stderr, "    %s\n", rec.lines[j]);
+                fprintf(stderr, "  expected:\n");
+                for (size_t j = 0; j < n; j++)
+                        fprintf(stderr, "    %s\n", expected[j]);
+        }
+        recorded_clear();
+        return same;
+}
+
+/* ---- uevents in the kernel's wire format ---- */
+
+static void put(char *buf, size_t *n, const char *fmt, ...) _printf_(3, 4);
+static void put(char *buf, size_t *n, const char *fmt, ...)
+{
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vsnprintf(buf + *n, 8192 - *n, fmt, ap);
+        va_end(ap);
+        if (k < 0 || (size_t) k >= 8192 - *n)
+                abort();
+        *n += (size_t) k + 1; /* the NUL is the separator */
+}
+
+/* "ACTION@DEVPATH\0ACTION=…\0DEVPATH=…\0SUBSYSTEM=…\0SEQNUM=…\0" plus extra "KEY=value" entries. */
+static Uevent *uevent(const char *action, const char *devpath, const char *subsystem,
+                      const char *const *extra)
+{
+        static unsigned seqnum = 1000;
+        char buf[8192];
+        size_t n = 0;
+        Uevent *u = NULL;
+
+        put(buf, &n, "%s@%s", action, devpath);
+        put(buf, &n, "ACTION=%s", action);
+        put(buf, &n, "DEVPATH=%s", devpath);
+        if (subsystem)
+                put(buf, &n, "SUBSYSTEM=%s", subsystem);
+        put(buf, &n, "SEQNUM=%u", ++seqnum);
+        for (; extra && *extra; extra++)
+                put(buf, &n, "%s", *extra);
+        if (uevent_parse(buf, n, &u) < 0)
+                abort(); /* a test bug: every datagram here is well-formed */
+        return u;
+}
+
+/* The loop the Live runs on: change events are read at the end of the loop iteration they came in. */
+static uv_loop_t *test_loop;
+
+static void feed(Live *l, const char *action, const char *devpath, const char *subsystem,
+                 const char *const *extra)
+{
+        /* As the source calls it: the handler owns the event; then the iteration ends. */
+        live_on_uevent(NULL, uevent(action, devpath, subsystem, extra), l);
+        (void) uv_run(test_loop, UV_RUN_NOWAIT);
+}
+
+/* ---- the fixture's names ---- */
+
+#define BLOCK "/org/blkmodel1/block"
+#define DEVICES "/org/blkmodel1/devices"
+#define SDA_PATH BLOCK "/sda"
+#define SR0_PATH BLOCK "/sr0"
+#define CCISS_PATH BLOCK "/cciss_21c0d0"
+#define LOOP0_PATH BLOCK "/loop0"
+#define KSET_BLOCK_MEMBERS "properties " BLOCK " org.blkmodel1.Kset changed= invalidated=Members"
+#define KSET_DEVICES_MEMBERS "properties " DEVICES " org.blkmodel1.Kset changed= invalidated=Members"
+#define VDY "/devices/virtual/block/vdy"
+#define VDZ "/devices/virtual/block/vdz"
+#define VDW "/devices/virtual/block/vdw"
+
+static void run_loop(uv_loop_t *loop)
+{
+        for (int i = 0; i < 4; i++)
+                (void) uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static bool all_recorded(const Model *m)
+{
+        for (Kobject *k = m->block_kset->first_member; k; k = k->next_member)
+                if (live_object_value_bytes(k) == 0)
+                        return false;
+        return true;
+}
+
+static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
+{
+        uint64_t seq;
+
+        /* A new partition: the partition whole, then what changed because of it, then the event. */
+        CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda4", 8, 4, 4, 218103808, 2048) == 0);
+        feed(l, "add", FIXTURE_SDA "/sda4", "block",
+             (const char *const[]){"MAJOR=8", "MINOR=4", "DEVNAME=sda4", "DEVTYPE=partition", "PARTN=4",
+                                   NULL});
+        CHECK(recorded((const char *const[]){
+                        "added " SDA_PATH "/sda4",
+                        KSET_BLOCK_MEMBERS,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event add " FIXTURE_SDA "/sda4 " SDA_PATH "/sda4",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "sda4") != NULL);
+        CHECK(eventlog_last_seqnum(log) == rec.last_seqnum);
+        /* The new partition has a first reading, so that its first change can be told. */
+        CHECK(model_find_name(m, "sda4") && live_object_value_bytes(model_find_name(m, "sda4")) > 0);
+
+        /* An add for what the model has already (the scan saw it first): only the event. */
+        feed(l, "add", FIXTURE_SDA "/sda4", "block", NULL);
+        CHECK(recorded((const char *const[]){"event add " FIXTURE_SDA "/sda4 " SDA_PATH "/sda4", NULL}));
+
+        /* A size change: exactly the typed Size and the raw size, on the disk's own interface. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"DISK_MEDIA_CHANGE=1", NULL});
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+        /* A change that changed nothing: only the event. */
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+
+        /* A burst of changes of one object in one loop iteration: every event, one reading. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        for (int i = 0; i < 3; i++)
+                live_on_uevent(NULL, uevent("change", FIXTURE_SDA, "block", NULL), l);
+        CHECK(rec.n == 3);
+        (void) uv_run(test_loop, UV_RUN_NOWAIT);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+
+        /* The partition goes: it leaves, its disk says so, and the event names the object it was. */
+        CHECK(fixture_remove_block_device(f, FIXTURE_SDA "/sda4", 8, 4) == 0);
+        feed(l, "remove", FIXTURE_SDA "/sda4", "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "removed " SDA_PATH "/sda4",
+                        KSET_BLOCK_MEMBERS,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event remove " FIXTURE_SDA "/sda4 " SDA_PATH "/sda4",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "sda4") == NULL);
+
+        /* A remove for what the model never had: the event alone, about no object. */
+        feed(l, "remove", FIXTURE_SDA "/sda4", "block", NULL);
+        CHECK(recorded((const char *const[]){"event remove " FIXTURE_SDA "/sda4 /", NULL}));
+
+        /* Not a block device: no call at all, nothing logged. */
+        seq = eventlog_last_seqnum(log);
+        feed(l, "add", "/devices/virtual/net/lo", "net", NULL);
+        feed(l, "change", FIXTURE_SDA, "scsi_disk", NULL);
+        feed(l, "change", FIXTURE_SDA, NULL, NULL);
+        CHECK(rec.n == 0);
+        recorded_clear();
+        CHECK(eventlog_last_seqnum(log) == seq);
+
+        /* A whole disk goes: everything below it first, then the disk, then the hardware only it sat
+         * on, each after what sat on it; the ksets' members once each; the event last. */
+        CHECK(fixture_remove_block_device(f, FIXTURE_SR0, 11, 0) == 0);
+        feed(l, "remove", FIXTURE_SR0, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "removed " SR0_PATH "/queue/iosched",
+                        "removed " SR0_PATH "/queue",
+                        "removed " SR0_PATH,
+                        "removed " DEVICES
+                        "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1/target1_3a0_3a0/_31_3a0_3a0_3a0",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1/target1_3a0_3a0",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2",
+                        KSET_BLOCK_MEMBERS,
+                        KSET_DEVICES_MEMBERS,
+                        "event remove " FIXTURE_SR0 " " SR0_PATH,
+                        NULL,
+        }));
+        CHECK(model_find_devpath(m, FIXTURE_SR0_LUN) == NULL);
+        CHECK(model_find_devpath(m, FIXTURE_AHCI) != NULL); /* sda still sits on it */
+
+        /* A change for a disk whose add was lost: it comes whole, then the event. */
+        CHECK(fixture_add_disk(f, VDY, 252, 16, 4096) == 0);
+        feed(l, "change", VDY, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "added " BLOCK "/vdy",
+                        "added " BLOCK "/vdy/queue",
+                        KSET_BLOCK_MEMBERS,
+                        "event change " VDY " " BLOCK "/vdy",
+                        NULL,
+        }));
+
+        /* A partition whose disk is unknown brings its disk along, with every partition. */
+        CHECK(fixture_remove_block_device(f, VDY, 252, 16) == 0);
+        feed(l, "remove", VDY, "block", NULL);
+        recorded_clear();
+        CHECK(fixture_add_disk(f, VDY, 252, 16, 4096) == 0);
+        CHECK(fixture_add_partition(f, VDY, "vdy1", 252, 17, 1, 2048, 1024) == 0);
+        CHECK(fixture_add_partition(f, VDY, "vdy2", 252, 18, 2, 3072, 1024) == 0);
+        feed(l, "add", VDY "/vdy2", "block", NULL);
+        CHECK(rec.n == 6);
+        if (rec.n == 6) {
+                CHECK_STREQ(rec.lines[0], "added " BLOCK "/vdy");
+                /* Its children, in link order. */
+                CHECK(streq(rec.lines[1], "added " BLOCK "/vdy/queue") ||
+                      startswith(rec.lines[1], "added " BLOCK "/vdy/vdy"));
+                CHECK(startswith(rec.lines[2], "added " BLOCK "/vdy/"));
+                CHECK(startswith(rec.lines[3], "added " BLOCK "/vdy/"));
+                CHECK_STREQ(rec.lines[4], KSET_BLOCK_MEMBERS);
+                CHECK_STREQ(rec.lines[5], "event add " VDY "/vdy2 " BLOCK "/vdy/vdy2");
+        }
+        recorded_clear();
+        CHECK(model_find_name(m, "vdy1") != NULL);
+}
+
+/* What a change event finds in the directory: groups and attribute files that came or went. */
+static void test_shape_changes(Live *l, const Fixture *f)
+{
+        /* A new group: its interface comes, nothing else is said. */
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/integrity") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/integrity/format", "none\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "interfaces " SDA_PATH " added org.blkmodel1.Group.integrity",
+                        NULL,
+        }));
+
+        /* A value in it changes: on that interface alone. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/integrity/format", "T10-DIF-TYPE1-CRC\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Group.integrity changed=format invalidated=",
+                        NULL,
+        }));
+
+        /* A new attribute file: D-Bus has no way to add one property, so the interface goes and comes. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/new_attr", "1\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "interfaces " SDA_PATH " removed org.blkmodel1.Disk",
+                        "interfaces " SDA_PATH " added org.blkmodel1.Disk",
+                        NULL,
+        }));
+
+        /* The group goes: its interface goes. */
+        CHECK(fixture_remove(f, FIXTURE_SDA "/integrity") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "interfaces " SDA_PATH " removed org.blkmodel1.Group.integrity",
+                        NULL,
+        }));
+}
+
+/* A scheduler written through us: what the kernel stored is announced, and the kernel's new iosched
+ * directory is a new kobject even under the same name. */
+static void test_scheduler_write(Live *l, const Fixture *f, Model *m)
+{
+        Kobject *q = model_find_devpath(m, FIXTURE_SDA "/queue"), *before, *after;
+
+        CHECK(q != NULL);
+        if (!q)
+                return;
+        before = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(before != NULL);
+        live_object_before_write(l, q);
+        CHECK(rec.n == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "none mq-deadline kyber [bfq] \n") == 0);
+        CHECK(fixture_remove(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/iosched/low_latency", "1\n") == 0);
+        live_object_after_write(l, q);
+        CHECK(recorded((const char *const[]){
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,scheduler invalidated=",
+                        "removed " SDA_PATH "/queue/iosched",
+                        "added " SDA_PATH "/queue/iosched",
+                        NULL,
+        }));
+        after = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(after != NULL);
+        CHECK(after && after->shape && attr_set_find(after->shape->attrs, "low_latency") != NULL);
+
+        /* The same value written again: nothing to say. */
+        live_object_before_write(l, q);
+        live_object_after_write(l, q);
+        CHECK(rec.n == 0);
+}
+
+/* A rename changes the object path: the old object goes, the new one comes, the event names the new. */
+static void test_move(Live *l, const Fixture *f, Model *m)
+{
+        _cleanup_(freep) char *from = path_join(f->root, VDZ), *to = path_join(f->root, VDW);
+
+        CHECK(from && to && rename(from, to) == 0);
+        CHECK(fixture_remove(f, "class/block/vdz") == 0);
+        CHECK(fixture_remove(f, "block/vdz") == 0);
+        CHECK(fixture_link(f, "class/block/vdw", VDW) == 0);
+        CHECK(fixture_link(f, "block/vdw", VDW) == 0);
+        CHECK(fixture_link(f, "dev/block/252:32", VDW) == 0);
+        feed(l, "move", VDW, "block", (const char *const[]){"DEVPATH_OLD=" VDZ, NULL});
+        CHECK(recorded((const char *const[]){
+                        "removed " BLOCK "/vdz/queue",
+                        "removed " BLOCK "/vdz",
+                        "added " BLOCK "/vdw",
+                        "added " BLOCK "/vdw/queue",
+                        KSET_BLOCK_MEMBERS,
+                        "event move " VDW " " BLOCK "/vdw",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "vdz") == NULL);
+        CHECK(model_find_name(m, "vdw") != NULL);
+}
+
+static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
+{
+        /* Changed behind our back: a partition added, one removed, a size changed, no event for any. */
+        CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda5", 8, 5, 5, 218105856, 2048) == 0);
+        CHECK(fixture_remove_block_device(f, FIXTURE_CCISS "/cciss!c0d0p1", 104, 1) == 0);
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/size", "4194304\n") == 0);
+
+        /* Each difference becomes an event marked as made up, after what it announces. */
+        CHECK(live_rescan(l) == 5);
+        CHECK(recorded((const char *const[]){
+                        "removed " CCISS_PATH "/cciss_21c0d0p1",
+                        KSET_BLOCK_MEMBERS,
+                        "event remove " FIXTURE_CCISS "/cciss!c0d0p1 " CCISS_PATH
+                        "/cciss_21c0d0p1 synthesized",
+                        "added " SDA_PATH "/sda5",
+                        KSET_BLOCK_MEMBERS,
+                        "event add " FIXTURE_SDA "/sda5 " SDA_PATH "/sda5 synthesized",
+                        "properties " CCISS_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event change " FIXTURE_CCISS " " CCISS_PATH " synthesized",
+                        "properties " LOOP0_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        "event change " FIXTURE_LOOP0 " " LOOP0_PATH " synthesized",
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH " synthesized",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "sda5") != NULL);
+        CHECK(model_find_name(m, "cciss!c0d0p1") == NULL);
+
+        /* In line again: a second rescan finds nothing. */
+        CHECK(live_rescan(l) == 0);
+        CHECK(rec.n == 0);
+
+        /* Lost events: said at once; the rescan waits until the socket is drained, and then runs in
+         * slices as the loop turns. */
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "1\n") == 0);
+        live_on_lost(NULL, l);
+        CHECK(recorded((const char *const[]){"lost 1", NULL}));
+        CHECK(live_events_lost(l) == 1);
+        live_on_drained(NULL, l);
+        CHECK(rec.n == 0);
+        for (int i = 0; i < 100000 && rec.n < 2; i++)
+                (void) uv_run(loop, UV_RUN_NOWAIT);
+        CHECK(recorded((const char *const[]){
+                        "properties " LOOP0_PATH " org.blkmodel1.Disk changed=ReadOnly,ro invalidated=",
+                        "event change " FIXTURE_LOOP0 " " LOOP0_PATH " synthesized",
+                        NULL,
+        }));
+        /* Drained again without a loss: no rescan. */
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "0\n") == 0);
+        live_on_drained(NULL, l);
+        run_loop(loop);
+        CHECK(rec.n == 0);
+}
+
+/* The event a synthesized add carries: the uevent file's variables, then the mark. */
+static void test_synthesized_env(EventLog *log)
+{
+        size_t first = 0, count = 0;
+        const EventRecord *e = NULL;
+
+        CHECK(eventlog_since(log, 0, &first, &count) == 0);
+        for (size_t i = first; i < first + count; i++) {
+                const EventRecord *r = eventlog_get(log, i);
+                if (r && streq(r->action, "add") && streq(r->devpath, FIXTURE_SDA "/sda5"))
+                        e = r;
+        }
+        CHECK(e != NULL);
+        if (!e)
+                return;
+        CHECK(e->n_env == 10);
+        if (e->n_env != 10)
+                return;
+        static const char *const keys[] = {
+                        "ACTION",  "DEVPATH", "SUBSYSTEM", "MAJOR", "MINOR",
+                        "DEVNAME", "DEVTYPE", "DISKSEQ",   "PARTN", "BLKMODEL_SYNTHESIZED"};
+        static const char *const values[] = {"add",  FIXTURE_SDA "/sda5", "block", "8", "5",
+                                             "sda5", "partition",         "1",     "5", "1"};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                CHECK_STREQ(e->env_keys[i], keys[i]);
+                CHECK_STREQ(e->env_values[i], values[i]);
+        }
+}
+
+int main(void)
+{
+        Fixture f = {};
+        Sysfs s = {.root_fd = -1};
+        Model *m = NULL;
+        EventLog *log = NULL;
+        Live *l = NULL;
+        uv_loop_t loop;
+        int r;
+
+        r = fixture_new(&f);
+        CHECK(r == 0);
+        if (r < 0)
+                return tests_summary();
+        CHECK(uv_loop_init(&loop) == 0);
+        test_loop = &loop;
+        CHECK(sysfs_open(f.root, &s) == 0);
+        CHECK(model_new(&m) == 0);
+        CHECK(eventlog_new(256, &log) == 0);
+        if (!m || !log || s.root_fd < 0)
+                goto out;
+        rec.model = m;
+
+        LiveConfig c = {
+                        .loop = &loop,
+                        .sysfs = &s,
+                        .model = m,
+                        .events = log,
+                        .poll_interval_ms = 0,
+                        .ops = &recording_ops,
+        };
+        CHECK(live_new(&c, &l) == 0);
+        if (!l)
+                goto out;
+
+        /* The scan before the start announces nothing. */
+        CHECK(scan_all(&s, m) == 7);
+        CHECK(rec.n == 0);
+
+        /* Nor does an event applied before the start (the manager drains those that came during the
+         * scan): the object is in the model, published with everything else when the name is taken. */
+        CHECK(fixture_add_disk(&f, VDZ, 252, 32, 4096) == 0);
+        feed(l, "add", VDZ, "block", NULL);
+        CHECK(model_find_name(m, "vdz") != NULL);
+        for (size_t i = 0; i < rec.n; i++)
+                CHECK(!startswith(rec.lines[i], "added ") && !startswith(rec.lines[i], "properties "));
+        recorded_clear();
+
+        /* Started: the warm-up records every disk and partition as the loop runs, in time slices, so
+         * as many iterations as a loaded machine needs. */
+        CHECK(live_start(l) == 0);
+        CHECK(!all_recorded(m));
+        for (int i = 0; i < 100000 && !all_recorded(m); i++)
+                (void) uv_run(&loop, UV_RUN_NOWAIT);
+        CHECK(all_recorded(m));
+        CHECK(rec.n == 0);
+
+        test_uevents(l, &f, m, log);
+        test_shape_changes(l, &f);
+        test_scheduler_write(l, &f, m);
+        test_move(l, &f, m);
+        test_rescan(l, &f, m, &loop);
+        test_synthesized_env(log);
+
+        /* Stopped: objects come and go unannounced, the disk's changed Partitions too. */
+        live_stop(l);
+        CHECK(fixture_add_partition(&f, FIXTURE_SDA, "sda6", 8, 6, 6, 218107904, 2048) == 0);
+        feed(l, "add", FIXTURE_SDA "/sda6", "block", NULL);
+        for (size_t i = 0; i < rec.n; i++)
+                CHECK(!startswith(rec.lines[i], "added ") && !startswith(rec.lines[i], "properties "));
+        recorded_clear();
+        CHECK(model_find_name(m, "sda6") != NULL);
+
+        CHECK(rec.consistent);
+
+out:
+        /* Live goes with its close callbacks: the loop runs once more before the model goes. */
+        live_free(l);
+        run_loop(&loop);
+        model_free(m);
+        eventlog_free(log);
+        sysfs_close(&s);
+        CHECK(uv_loop_close(&loop) == 0);
+        recorded_clear();
+        fixture_done(&f);
+        return tests_summary();
+}
