@@ -147,8 +147,8 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path)
 
 static const Verb verbs[] = {
                 {"list", 0, INT_MAX, OPT_BYTES | OPT_OUTPUT | OPT_ALL, cmd_list,
-                 "[DEVICE...] [-o COLUMNS] [-n] [-a] [-J] [-b]",
-                 "List block devices like lsblk (default: NAME,MAJ:MIN,RM,SIZE,RO,TYPE,SCHED).",
+                 "[DEVICE...] [-o COLUMNS] [-n] [-a|-A] [-J] [-b]",
+                 "List block devices like lsblk, with its columns.",
                  "Partitions and stacked devices (dm, md: the holders) are indented under\n"
                  "the devices they sit on; a device stacked on several appears under each.\n"
                  "With DEVICE arguments, only those devices and what sits on them.\n"
@@ -157,8 +157,9 @@ static const Verb verbs[] = {
                  "                      the default ones)\n"
                  "  -O --output-all     Every column\n"
                  "  -n --noheadings     Print no headings (as --no-legend)\n"
-                 "  -a --all            Show empty devices too (0 bytes, like unattached\n"
-                 "                      loop devices), which are hidden as lsblk hides them\n"
+                 "  -a --all            Show every device: lsblk's rule hides loop devices\n"
+                 "                      of 0 bytes with no backing file (unattached ones)\n"
+                 "  -A --noempty        Hide every device of 0 bytes\n"
                  "  -J --json           JSON with lsblk's keys (as --json)\n"
                  "  -b --bytes          Print sizes in bytes instead of 1K, 1.5G ...\n"
                  "\n"
@@ -268,6 +269,7 @@ void help_main(void)
                 /* Long synopses are for COMMAND --help; keep this one screen wide. */
                 const char *syn = strlen(v->synopsis) <= 17 ? v->synopsis
                                   : v->min_args > 0         ? "OBJECT [OPTIONS]"
+                                  : v->options == 0         ? "[OBJECT]"
                                                             : "[OPTIONS]";
                 _cleanup_(freep) char *line = NULL;
 
@@ -278,7 +280,8 @@ void help_main(void)
         }
         printf("\n"
                "OBJECT is anything Manager.Resolve accepts: sda1, /dev/sda1, 8:1,\n"
-               "/sys/block/sda/queue, sda/queue/iosched, a devpath or an object path.\n\n"
+               "/sys/block/sda/queue, sda/queue/iosched, a devpath or an object path,\n"
+               "or a device node or a link to one (/dev/disk/by-id/...).\n\n"
                "Options:\n"
                "  -h --help           Show this help (COMMAND --help: the command's)\n"
                "     --version        Show the version\n"

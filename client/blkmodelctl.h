@@ -39,6 +39,7 @@ typedef struct Ctl {
         const char *columns; /* list -o */
         bool all_columns;    /* list -O */
         bool all;            /* list -a: empty devices too; info -a: the attribute walk */
+        bool noempty;        /* list -A: no empty device at all */
         bool settle;         /* trigger --settle */
         char **subsystem_match;
         size_t n_subsystem_match;

@@ -23,6 +23,9 @@
 
 #include "common/util.h"
 
+/* The loop driver's block major (linux/major.h). */
+#define LOOP_MAJOR 7
+
 typedef struct ListContext {
         Ctl *ctl;
         json_object *model;
@@ -162,10 +165,20 @@ static int list_children(const char *path, const char ***ret_children, size_t *r
         return 0;
 }
 
-/* lsblk hides empty devices (unattached loop devices, a drive with no medium) unless -a. */
+/*
+ * lsblk's rule for empty devices (ignore_empty()): a loop device of 0 bytes with no backing file (an
+ * unattached one) is hidden, any other device is shown; -A hides every empty device, -a none.
+ */
 static bool list_hidden(const ListContext *lc, const ListRow *row)
 {
-        return !lc->ctl->all && list_row_size(row) == 0;
+        const char *iface = row->partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
+
+        if (lc->ctl->all || list_row_size(row) > 0)
+                return false;
+        if (lc->ctl->noempty)
+                return true;
+        return model_u64(row->obj, iface, BLKMODEL_PROP_MAJOR) == LOOP_MAJOR &&
+               isempty(model_string(row->obj, BLKMODEL_IFACE_GROUP_PREFIX "loop", "backing_file"));
 }
 
 static int list_node(TreeDraw *d, const char *path, json_object *j, void *userdata)
@@ -236,7 +249,8 @@ static int list_named_roots(ListContext *lc, char **args, int n_args, const char
                 list_row_init(&row, lc->model, path, NULL);
                 if (list_hidden(lc, &row)) {
                         /* lsblk says nothing; saying why costs one line. */
-                        (void) ctl_warn("%s is empty (0 bytes): -a lists it", args[i]);
+                        (void) ctl_warn("%s is empty (0 bytes%s): -a lists it", args[i],
+                                        lc->ctl->noempty ? "" : ", no backing file");
                         missing++;
                         continue;
                 }

@@ -65,6 +65,13 @@ static bool parse_u64(const char *s, uint64_t *ret)
         return true;
 }
 
+static bool row_has_slaves(const ListRow *row)
+{
+        json_object *slaves = model_prop(row->obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_SLAVES);
+
+        return slaves && json_object_array_length(slaves) > 0;
+}
+
 /* A one-attribute column: the file's text, read as the column's type. */
 int get_attr(const ListRow *row, const ListColumn *c, Cell *ret)
 {
@@ -79,7 +86,9 @@ int get_attr(const ListRow *row, const ListColumn *c, Cell *ret)
                 v = model_string(row->queue, BLKMODEL_IFACE_QUEUE, c->attr);
                 break;
         case FROM_DEVICE:
-                v = row->partition ? NULL : model_string(row->device, BLKMODEL_IFACE_DEVICE, c->attr);
+                /* lsblk: whole disks that sit on no other device (a multipath map has no model). */
+                if (!row->partition && !row_has_slaves(row))
+                        v = model_string(row->device, BLKMODEL_IFACE_DEVICE, c->attr);
                 break;
         }
         if (c->type == COLUMN_STRING)
@@ -89,6 +98,17 @@ int get_attr(const ListRow *row, const ListColumn *c, Cell *ret)
                 return 0;
         }
         return c->type == COLUMN_BOOL ? cell_bool(u != 0, ret) : cell_number(u, ret);
+}
+
+/* lsblk reads DISC-ALN and DISC-ZERO only where the queue discards at all, else 0. */
+int get_discard_attr(const ListRow *row, const ListColumn *c, Cell *ret)
+{
+        uint64_t gran = 0;
+
+        if (!parse_u64(model_string(row->queue, BLKMODEL_IFACE_QUEUE, "discard_granularity"), &gran) ||
+            gran == 0)
+                return c->type == COLUMN_BOOL ? cell_bool(false, ret) : cell_number(0, ret);
+        return get_attr_or_zero(row, c, ret);
 }
 
 /* The zone limits lsblk reads as 0 when the kernel has no such file. */
@@ -326,31 +346,52 @@ static bool device_is_usb(json_object *dev, void *userdata)
         return streq_ptr(model_string(dev, BLKMODEL_IFACE_DEVICE, BLKMODEL_PROP_SUBSYSTEM), "usb");
 }
 
-/* lsblk's get_transport(), from the device's path and subsystems. */
-int get_tran(const ListRow *row, const ListColumn *c, Cell *ret)
+/* The driver of the nearest PCI device up the chain: a libata host's driver is its SCSI proc_name. */
+static bool device_pci_driver(json_object *dev, void *userdata)
+{
+        const char **ret = userdata;
+
+        if (!streq_ptr(model_string(dev, BLKMODEL_IFACE_DEVICE, BLKMODEL_PROP_SUBSYSTEM), "pci"))
+                return false;
+        *ret = model_string(dev, BLKMODEL_IFACE_DEVICE, BLKMODEL_PROP_DRIVER);
+        return true;
+}
+
+/*
+ * lsblk's get_transport() (util-linux 2.38), from the device chain: a SCSI disk by its host (FC, SAS,
+ * iSCSI, FireWire, USB, then libata's sata/ata by the host driver's name); else an NVMe namespace by
+ * its name.  A partition has no device link of its own, so only the name rule applies to it.
+ */
+static const char *row_transport(const ListRow *row)
 {
         const char *devpath = model_string(row->device, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_DEVPATH);
-        const char *name = model_name(row->model, row->path);
-        const char *t = NULL;
+        const char *driver = NULL;
 
-        if (row_hctl(row)) {
+        if (!row->partition && row_hctl(row)) {
+                if (devpath && strstr(devpath, "/rport-"))
+                        return "fc";
+                if (devpath && strstr(devpath, "/end_device-"))
+                        return "sas";
+                if (model_string(row->device, BLKMODEL_IFACE_DEVICE, "ieee1394_id"))
+                        return "sbp";
+                if (devpath && strstr(devpath, "/session"))
+                        return "iscsi";
                 if (row_walk_devices(row, device_is_usb, NULL))
-                        t = "usb";
-                else if (devpath && strstr(devpath, "/rport-"))
-                        t = "fc";
-                else if (devpath && strstr(devpath, "/end_device-"))
-                        t = "sas";
-                else if (devpath && strstr(devpath, "/session"))
-                        t = "iscsi";
-                else if (devpath && strstr(devpath, "/ata"))
-                        t = "sata";
-        } else if (startswith(name, "nvme"))
-                t = "nvme";
-        else if (devpath && strstr(devpath, "/virtio"))
-                t = "virtio";
-        else if (startswith(name, "mmcblk"))
-                t = "mmc";
-        return cell_string(t, ret);
+                        return "usb";
+                if (row_walk_devices(row, device_pci_driver, &driver) && driver) {
+                        if (startswith(driver, "ahci") || startswith(driver, "sata"))
+                                return "sata";
+                        if (strstr(driver, "ata"))
+                                return "ata";
+                }
+                return NULL;
+        }
+        return startswith(model_name(row->model, row->path), "nvme") ? "nvme" : NULL;
+}
+
+int get_tran(const ListRow *row, const ListColumn *c, Cell *ret)
+{
+        return cell_string(row_transport(row), ret);
 }
 
 typedef struct Chain {

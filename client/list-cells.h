@@ -14,6 +14,7 @@ enum {
 
 int get_attr(const ListRow *row, const ListColumn *c, Cell *ret);
 int get_attr_or_zero(const ListRow *row, const ListColumn *c, Cell *ret);
+int get_discard_attr(const ListRow *row, const ListColumn *c, Cell *ret);
 int get_kname(const ListRow *row, const ListColumn *c, Cell *ret);
 int get_name(const ListRow *row, const ListColumn *c, Cell *ret);
 int get_path(const ListRow *row, const ListColumn *c, Cell *ret);

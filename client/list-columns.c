@@ -31,11 +31,13 @@
 /* In lsblk's --help order; minimum widths are lsblk's where it has one. */
 const ListColumn list_columns[] = {
                 {"ALIGNMENT", N, R, 0, "alignment offset", get_attr, FROM_SELF, "alignment_offset"},
-                {"DISC-ALN", N, R, 0, "discard alignment offset", get_attr, FROM_SELF, "discard_alignment"},
+                {"DISC-ALN", N, R, 0, "discard alignment offset", get_discard_attr, FROM_SELF,
+                 "discard_alignment"},
                 {"DAX", B, R, 0, "dax-capable device", get_attr, FROM_QUEUE, "dax"},
                 {"DISC-GRAN", Z, R, 0, "discard granularity", get_attr, FROM_QUEUE, "discard_granularity"},
                 {"DISC-MAX", Z, R, 0, "discard max bytes", get_attr, FROM_QUEUE, "discard_max_bytes"},
-                {"DISC-ZERO", B, R, 0, "discard zeroes data", get_attr, FROM_QUEUE, "discard_zeroes_data"},
+                {"DISC-ZERO", B, R, 0, "discard zeroes data", get_discard_attr, FROM_QUEUE,
+                 "discard_zeroes_data"},
                 {"HCTL", S, L, 0, "Host:Channel:Target:Lun for SCSI", get_hctl},
                 {"HOTPLUG", B, R, 0, "removable or hotplug device (usb, pcmcia, ...)", get_hotplug},
                 {"KNAME", S, L, 0, "internal kernel device name", get_kname},
@@ -220,5 +222,7 @@ bool list_filter(const char *iface, const char *name, void *userdata)
                 return streq(name, "uuid") || streq(name, "name") || streq(name, "suspended");
         if (streq(iface, GROUP_MD))
                 return streq(name, "level");
+        if (streq(iface, BLKMODEL_IFACE_GROUP_PREFIX "loop"))
+                return streq(name, "backing_file");
         return false;
 }

@@ -34,6 +34,7 @@ enum {
         ARG_OUTPUT = 'o',
         ARG_OUTPUT_ALL = 'O',
         ARG_ALL = 'a',
+        ARG_NOEMPTY = 'A',
         ARG_NOHEADINGS = 'n',
         ARG_JSON_SHORT = 'J',
         ARG_ACTION = 'c',
@@ -61,6 +62,7 @@ static const struct option options[] = {
                 {"output", required_argument, NULL, ARG_OUTPUT},
                 {"output-all", no_argument, NULL, ARG_OUTPUT_ALL},
                 {"all", no_argument, NULL, ARG_ALL},
+                {"noempty", no_argument, NULL, ARG_NOEMPTY},
                 {"attribute-walk", no_argument, NULL, ARG_ALL},
                 {"subsystem-match", required_argument, NULL, ARG_SUBSYSTEM_MATCH},
                 {"sysname-match", required_argument, NULL, ARG_SYSNAME_MATCH},
@@ -150,6 +152,7 @@ static unsigned option_needs(int c)
                 return OPT_REMOVED;
         case ARG_OUTPUT:
         case ARG_OUTPUT_ALL:
+        case ARG_NOEMPTY:
                 return OPT_OUTPUT;
         case ARG_ALL:
                 return OPT_ALL;
@@ -228,6 +231,9 @@ static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const c
                 break;
         case ARG_ALL:
                 ctl->all = true;
+                break;
+        case ARG_NOEMPTY:
+                ctl->noempty = true;
                 break;
         case ARG_SUBSYSTEM_MATCH:
         case ARG_SYSNAME_MATCH:

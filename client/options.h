@@ -34,7 +34,7 @@ enum {
 
 /* The short options before the verb and after it. */
 #define OPTIONS_GLOBAL "+:hnJ"
-#define OPTIONS_VERB ":hbpt:o:naJOc:s:y:w"
+#define OPTIONS_VERB ":hbpt:o:naAJOc:s:y:w"
 
 /*
  * Runs getopt over argv with optstring, applying each option to ctl as allowed before the verb

@@ -5,7 +5,7 @@ for every column the two share, in JSON (lsblk's keys and value types,
 with and without -b) and as text (character for character apart from
 lsblk's trailing blanks, in a UTF-8 and an ASCII locale, with and without
 headings); `list DEVICE...` shows those subtrees; empty devices are hidden
-as lsblk hides them, unless -a.  HCTL and TRAN are left out of the
+as lsblk hides them (unattached loop devices unless -a, all with -A).  HCTL and TRAN are left out of the
 comparison: lsblk --sysroot cannot find the SCSI address of a fixture's
 disk (it prints nothing for both), where blkmodelctl gives 0:0:0:0 and
 sata; they are checked against the fixture directly."""
@@ -130,6 +130,10 @@ class ListAgreesWithLsblk(unittest.TestCase):
                          (None, "nvme"))
         self.assertEqual((devs["loop0"]["hctl"], devs["loop0"]["tran"]),
                          (None, None))
+        # A partition has no device link: only the name rule (nvme) holds.
+        self.assertEqual((devs["sda1"]["hctl"], devs["sda1"]["tran"]),
+                         (None, None))
+        self.assertEqual(devs["nvme0n1p1"]["tran"], "nvme")
 
     def check_default_and_widths(self, d):
         # The default columns: lsblk's that the model has, then SCHED.
@@ -155,29 +159,45 @@ class ListAgreesWithLsblk(unittest.TestCase):
         p = ct.run("list", "-o", "NAME,FSTYPE")
         ct.assert_one_line_failure(self, p, code=2, contains=("FSTYPE",))
 
-    def test_empty_devices_hidden(self):
-        # An unattached loop device is 0 bytes: lsblk hides it unless -a,
-        # and so does list; named on the command line it is said so.
+    def test_empty_devices(self):
+        # lsblk's rule (ignore_empty()): a loop device of 0 bytes with no
+        # backing file (unattached) is hidden unless -a; other empty
+        # devices (a CD drive with no disc) are shown unless -A.  lsblk
+        # --sysroot asks the host's /dev/loopN for the backing file, so
+        # the fixture's loop device has a number no host has.
         d = bt.make_fixture()
-        ct.add_loop(d + "/sys", 1)
-        with open(d + "/sys/block/loop1/size", "w") as f:
-            f.write("0\n")
+        ct.add_loop(d + "/sys", 200)
+        sr0 = d + "/sys" + bt.SR0_DEV + "/block/sr0/size"
+        for f in (d + "/sys/block/loop200/size", sr0):
+            with open(f, "w") as fh:
+                fh.write("0\n")
         with bt.Daemon(d + "/sys"):
-            for extra in ((), ("-a",)):
+            for extra in ((), ("-a",), ("-A",)):
                 with self.subTest(args=extra):
                     theirs = json.loads(lsblk(d, "-J", "-b", *extra, "-o",
                                               SHARED))
                     ours = ct.run_json("list", "-b", *extra, "-o", SHARED)
                     self.assertEqual(ours, theirs)
                     names = [n["name"] for n in ours["blockdevices"]]
-                    self.assertEqual("loop1" in names, bool(extra))
-            p = ct.run("list", "loop1")
-            ct.assert_one_line_failure(self, p, contains=("loop1", "-a"))
-            p = ct.run("list", "loop1", "loop0", check=0)
+                    self.assertEqual("loop200" in names, extra == ("-a",))
+                    self.assertEqual("sr0" in names, extra != ("-A",))
+                    theirs = lsblk(d, "-o", DEFAULT, *extra)
+                    ours = ct.run("list", "-o", DEFAULT, *extra,
+                                  check=0).stdout
+                    self.assertEqual(ours.split("\n"), rstrip_lines(theirs))
+            p = ct.run("list", "loop200")
+            ct.assert_one_line_failure(self, p, contains=("loop200", "-a"))
+            p = ct.run("list", "loop200", "loop0", check=0)
             self.assertIn("loop0", p.stdout)
-            self.assertNotIn("loop1", p.stdout)
-            self.assertEqual(ct.run_json("list", "-a", "loop1")
+            self.assertNotIn("loop200", p.stdout)
+            self.assertEqual(ct.run_json("list", "-a", "loop200")
                              ["blockdevices"][0]["size"], "0B")
+            # With a backing file, an empty loop device is shown.
+            with open(d + "/sys/block/loop0/size", "w") as fh:
+                fh.write("0\n")
+        with bt.Daemon(d + "/sys"):
+            names = [n["name"] for n in ct.run_json("list")["blockdevices"]]
+            self.assertIn("loop0", names)
 
     def test_synthetic_fixture(self):
         # 20 disks: sdq and beyond sit on the sd driver's second major, so
