@@ -222,12 +222,16 @@ static int list_node(TreeDraw *d, const char *path, json_object *j, void *userda
         return r;
 }
 
-/* The devices the user named, in the order named; each must be a disk or a partition. */
+/*
+ * The devices the user named, in the order named; each must be a disk or a partition.  One that
+ * lsblk's rule hides is said so on stderr and left out (*ret_hidden counts them); a failure is
+ * reported and its exit code returned, with nothing in *ret_paths.
+ */
 static int list_named_roots(ListContext *lc, char **args, int n_args, const char **roots, size_t *n_roots,
-                            char ***ret_paths)
+                            char ***ret_paths, size_t *ret_hidden)
 {
         _cleanup_(strv_freep) char **paths = NULL;
-        size_t n = 0, missing = 0;
+        size_t n = 0, hidden = 0;
         sd_bus *bus = NULL;
         int r;
 
@@ -251,13 +255,15 @@ static int list_named_roots(ListContext *lc, char **args, int n_args, const char
                         /* lsblk says nothing; saying why costs one line. */
                         (void) ctl_warn("%s is empty (0 bytes%s): -a lists it", args[i],
                                         lc->ctl->noempty ? "" : ", no backing file");
-                        missing++;
+                        hidden++;
                         continue;
                 }
                 roots[(*n_roots)++] = path;
         }
+        /* The roots point into paths: the caller keeps them alive. */
         *ret_paths = TAKE_PTR(paths);
-        return missing == (size_t) n_args ? EXIT_FAIL : EXIT_OK;
+        *ret_hidden = hidden;
+        return EXIT_OK;
 }
 
 int cmd_list(Ctl *ctl, char **args, int n_args)
@@ -269,7 +275,7 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         _cleanup_(freep) const char **roots = NULL;
         size_t n_roots = 0;
         sd_bus *bus = NULL;
-        int r, status = EXIT_OK;
+        int r;
 
         r = list_pick_columns(&lc);
         if (r != EXIT_OK)
@@ -287,9 +293,14 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         if (!roots)
                 return ctl_fail("Out of memory");
         if (n_args > 0) {
-                status = list_named_roots(&lc, args, n_args, roots, &n_roots, &named);
-                if (status != EXIT_OK && n_roots == 0)
-                        return status;
+                size_t hidden = 0;
+
+                r = list_named_roots(&lc, args, n_args, roots, &n_roots, &named, &hidden);
+                if (r != EXIT_OK)
+                        return r;
+                /* As lsblk fails when none of the devices named is shown. */
+                if (hidden == (size_t) n_args)
+                        return EXIT_FAIL;
         } else {
                 /* Top level: disks that sit on nothing (no slaves). */
                 json_object_object_foreach(model, path, obj) {
@@ -323,5 +334,5 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
                 }
         if (tree_draw(&ops, ctl, roots, n_roots, &lc) < 0)
                 return ctl_fail("Out of memory");
-        return status;
+        return EXIT_OK;
 }
