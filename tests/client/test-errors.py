@@ -98,6 +98,8 @@ class Errors(unittest.TestCase):
                      ("set", "nosuchdisk", "ro", "1"),
                      ("tree", "nosuchdisk"), ("trigger", "nosuchdisk"),
                      ("info", "-a", "nosuchdisk"), ("list", "nosuchdisk"),
+                     ("list", "sda", "nosuchdisk"),
+                     ("trigger", "--settle", "sda1", "nosuchdisk"),
                      ("--json", "show", "nosuchdisk")):
             with self.subTest(args=args):
                 line = ct.assert_one_line_failure(self, ct.run(*args))
