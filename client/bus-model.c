@@ -199,27 +199,90 @@ int bus_get_property(sd_bus *bus, const char *path, const char *iface, const cha
         return bus_message_read_json(reply, ret);
 }
 
-/* What loading one model needs at every step. */
-typedef struct Loader {
+/*
+ * Loading a model in parts: many calls in flight at once, each answer queueing the calls it leads to.
+ * An Introspect of an object queues a GetAll per model interface (the object itself) and either its
+ * GetManagedObjects (where it is an ObjectManager) or an Introspect of each child; a GetManagedObjects
+ * refused with LimitsExceeded queues an Introspect of its children.
+ */
+
+/* Calls in flight at once: enough to hide the round trips, few enough for any bus's limits. */
+#define LOAD_IN_FLIGHT 64
+
+typedef enum JobKind {
+        JOB_INTROSPECT,
+        JOB_GET_ALL,
+        JOB_MANAGED_OBJECTS,
+} JobKind;
+
+typedef struct Loader Loader;
+
+typedef struct Job {
+        Loader *loader;
+        JobKind kind;
+        char *path;
+        char *iface;    /* JOB_GET_ALL */
+        bool with_self; /* JOB_INTROSPECT: load the object itself */
+        bool try_below; /* JOB_INTROSPECT: its GetManagedObjects where it has one */
+        bool required;  /* the object asked for: its absence is an error, not a vanished object */
+        struct Job *next;
+} Job;
+
+struct Loader {
         sd_bus *bus;
         BusPropertyFilter filter;
         void *userdata;
         json_object *model;
-        sd_bus_error *error;
-} Loader;
+        json_object *gone; /* paths that vanished while loading: left out at the end */
+        Job *head, *tail;  /* not sent yet */
+        size_t in_flight;
+        int error; /* the first failure */
+        sd_bus_error bus_error;
+};
 
-/* GetManagedObjects on path: the objects below it, into the model. */
-static int load_managed_objects(Loader *l, const char *path)
+static Job *job_free(Job *j)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        ModelReader mr = {.into = l->model, .filter = l->filter, .userdata = l->userdata};
-        int r;
+        if (j) {
+                free(j->path);
+                free(j->iface);
+                free(j);
+        }
+        return NULL;
+}
 
-        r = sd_bus_call_method(l->bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.ObjectManager",
-                               "GetManagedObjects", l->error, &reply, NULL);
-        if (r < 0)
-                return r;
-        return bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
+static void loader_fail(Loader *l, int r, const sd_bus_error *e)
+{
+        if (l->error < 0)
+                return;
+        l->error = r < 0 ? r : -EIO;
+        if (e)
+                (void) sd_bus_error_copy(&l->bus_error, e);
+}
+
+static int loader_queue(Loader *l, JobKind kind, const char *path, const char *iface, bool with_self,
+                        bool try_below, bool required)
+{
+        Job *j = calloc(1, sizeof(Job));
+
+        if (!j)
+                return -ENOMEM;
+        *j = (Job){.loader = l,
+                   .kind = kind,
+                   .path = strdup(path),
+                   .iface = iface ? strdup(iface) : NULL,
+                   .with_self = with_self,
+                   .try_below = try_below,
+                   .required = required};
+        if (!j->path || (iface && !j->iface)) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        if (l->tail)
+                l->tail->next = j;
+        else
+                l->head = j;
+        l->tail = j;
+        return 0;
 }
 
 static bool error_is_vanished(const sd_bus_error *e)
@@ -227,146 +290,218 @@ static bool error_is_vanished(const sd_bus_error *e)
         return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_INTERFACE);
 }
 
-/* Introspect; 0 and nothing when the object went away meanwhile. */
-static int load_introspect(Loader *l, const char *path, Introspection *ret)
+/* model[path][iface], created if missing. */
+static json_object *model_iface(json_object *model, const char *path, const char *iface)
 {
-        int r;
+        json_object *obj, *props;
 
-        r = introspect_object(l->bus, path, ret, l->error);
-        if (r >= 0)
-                return 1;
-        if (error_is_vanished(l->error)) {
-                sd_bus_error_free(l->error);
-                return 0;
-        }
-        return r;
-}
-
-/* One object by itself: GetAll on each of its model interfaces, as GetManagedObjects would list it. */
-static int load_object(Loader *l, const char *path, const Introspection *in)
-{
-        json_object *obj = NULL;
-        int r;
-
-        for (size_t i = 0; i < in->n_interfaces; i++) {
-                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-                const char *iface = in->interfaces[i].name;
-                json_object *props;
-
-                if (!introspect_interface_is_model(iface))
-                        continue;
-                r = sd_bus_call_method(l->bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties",
-                                       "GetAll", l->error, &reply, "s", iface);
-                if (r < 0 && error_is_vanished(l->error)) {
-                        /* Gone meanwhile: as if it had never been there. */
-                        sd_bus_error_free(l->error);
-                        json_object_object_del(l->model, path);
-                        return 0;
-                }
-                if (r < 0)
-                        return r;
-                if (!obj && !(obj = json_add_object(l->model, path)))
-                        return -ENOMEM;
+        if (!json_object_object_get_ex(model, path, &obj) && !(obj = json_add_object(model, path)))
+                return NULL;
+        if (!json_object_object_get_ex(obj, iface, &props))
                 props = json_add_object(obj, iface);
-                if (!props)
-                        return -ENOMEM;
-                r = read_properties(reply, iface, l->filter, l->userdata, props);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return props;
 }
 
-static int load_subtree(Loader *l, const char *path, const Introspection *in);
-
-/* The children of path one by one (in is path's introspection), each with what is below it. */
-static int load_children(Loader *l, const char *path, const Introspection *in)
+static int on_introspect(Loader *l, Job *j, sd_bus_message *reply)
 {
+        _cleanup_(introspection_done) Introspection in = {};
+        const char *xml;
         int r;
 
-        for (size_t i = 0; i < in->n_children; i++) {
-                _cleanup_(introspection_done) Introspection child = {};
-                _cleanup_(freep) char *p = NULL;
-
-                if (asprintf(&p, "%s/%s", path, in->children[i]) < 0)
-                        return -ENOMEM;
-                r = load_introspect(l, p, &child);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        continue; /* gone meanwhile */
-                r = load_object(l, p, &child);
-                if (r < 0)
-                        return r;
-                if (introspect_has_interface(&child, "org.freedesktop.DBus.ObjectManager"))
-                        r = load_subtree(l, p, &child);
-                else
-                        r = load_children(l, p, &child);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* Everything below path, an ObjectManager: in one reply, or in parts if it would not fit in one. */
-static int load_subtree(Loader *l, const char *path, const Introspection *in)
-{
-        _cleanup_(introspection_done) Introspection own = {};
-        int r;
-
-        r = load_managed_objects(l, path);
-        if (r >= 0 || !sd_bus_error_has_name(l->error, SD_BUS_ERROR_LIMITS_EXCEEDED))
+        r = sd_bus_message_read(reply, "s", &xml);
+        if (r >= 0)
+                r = introspect_parse(xml, &in);
+        if (r < 0)
                 return r;
-        sd_bus_error_free(l->error);
+        for (size_t i = 0; j->with_self && i < in.n_interfaces; i++)
+                if (introspect_interface_is_model(in.interfaces[i].name)) {
+                        r = loader_queue(l, JOB_GET_ALL, j->path, in.interfaces[i].name, false, false,
+                                         j->required);
+                        if (r < 0)
+                                return r;
+                }
+        if (j->try_below && introspect_has_interface(&in, "org.freedesktop.DBus.ObjectManager"))
+                return loader_queue(l, JOB_MANAGED_OBJECTS, j->path, NULL, false, false, false);
+        for (size_t i = 0; i < in.n_children; i++) {
+                _cleanup_(freep) char *child = NULL;
 
-        if (!in) {
-                r = load_introspect(l, path, &own);
-                if (r <= 0)
+                if (asprintf(&child, "%s/%s", j->path, in.children[i]) < 0)
+                        return -ENOMEM;
+                r = loader_queue(l, JOB_INTROSPECT, child, NULL, true, true, false);
+                if (r < 0)
                         return r;
-                in = &own;
         }
-        return load_children(l, path, in);
+        return 0;
+}
+
+static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+        Job *j = userdata;
+        Loader *l = j->loader;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        ModelReader mr = {.into = l->model, .filter = l->filter, .userdata = l->userdata};
+        json_object *props;
+        int r = 0;
+
+        l->in_flight--;
+        if (l->error < 0)
+                goto done; /* draining: the load has failed */
+
+        if (e) {
+                if (j->kind == JOB_MANAGED_OBJECTS && sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED))
+                        /* Too much below it for one message: its children one by one. */
+                        r = loader_queue(l, JOB_INTROSPECT, j->path, NULL, false, false, false);
+                else if (error_is_vanished(e) && !j->required) {
+                        /* Gone between the look that named it and now: as if never there. */
+                        if (j->kind != JOB_MANAGED_OBJECTS &&
+                            json_object_object_add(l->gone, j->path, NULL) < 0)
+                                r = -ENOMEM;
+                } else
+                        loader_fail(l, -sd_bus_error_get_errno(e), e);
+        } else if (j->kind == JOB_INTROSPECT)
+                r = on_introspect(l, j, reply);
+        else if (j->kind == JOB_MANAGED_OBJECTS)
+                r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
+        else {
+                props = model_iface(l->model, j->path, j->iface);
+                r = props ? read_properties(reply, j->iface, l->filter, l->userdata, props) : -ENOMEM;
+        }
+        if (r < 0)
+                loader_fail(l, r, NULL);
+done:
+        job_free(j);
+        return 0;
+}
+
+static int loader_send(Loader *l, Job *j)
+{
+        static const char *const members[] = {
+                        [JOB_INTROSPECT] = "Introspect",
+                        [JOB_GET_ALL] = "GetAll",
+                        [JOB_MANAGED_OBJECTS] = "GetManagedObjects",
+        };
+        static const char *const ifaces[] = {
+                        [JOB_INTROSPECT] = "org.freedesktop.DBus.Introspectable",
+                        [JOB_GET_ALL] = "org.freedesktop.DBus.Properties",
+                        [JOB_MANAGED_OBJECTS] = "org.freedesktop.DBus.ObjectManager",
+        };
+        int r;
+
+        if (j->kind == JOB_GET_ALL)
+                r = sd_bus_call_method_async(l->bus, NULL, BLKMODEL_BUS_NAME, j->path, ifaces[j->kind],
+                                             members[j->kind], on_reply, j, "s", j->iface);
+        else
+                r = sd_bus_call_method_async(l->bus, NULL, BLKMODEL_BUS_NAME, j->path, ifaces[j->kind],
+                                             members[j->kind], on_reply, j, NULL);
+        if (r < 0)
+                return r;
+        l->in_flight++;
+        return 0;
+}
+
+static void loader_done(Loader *l)
+{
+        /* Replies still due name jobs that name l: take them in before l goes. */
+        while (l->in_flight > 0 && sd_bus_process(l->bus, NULL) >= 0)
+                if (l->in_flight > 0)
+                        (void) sd_bus_wait(l->bus, UINT64_MAX);
+        while (l->head) {
+                Job *j = l->head;
+
+                l->head = j->next;
+                job_free(j);
+        }
+        json_object_put(l->model);
+        json_object_put(l->gone);
+        sd_bus_error_free(&l->bus_error);
 }
 
 int bus_load_model(sd_bus *bus, const char *top, BusPropertyFilter filter, void *userdata, json_object **ret,
                    sd_bus_error *error)
 {
-        _cleanup_(json_object_putp) json_object *model = NULL;
-        _cleanup_(introspection_done) Introspection in = {};
-        Loader l = {.bus = bus, .filter = filter, .userdata = userdata, .error = error};
+        _cleanup_(loader_done) Loader l = {
+                        .bus = bus,
+                        .filter = filter,
+                        .userdata = userdata,
+                        .bus_error = SD_BUS_ERROR_NULL,
+        };
         int r;
 
-        model = json_object_new_object();
-        if (!model)
+        l.model = json_object_new_object();
+        l.gone = json_object_new_object();
+        if (!l.model || !l.gone)
                 return -ENOMEM;
-        l.model = model;
 
+        /* The root's GetManagedObjects holds everything, the Manager too; any other object is asked for
+         * itself, then for what is below it. */
         if (streq(top, BLKMODEL_ROOT_PATH))
-                r = load_subtree(&l, top, NULL);
-        else {
-                r = introspect_object(bus, top, &in, error);
-                if (r >= 0)
-                        r = load_object(&l, top, &in);
-                if (r >= 0)
-                        r = introspect_has_interface(&in, "org.freedesktop.DBus.ObjectManager")
-                                            ? load_subtree(&l, top, &in)
-                                            : load_children(&l, top, &in);
-        }
+                r = loader_queue(&l, JOB_MANAGED_OBJECTS, top, NULL, false, false, false);
+        else
+                r = loader_queue(&l, JOB_INTROSPECT, top, NULL, true, true, true);
         if (r < 0)
                 return r;
 
-        *ret = TAKE_PTR(model);
+        while ((l.head || l.in_flight > 0) && l.error == 0) {
+                while (l.head && l.in_flight < LOAD_IN_FLIGHT) {
+                        Job *j = l.head;
+
+                        l.head = j->next;
+                        if (!l.head)
+                                l.tail = NULL;
+                        r = loader_send(&l, j);
+                        if (r < 0) {
+                                job_free(j);
+                                return r;
+                        }
+                }
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        r = sd_bus_wait(bus, UINT64_MAX);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (l.error < 0) {
+                if (error)
+                        (void) sd_bus_error_move(error, &l.bus_error);
+                return l.error;
+        }
+
+        json_object_object_foreach(l.gone, path, v) {
+                (void) v;
+                json_object_object_del(l.model, path);
+        }
+        *ret = TAKE_PTR(l.model);
         return 0;
 }
 
 int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_error *error)
 {
         _cleanup_(introspection_done) Introspection in = {};
-        Loader l = {.bus = bus, .model = model, .error = error};
+        json_object *props;
         int r;
 
         r = introspect_object(bus, path, &in, error);
         if (r < 0)
                 return r;
-        return load_object(&l, path, &in);
+        for (size_t i = 0; i < in.n_interfaces; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                const char *iface = in.interfaces[i].name;
+
+                if (!introspect_interface_is_model(iface))
+                        continue;
+                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties",
+                                       "GetAll", error, &reply, "s", iface);
+                if (r < 0)
+                        return r;
+                props = model_iface(model, path, iface);
+                if (!props)
+                        return -ENOMEM;
+                r = read_properties(reply, iface, NULL, NULL, props);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
