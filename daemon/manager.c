@@ -122,6 +122,34 @@ static void on_bus_disconnected(void *userdata)
         manager_stop(m, 1);
 }
 
+/* ---- the service manager's watchdog ---- */
+
+static void on_watchdog(uv_timer_t *h)
+{
+        (void) sd_notify(false, "WATCHDOG=1");
+}
+
+/* A timer on the loop itself: pings stop when the loop stops turning, which is what systemd's
+ * watchdog is to find out. */
+static int watchdog_start(Manager *m)
+{
+        uint64_t usec, ms;
+        int r;
+
+        r = sd_watchdog_enabled(false, &usec);
+        if (r < 0)
+                return log_warning_errno(r, "Ignoring the watchdog settings from the service manager: %m");
+        if (r == 0)
+                return 0;
+        /* Half the timeout, as sd_watchdog_enabled(3) advises. */
+        ms = MAX(usec / 2 / 1000, (uint64_t) 1);
+        r = uv_timer_start(&m->watchdog, on_watchdog, ms, ms);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot start the watchdog timer: %s", uv_strerror(r));
+        log_debug("Pinging the service manager's watchdog every %" PRIu64 " ms.", ms);
+        return 0;
+}
+
 /* ---- life cycle ---- */
 
 static void on_handle_closed(uv_handle_t *h)
@@ -140,6 +168,12 @@ static int handles_init(Manager *m)
         if (r < 0)
                 return r;
         m->drain_watch.data = m;
+        m->n_open_handles++;
+
+        r = uv_timer_init(m->loop, &m->watchdog);
+        if (r < 0)
+                return r;
+        m->watchdog.data = m;
         m->n_open_handles++;
 
         uv_signal_t *signals[] = {&m->sigterm, &m->sigint, &m->sighup};
@@ -212,6 +246,7 @@ void manager_free(Manager *m)
                 return;
         uv_handle_t *handles[] = {
                 (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->watchdog,
                 (uv_handle_t *) &m->sigterm,
                 (uv_handle_t *) &m->sigint,
                 (uv_handle_t *) &m->sighup,
@@ -335,6 +370,7 @@ int manager_start(Manager *m)
                 return log_error_errno(r, "Cannot start recording attribute values: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Publishing the block device model.");
+        (void) watchdog_start(m);
         return 0;
 }
 

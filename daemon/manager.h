@@ -36,6 +36,7 @@ typedef struct Manager {
         uv_loop_t *loop;
         uv_signal_t sigterm, sigint, sighup;
         uv_prepare_t drain_watch; /* runs while uevents are paused for a long bus write queue */
+        uv_timer_t watchdog;      /* WATCHDOG=1 to systemd, while the loop turns */
         unsigned n_open_handles;
         bool paused_for_bus;
         int exit_code;
@@ -52,7 +53,7 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
 /* Stops what still runs; the memory goes with the last libuv close callback, so the loop must run
  * once more.  NULL is fine. */
 void manager_free(Manager *m);
-/* Opens sources, scans, publishes, takes the name, notifies READY=1. */
+/* Opens sources, scans, publishes, takes the name, notifies READY=1, starts the watchdog pings. */
 int manager_start(Manager *m);
 /* Releases the name and stops the loop. */
 void manager_stop(Manager *m, int exit_code);

@@ -13,6 +13,8 @@
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
+typedef struct Authorization Authorization;
+
 struct Publisher {
         sd_bus *bus;
         BusLoop *bus_loop;
@@ -24,6 +26,8 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
+        unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
         void *userdata;
@@ -81,10 +85,26 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound);
 /* The tssoa{ss} of one event: the Uevent signal's arguments, one item of GetEvents. */
 int bus_append_event(sd_bus_message *m, const EventRecord *e);
 
+/* ---- authorize.c ---- */
+
+/* The privileged part of a call, run once its caller is authorized.  As a method handler: it
+ * replies itself, or returns a negative errno with error set, and bus_authorize() replies that. */
+typedef int (*BusAuthorized)(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+
+/*
+ * Runs authorized(p, msg, error) once msg's caller may do action (a polkit action id): at once for
+ * root and the daemon's own user, else when polkit has said yes; a refusal is answered with
+ * AccessDenied (or InteractiveAuthorizationRequired).  details (key, value, …, NULL; may be NULL) go
+ * to polkit for its rules.  Returns what authorized() returned, 1 if the answer comes later, or a
+ * negative errno with error set.  Never waits.
+ */
+int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
+                  BusAuthorized authorized, sd_bus_error *error);
+/* Drops the calls still waiting, unanswered: at exit. */
+void bus_authorizations_cancel(Publisher *p);
+
 /* ---- access.c ---- */
 
-/* 0 if the caller may use privileged methods; else an AccessDenied error. */
-int bus_check_privileged(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
 /* Is msg a call of interface.member (or of member, when the caller named no interface)? */
 bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member);
 /* sd-bus checks argument types only for vtable methods; our handlers check their own.

@@ -127,7 +127,10 @@ static int read_string_variant(sd_bus_message *msg, const char *interface, const
         return sd_bus_message_exit_container(msg);
 }
 
-static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+static int method_set_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+
+/* authorized: the second time through, once bus_authorize() has let the caller in. */
+static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool authorized, sd_bus_error *error)
 {
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         _cleanup_(freep) char *rel = NULL;
@@ -159,15 +162,18 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
                 return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.",
                                          what);
         }
-        r = bus_check_privileged(p, msg, error);
-        if (r < 0)
-                return r;
         if (strlen(value) > VALUE_MAX)
                 return bus_error_invalid_args(error, "Values are at most %d bytes.", VALUE_MAX);
         if (k->ktype->id == KTYPE_QUEUE && streq(rel, "scheduler")) {
                 r = check_scheduler(&d, value, error);
                 if (r < 0)
                         return r;
+        }
+        /* Checked last: a call that cannot succeed fails without a password prompt. */
+        if (!authorized) {
+                const char *details[] = {"object", k->path, "attribute", rel, "value", value, NULL};
+                return bus_authorize(p, msg, BLKMODEL_ACTION_SET_ATTRIBUTE, details, method_set_authorized,
+                                     error);
         }
 
         live_object_before_write(p->live, k);
@@ -177,6 +183,17 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
         log_info("%s/%s set to '%s'.", k->devpath, rel, value);
         live_object_after_write(p->live, k);
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Set once more, now authorized: the object may have gone, or its files changed, meanwhile. */
+static int method_set_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
+{
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *k = model_find_path(p->model, path);
+
+        if (!k)
+                return bus_error_unknown_object(error, path);
+        return method_set(p, msg, k, true, error);
 }
 
 int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -211,7 +228,7 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
                 return bus_check_signature(msg, "s", error) ?: method_get_all(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Set"))
-                return bus_check_signature(msg, "ssv", error) ?: method_set(p, msg, k, error);
+                return bus_check_signature(msg, "ssv", error) ?: method_set(p, msg, k, false, error);
         return 0;
 }
 

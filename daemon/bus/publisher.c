@@ -71,6 +71,8 @@ Publisher *publisher_free(Publisher *p)
         if (!p)
                 return NULL;
         publisher_release_name(p);
+        /* Their slots belong to the bus: gone before it is. */
+        bus_authorizations_cancel(p);
         bus_loop_free(p->bus_loop);
         sd_bus_slot_unref(p->object_slot);
         sd_bus_slot_unref(p->manager_slot);
@@ -127,7 +129,7 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
 
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
+        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                                "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");

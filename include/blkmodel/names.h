@@ -80,3 +80,8 @@
 #define BLKMODEL_KTYPE_QUEUE            "queue"
 #define BLKMODEL_KTYPE_ELEVATOR         "elevator"
 #define BLKMODEL_KTYPE_DEVICE           "device"
+
+/* polkit actions of the privileged calls (polkit/org.blkmodel1.policy): what rules name. */
+#define BLKMODEL_ACTION_SET_ATTRIBUTE   "org.blkmodel1.set-attribute"
+#define BLKMODEL_ACTION_TRIGGER         "org.blkmodel1.trigger"
+#define BLKMODEL_ACTION_RESCAN          "org.blkmodel1.rescan"
