@@ -200,7 +200,7 @@ static int tree_fetch_device_paths(TreeContext *tc, sd_bus *bus, sd_bus_error *e
                 if (!k || json_object_object_add(k, BLKMODEL_PROP_DEVPATH, TAKE_PTR(devpath)) < 0)
                         return -ENOMEM;
         }
-        /* Only looked up, never drawn: tree_index() skips objects below no parent it knows. */
+        /* Only looked up, never drawn: the drawing starts at the subtree asked for. */
         json_object_object_foreach(found, p, o) {
                 if (json_object_object_add(tc->model, p, json_object_get(o)) < 0)
                         return -ENOMEM;
