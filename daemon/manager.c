@@ -5,6 +5,8 @@
 #include "manager.h"
 #include "sysfs/scan.h"
 
+static void manager_stop(Manager *m, int exit_code);
+
 /* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
 #define WRITE_QUEUE_HIGH 1024
 #define WRITE_QUEUE_LOW 256
@@ -374,7 +376,8 @@ int manager_start(Manager *m)
         return 0;
 }
 
-void manager_stop(Manager *m, int exit_code)
+/* Releases the name and stops the loop. */
+static void manager_stop(Manager *m, int exit_code)
 {
         m->exit_code = exit_code;
         (void) sd_notify(false, "STOPPING=1");

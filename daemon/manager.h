@@ -55,5 +55,3 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
 void manager_free(Manager *m);
 /* Opens sources, scans, publishes, takes the name, notifies READY=1, starts the watchdog pings. */
 int manager_start(Manager *m);
-/* Releases the name and stops the loop. */
-void manager_stop(Manager *m, int exit_code);

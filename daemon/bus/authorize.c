@@ -33,6 +33,7 @@ struct Authorization {
         char **details; /* key, value, …: what polkit rules see with action.lookup() */
         uid_t uid;
         BusAuthorized authorized;
+        BusCallerKnown known; /* instead of authorized: a read that only wants to know who asks */
         Authorization *prev, *next;
 };
 
@@ -83,6 +84,11 @@ static const char *call_name(sd_bus_message *m, char *buf, size_t size)
         return buf;
 }
 
+static bool uid_is_privileged(uid_t uid)
+{
+        return uid == 0 || uid == geteuid();
+}
+
 /* Answers the call: with denied, or with whatever the privileged part answers. */
 static void authorization_finish(Authorization *a, const sd_bus_error *denied)
 {
@@ -100,7 +106,9 @@ static void authorization_finish(Authorization *a, const sd_bus_error *denied)
         } else {
                 /* The privileged part reads the arguments again, from the start. */
                 r = sd_bus_message_rewind(a->request, true);
-                if (r >= 0)
+                if (r >= 0 && a->known)
+                        r = a->known(a->publisher, a->request, uid_is_privileged(a->uid), &error);
+                else if (r >= 0)
                         r = a->authorized(a->publisher, a->request, &error);
                 if (r < 0 && sd_bus_error_is_set(&error))
                         r = sd_bus_reply_method_error(a->request, &error);
@@ -198,9 +206,33 @@ static int ask_polkit(Authorization *a)
         return r;
 }
 
-static bool uid_is_privileged(uid_t uid)
+/*
+ * Unique names are never given out twice, so what a sender's uid was stays true: remembered, a
+ * read needs no round trip to the bus.  Bounded: forgotten all at once when full.
+ */
+#define UIDS_MAX 1024
+
+static void remember_uid(Publisher *p, const char *sender, uid_t uid)
 {
-        return uid == 0 || uid == geteuid();
+        char *key;
+
+        if (!sender || hashmap_get(&p->uids, sender))
+                return;
+        if (hashmap_size(&p->uids) >= UIDS_MAX)
+                bus_uids_forget(p);
+        key = strdup(sender);
+        if (!key || hashmap_put(&p->uids, key, (void *) (uintptr_t) (uid + 1)) < 0)
+                free(key);
+}
+
+void bus_uids_forget(Publisher *p)
+{
+        const char *key;
+        size_t i = 0;
+
+        while (hashmap_iterate(&p->uids, &i, &key))
+                free((char *) key);
+        hashmap_deinit(&p->uids);
 }
 
 static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
@@ -221,7 +253,8 @@ static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
                 return 0;
         }
         a->uid = (uid_t) uid;
-        if (uid_is_privileged(a->uid)) {
+        remember_uid(a->publisher, sd_bus_message_get_sender(a->request), a->uid);
+        if (a->known || uid_is_privileged(a->uid)) {
                 authorization_finish(a, NULL);
                 return 0;
         }
@@ -234,14 +267,19 @@ static int on_uid_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
         return 0;
 }
 
-int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
-                  BusAuthorized authorized, sd_bus_error *error)
+static int authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
+                     BusAuthorized authorized, BusCallerKnown known, sd_bus_error *error)
 {
         const char *sender = sd_bus_message_get_sender(msg);
         sd_bus_creds *attached = sd_bus_message_get_creds(msg);
         Authorization *a;
         size_t n = 0;
         int r;
+
+        /* Whoever runs next reads the arguments from the start, now or later. */
+        r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
 
         /*
          * Known without asking anyone: a direct connection's peer (from the socket), or credentials
@@ -257,6 +295,8 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
                         r = sd_bus_creds_get_euid(creds, &euid);
                 if (r < 0)
                         return bus_error_errno(error, r, "Cannot determine the caller's identity");
+                if (known)
+                        return known(p, msg, uid_is_privileged(euid), error);
                 if (uid_is_privileged(euid))
                         return authorized(p, msg, error);
                 if (!sender) {
@@ -269,6 +309,12 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
                 }
         }
 
+        void *cached = hashmap_get(&p->uids, sender);
+        uid_t cached_uid = cached ? (uid_t) ((uintptr_t) cached - 1) : (uid_t) -1;
+        if (cached && known)
+                return known(p, msg, uid_is_privileged(cached_uid), error);
+        if (cached && uid_is_privileged(cached_uid))
+                return authorized(p, msg, error);
         if (p->n_authorizations >= AUTHORIZATIONS_MAX)
                 return bus_error_limits_exceeded(error,
                                                  "%u calls are waiting for authorization; try again later.",
@@ -281,6 +327,7 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
         a->action = action;
         a->uid = (uid_t) -1; /* not known yet */
         a->authorized = authorized;
+        a->known = known;
         a->next = p->authorizations;
         if (a->next)
                 a->next->prev = a;
@@ -290,7 +337,10 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
         r = 0;
         for (const char *const *d = details; d && *d && r >= 0; d++)
                 r = strv_extend(&a->details, &n, *d);
-        if (r >= 0 && attached && sd_bus_creds_get_euid(attached, &a->uid) >= 0)
+        if (r >= 0 && cached) {
+                a->uid = cached_uid;
+                r = ask_polkit(a);
+        } else if (r >= 0 && attached && sd_bus_creds_get_euid(attached, &a->uid) >= 0)
                 r = ask_polkit(a);
         else if (r >= 0)
                 r = sd_bus_call_method_async(p->bus, &a->slot, "org.freedesktop.DBus",
@@ -302,4 +352,15 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
         }
         /* Handled: the answer comes later. */
         return 1;
+}
+
+int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
+                  BusAuthorized authorized, sd_bus_error *error)
+{
+        return authorize(p, msg, action, details, authorized, NULL, error);
+}
+
+int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error)
+{
+        return authorize(p, msg, NULL, NULL, NULL, known, error);
 }

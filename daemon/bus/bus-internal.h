@@ -14,6 +14,7 @@
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
 typedef struct Authorization Authorization;
+typedef struct BusWrite BusWrite;
 
 struct Publisher {
         sd_bus *bus;
@@ -27,6 +28,9 @@ struct Publisher {
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
+        Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
+        uv_loop_t *loop;
+        BusWrite *writes;              /* Set's writes on the thread pool (write.c) */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -45,29 +49,28 @@ struct Publisher {
  * ReadFailed error. */
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
                         bool lenient, size_t *bound, sd_bus_error *error);
-/* a{sv}: every property of the interface, equal to what GetAll returns. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+/* a{sv}: every property of the interface, equal to what GetAll returns; the attributes only root
+ * may read (ATTR_PRIVILEGED) only if privileged. */
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
                                 size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it. */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound);
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound);
 /* as: the names of k's interfaces. */
 int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
 /* ---- managed-objects.c ---- */
 
-/* About what bus_append_object() appends for k, without reading anything. */
-size_t bus_object_size_estimate(const Kobject *k);
 /* Does k answer GetManagedObjects for what is below it?  Ksets, disks and devices do, so that a
  * model too big for one message can be read in parts. */
 bool bus_object_is_manager(const Kobject *k);
 /* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
-int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error);
+int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
+                                   sd_bus_error *error);
 
 /* ---- introspect.c ---- */
 
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
-void bus_introspect_cache_free_one(Publisher *p, void *entry);
 void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
@@ -102,6 +105,22 @@ int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const c
                   BusAuthorized authorized, sd_bus_error *error);
 /* Drops the calls still waiting, unanswered: at exit. */
 void bus_authorizations_cancel(Publisher *p);
+
+/* A read that depends on who asks: known(p, msg, privileged, error) runs once the caller's uid is
+ * known (privileged: root or the daemon's own user), at once or later, as bus_authorize() does; no
+ * polkit is asked.  Returns what known() returned, or 1 if the answer comes later. */
+typedef int (*BusCallerKnown)(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error);
+int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error);
+/* Forgets the uids of callers remembered so far: at exit. */
+void bus_uids_forget(Publisher *p);
+
+/* ---- write.c ---- */
+
+/* Writes value to rel below the object's directory (dirfd) on libuv's thread pool, then reads back
+ * what the kernel stored, announces it and answers msg.  1 (answered later), or negative errno. */
+int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel, const char *value);
+/* At exit: writes still in flight answer nobody. */
+void bus_writes_orphan(Publisher *p);
 
 /* ---- access.c ---- */
 

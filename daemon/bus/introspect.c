@@ -76,8 +76,11 @@ static void xml_iface(FILE *f, const Iface *iface)
                 xml_property(f, p->name, p->signature, p->writable, p->emits);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
                 const Attr *a = &iface->attrs->attrs[i];
+                /* Only root may read a privileged one: its changes are announced by name only. */
                 xml_property(f, a->member, "s", a->flags & ATTR_WRITABLE,
-                             a->flags & ATTR_VOLATILE ? PROPERTY_EMITS_FALSE : PROPERTY_EMITS_TRUE);
+                             a->flags & ATTR_VOLATILE     ? PROPERTY_EMITS_FALSE
+                             : a->flags & ATTR_PRIVILEGED ? PROPERTY_EMITS_INVALIDATES
+                                                          : PROPERTY_EMITS_TRUE);
         }
         fputs(" </interface>\n", f);
 }
@@ -115,6 +118,16 @@ static int interfaces_xml(Kobject *k, char **ret)
         return 0;
 }
 
+static void cache_free_one(Publisher *p, void *entry)
+{
+        CachedXml *c = entry;
+
+        shape_unref(&p->model->shapes, c->shape);
+        free(c->key);
+        free(c->xml);
+        free(c);
+}
+
 static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
 {
         _cleanup_(freep) char *key = NULL;
@@ -133,20 +146,10 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
         c->key = TAKE_PTR(key);
         c->shape = shape_ref(k->shape);
         if (hashmap_put(&p->introspect_cache, c->key, c) < 0) {
-                bus_introspect_cache_free_one(p, c);
+                cache_free_one(p, c);
                 return NULL;
         }
         return c->xml;
-}
-
-void bus_introspect_cache_free_one(Publisher *p, void *entry)
-{
-        CachedXml *c = entry;
-
-        shape_unref(&p->model->shapes, c->shape);
-        free(c->key);
-        free(c->xml);
-        free(c);
 }
 
 void bus_introspect_cache_clear(Publisher *p)
@@ -155,7 +158,7 @@ void bus_introspect_cache_clear(Publisher *p)
         size_t i = 0;
 
         while ((c = hashmap_iterate(&p->introspect_cache, &i, NULL)))
-                bus_introspect_cache_free_one(p, c);
+                cache_free_one(p, c);
         hashmap_deinit(&p->introspect_cache);
 }
 

@@ -15,7 +15,8 @@ static size_t entry_estimate(const char *name, const char *signature)
         return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1;
 }
 
-size_t bus_object_size_estimate(const Kobject *k)
+/* About what bus_append_object() appends for k, without reading anything. */
+static size_t bus_object_size_estimate(const Kobject *k)
 {
         size_t n = 16 + strlen(k->path), values = live_object_value_bytes(k), guessed = 0;
         Iface iface;
@@ -82,6 +83,7 @@ static int add_estimate(Publisher *p, Kobject *k, void *userdata)
 typedef struct Reply {
         sd_bus_message *m;
         size_t bound, limit;
+        bool privileged;
 } Reply;
 
 static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
@@ -94,7 +96,7 @@ static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
                 r = sd_bus_message_append(reply->m, "o", k->path);
         reply->bound += 8 + 4 + strlen(k->path) + 1 + 8;
         if (r >= 0)
-                r = bus_append_object(p, reply->m, k, &reply->bound);
+                r = bus_append_object(p, reply->m, k, reply->privileged, &reply->bound);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply->m);
         /* The estimate said it would fit, the values read say otherwise: stop before the bus drops us. */
@@ -144,12 +146,13 @@ static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus
  * model too large for one message (10,000 disks with every attribute) can still be read whole, in
  * parts.
  */
-int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error)
+int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
+                                   sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default; a bus
          * drops a connection that sends more.  Refuse instead. */
-        Reply reply = {.bound = 64, .limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096};
+        Reply reply = {.bound = 64, .limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096, .privileged = privileged};
         size_t estimate = 64;
         int r;
 

@@ -43,6 +43,7 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         if (!p)
                 return -ENOMEM;
         p->bus = sd_bus_ref(c->bus);
+        p->loop = c->loop;
         p->sysfs = c->sysfs;
         p->model = c->model;
         p->live = c->live;
@@ -73,6 +74,8 @@ Publisher *publisher_free(Publisher *p)
         publisher_release_name(p);
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
+        bus_writes_orphan(p);
+        bus_uids_forget(p);
         bus_loop_free(p->bus_loop);
         sd_bus_slot_unref(p->object_slot);
         sd_bus_slot_unref(p->manager_slot);

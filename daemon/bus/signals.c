@@ -21,7 +21,7 @@ void publisher_object_added(Publisher *p, Kobject *k)
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
-                r = bus_append_object(p, s, k, NULL);
+                r = bus_append_object(p, s, k, false, NULL);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "InterfacesAdded", k->path);
@@ -74,7 +74,7 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
                         if (r >= 0)
                                 r = sd_bus_message_append(s, "s", iface.name);
                         if (r >= 0)
-                                r = bus_append_iface_properties(p, &d, &iface, s, NULL);
+                                r = bus_append_iface_properties(p, &d, &iface, s, false, NULL);
                         if (r >= 0)
                                 r = sd_bus_message_close_container(s);
                 }
@@ -102,6 +102,10 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
         if (r >= 0)
                 r = sd_bus_message_open_container(s, 'a', "{sv}");
         for (char *const *c = changed; r >= 0 && c && *c; c++) {
+                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, *c) : NULL;
+                /* A signal goes to everyone: a value only root may read goes by name only. */
+                if (a && (a->flags & ATTR_PRIVILEGED))
+                        continue;
                 r = sd_bus_message_open_container(s, 'e', "sv");
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", *c);
@@ -113,7 +117,16 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
         if (r >= 0)
                 r = sd_bus_message_close_container(s);
         if (r >= 0)
-                r = sd_bus_message_append_strv(s, (char **) invalidated);
+                r = sd_bus_message_open_container(s, 'a', "s");
+        for (char *const *c = invalidated; r >= 0 && c && *c; c++)
+                r = sd_bus_message_append(s, "s", *c);
+        for (char *const *c = changed; r >= 0 && c && *c; c++) {
+                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, *c) : NULL;
+                if (a && (a->flags & ATTR_PRIVILEGED))
+                        r = sd_bus_message_append(s, "s", *c);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "PropertiesChanged", k->path);
