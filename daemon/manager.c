@@ -332,8 +332,9 @@ static int publish(Manager *m)
                         .live = m->live,
                         .events = m->events,
                         .uevent_source = uevent_source_name(&m->options),
-                        .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
-                                                                              : BUS_MESSAGE_MAX,
+                        .message_max = m->options.message_max > 0 ? m->options.message_max
+                                       : m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
+                                                                                : BUS_MESSAGE_MAX,
                         .disconnected = on_bus_disconnected,
                         .userdata = m,
         };

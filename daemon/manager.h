@@ -29,6 +29,7 @@ typedef struct ManagerOptions {
         int uevent_rcvbuf; /* netlink receive buffer in bytes; 0: the default (tests shrink it) */
         size_t event_log_size;
         unsigned poll_interval_ms;
+        size_t message_max; /* the largest message the bus takes; 0: the bus kind's default */
 } ManagerOptions;
 
 typedef struct Manager {
