@@ -40,6 +40,8 @@ typedef struct Manager {
         uv_timer_t watchdog;      /* WATCHDOG=1 to systemd, while the loop turns */
         unsigned n_open_handles;
         bool paused_for_bus;
+        sd_bus_message **settling; /* Settle() calls waiting for the bus to catch up */
+        size_t n_settling;
         int exit_code;
 
         Sysfs sysfs;
