@@ -7,13 +7,8 @@
  * when, for each block object it triggered, a Uevent with a higher seqnum, that object and that
  * action has arrived: the daemon sends it after applying the event, so the model then shows it.
  *
- * settle has nothing of its own to wait for.  blkmodeld reads the kernel's queue in its event loop
- * and sends each Uevent as soon as it has applied the event; what it has not read yet no interface
- * shows.  So settled here means: LastSeqnum stayed the same across a quiet period in which no Uevent
- * signal arrived, checked by a round trip to the daemon after that period, which its loop can only
- * answer after going through its sockets again.  What the kernel queued before settle started is
- * then applied and signalled unless the daemon stalls longer than the quiet period (blkmodeld is built
- * to stall at most 20 ms); a daemon-side Settle method would make it exact.
+ * settle asks the daemon: Manager.Settle() reads what the kernel has queued, applies it and answers
+ * after the Uevent signals it sent, with the last seqnum.
  */
 
 #include <errno.h>
@@ -37,7 +32,6 @@
 #include "common/util.h"
 
 #define SETTLE_TIMEOUT_DEFAULT (120 * USEC_PER_SEC)
-#define SETTLE_QUIET (100 * USEC_PER_MSEC)
 
 static uint64_t settle_deadline(const Ctl *ctl)
 {
@@ -151,53 +145,25 @@ static int settle_fail(const Ctl *ctl, int r, const Watch *w, const char *what)
 
 int cmd_settle(Ctl *ctl, char **args, int n_args)
 {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(json_object_putp) json_object *j = NULL;
-        _cleanup_(closep) int sigfd = -1;
-        uint64_t deadline = settle_deadline(ctl), last, again;
-        _cleanup_(watch_done) Watch w = {};
+        uint64_t deadline = settle_deadline(ctl), now = now_usec(), last = 0;
         sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);
         if (r != EXIT_OK)
                 return r;
-        sigfd = bus_signalfd_open();
-        if (sigfd < 0)
-                return ctl_fail("Failed to watch signals: %s", strerror(-sigfd));
-        r = watch_start(ctl, bus, &w);
-        if (r != EXIT_OK)
-                return r;
-        r = get_last_seqnum(ctl, bus, &last);
-        if (r != EXIT_OK)
-                return r;
-        w.last_arrival = now_usec();
-
-        for (;;) {
-                uint64_t arrivals = w.arrivals;
-
-                /* A quiet period: no Uevent for SETTLE_QUIET. */
-                while (!w.daemon_gone && now_usec() < w.last_arrival + SETTLE_QUIET) {
-                        r = watch_step(bus, sigfd, MIN(w.last_arrival + SETTLE_QUIET, deadline));
-                        if (r == -ETIMEDOUT && now_usec() < deadline)
-                                continue;
-                        if (r < 0)
-                                return settle_fail(ctl, r, &w, "waiting for blkmodeld to settle");
-                }
-                if (w.daemon_gone)
-                        return settle_fail(ctl, 0, &w, "waiting for it to settle");
-
-                /* Then a round trip: the daemon's loop went through its sockets once more. */
-                r = get_last_seqnum(ctl, bus, &again);
-                if (r != EXIT_OK)
-                        return r;
-                while ((r = sd_bus_process(bus, NULL)) > 0)
-                        ;
-                if (again == last && w.arrivals == arrivals)
-                        break;
-                last = again;
-                if (now_usec() >= deadline)
-                        return settle_fail(ctl, -ETIMEDOUT, &w, "waiting for blkmodeld to settle");
-        }
+        /* The daemon answers once what the kernel had queued is applied; its Uevents come first. */
+        r = sd_bus_message_new_method_call(bus, &m, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
+                                           BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_SETTLE);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &error, &reply);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "t", &last);
+        if (r < 0)
+                return bus_report_error(ctl, &error, r, "Failed to settle");
 
         if (!ctl->json)
                 return EXIT_OK;

@@ -36,6 +36,7 @@ struct Publisher {
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
+        PublisherSettle settle;
         void *userdata;
 };
 

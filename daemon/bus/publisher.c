@@ -51,6 +51,7 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         p->uevent_source = c->uevent_source;
         p->message_max = c->message_max;
         p->disconnected = c->disconnected;
+        p->settle = c->settle;
         p->userdata = c->userdata;
 
         r = publisher_register(p);
@@ -143,6 +144,13 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
                 r = sd_bus_send(p->bus, s, NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot send the Uevent signal for %s: %m", e->devpath);
+}
+
+void publisher_settled(Publisher *p, sd_bus_message *msg)
+{
+        int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
+        if (r < 0)
+                log_warning_errno(r, "Cannot answer Settle(): %m");
 }
 
 void publisher_events_lost(Publisher *p)

@@ -18,6 +18,9 @@
 
 typedef struct Publisher Publisher;
 typedef void (*PublisherDisconnected)(void *userdata);
+/* Manager.Settle(): answer msg (with publisher_settled()) once every uevent the kernel had queued
+ * when it came is applied and signalled, now or later. */
+typedef void (*PublisherSettle)(void *userdata, sd_bus_message *msg);
 
 typedef struct PublisherConfig {
         uv_loop_t *loop;
@@ -29,6 +32,7 @@ typedef struct PublisherConfig {
         const char *uevent_source; /* the UeventSource property: "netlink", a socket path, "none" */
         size_t message_max;        /* the largest message the bus takes */
         PublisherDisconnected disconnected;
+        PublisherSettle settle;
         void *userdata;
 } PublisherConfig;
 
@@ -60,4 +64,6 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
 void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated);
 void publisher_uevent(Publisher *p, const EventRecord *e);
+/* The answer to a Settle(): the last seqnum, sent after every signal queued before it. */
+void publisher_settled(Publisher *p, sd_bus_message *msg);
 void publisher_events_lost(Publisher *p);
