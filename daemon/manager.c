@@ -5,9 +5,7 @@
 #include "manager.h"
 #include "sysfs/scan.h"
 
-/* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
-#define WRITE_QUEUE_HIGH 1024
-#define WRITE_QUEUE_LOW 256
+static void manager_stop(Manager *m, int exit_code);
 
 /* ---- live's ops: what changed, to the publisher ---- */
 
@@ -40,30 +38,63 @@ static void on_properties_changed(void *userdata, Kobject *k, const char *interf
                 publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
 }
 
+static void settle(Manager *m, sd_bus_message *msg);
+
 static void on_bus_drain_check(uv_prepare_t *h)
 {
         Manager *m = h->data;
         uint64_t queued = publisher_queued(m->publisher);
 
-        if (queued > WRITE_QUEUE_LOW)
+        if (publisher_congested(m->publisher, true))
                 return;
         (void) uv_prepare_stop(&m->drain_watch);
         m->paused_for_bus = false;
         uevent_source_resume(m->uevents);
         log_debug("Bus write queue drained to %" PRIu64 "; reading uevents again.", queued);
+
+        /* Settle()s that came while the bus was behind: now the kernel's queue can be read. */
+        sd_bus_message **waiting = TAKE_PTR(m->settling);
+        size_t n = m->n_settling;
+        m->n_settling = 0;
+        for (size_t i = 0; i < n; i++)
+                settle(m, waiting[i]);
+        free(waiting);
 }
 
-/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them. */
+/* Manager.Settle(): read what the kernel has queued, apply it, answer after its signals.  While the
+ * bus is too far behind to take more signals, the answer waits.  Takes over msg's reference. */
+static void settle(Manager *m, sd_bus_message *msg)
+{
+        if (!m->paused_for_bus && m->uevents)
+                uevent_source_drain(m->uevents);
+        if (m->paused_for_bus) {
+                sd_bus_message **t = realloc(m->settling, (m->n_settling + 1) * sizeof(sd_bus_message *));
+                if (t) {
+                        m->settling = t;
+                        m->settling[m->n_settling++] = msg;
+                        return;
+                }
+                log_error("Out of memory: Settle() is answered before the bus caught up.");
+        }
+        live_settle(m->live);
+        publisher_settled(m->publisher, msg);
+        sd_bus_message_unref(msg);
+}
+
+static void on_settle(void *userdata, sd_bus_message *msg)
+{
+        settle(userdata, msg);
+}
+
+/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them.  NOTES.md:
+ * sd-bus drains a long write queue quadratically and fails past ~393k messages.  Not while the bus has
+ * stopped reading from us: then the publisher drops signals instead, and the model stays current. */
 static void check_backpressure(Manager *m)
 {
-        uint64_t queued;
-
-        if (m->paused_for_bus || !m->uevents)
+        if (m->paused_for_bus || !m->uevents || !publisher_congested(m->publisher, false))
                 return;
-        queued = publisher_queued(m->publisher);
-        if (queued <= WRITE_QUEUE_HIGH)
-                return;
-        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.", queued);
+        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.",
+                  publisher_queued(m->publisher));
         m->paused_for_bus = true;
         uevent_source_pause(m->uevents);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
@@ -253,6 +284,10 @@ void manager_free(Manager *m)
         };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
+        for (size_t i = 0; i < m->n_settling; i++)
+                sd_bus_message_unref(m->settling[i]);
+        m->settling = mfree(m->settling);
+        m->n_settling = 0;
         m->publisher = publisher_free(m->publisher);
         live_free(m->live);
         m->live = NULL;
@@ -330,9 +365,11 @@ static int publish(Manager *m)
                         .live = m->live,
                         .events = m->events,
                         .uevent_source = uevent_source_name(&m->options),
-                        .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
-                                                                              : BUS_MESSAGE_MAX,
+                        .message_max = m->options.message_max > 0 ? m->options.message_max
+                                       : m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
+                                                                                : BUS_MESSAGE_MAX,
                         .disconnected = on_bus_disconnected,
+                        .settle = on_settle,
                         .userdata = m,
         };
         return publisher_new(&c, &m->publisher);
@@ -374,7 +411,8 @@ int manager_start(Manager *m)
         return 0;
 }
 
-void manager_stop(Manager *m, int exit_code)
+/* Releases the name and stops the loop. */
+static void manager_stop(Manager *m, int exit_code)
 {
         m->exit_code = exit_code;
         (void) sd_notify(false, "STOPPING=1");

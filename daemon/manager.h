@@ -29,6 +29,7 @@ typedef struct ManagerOptions {
         int uevent_rcvbuf; /* netlink receive buffer in bytes; 0: the default (tests shrink it) */
         size_t event_log_size;
         unsigned poll_interval_ms;
+        size_t message_max; /* the largest message the bus takes; 0: the bus kind's default */
 } ManagerOptions;
 
 typedef struct Manager {
@@ -39,6 +40,8 @@ typedef struct Manager {
         uv_timer_t watchdog;      /* WATCHDOG=1 to systemd, while the loop turns */
         unsigned n_open_handles;
         bool paused_for_bus;
+        sd_bus_message **settling; /* Settle() calls waiting for the bus to catch up */
+        size_t n_settling;
         int exit_code;
 
         Sysfs sysfs;
@@ -55,5 +58,3 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
 void manager_free(Manager *m);
 /* Opens sources, scans, publishes, takes the name, notifies READY=1, starts the watchdog pings. */
 int manager_start(Manager *m);
-/* Releases the name and stops the loop. */
-void manager_stop(Manager *m, int exit_code);

@@ -53,6 +53,31 @@ PY
 run_suite build
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
+# Where clang's libFuzzer is at hand, each fuzzer also runs coverage-guided for a while, from its
+# seed corpus into a scratch one (what it finds stays out of the repository).
+if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
+        clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
+        [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzzer=true \
+                -Db_sanitize=address,undefined -Db_lundef=false
+        ninja -C build-fuzz
+        for corpus in tests/fuzz/corpus/*; do
+                name=fuzz-$(basename "$corpus")
+                scratch=$(mktemp -d)
+                if UBSAN_OPTIONS=halt_on_error=1 "build-fuzz/tests/fuzz/$name" \
+                        -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=0 \
+                        "$scratch" "$corpus" > "$scratch.log" 2>&1; then
+                        total_pass=$((total_pass + 1))
+                else
+                        echo "FAIL: $name found a crash:"; tail -n 40 "$scratch.log"
+                        status=1
+                        total_fail=$((total_fail + 1))
+                fi
+                rm -rf "$scratch" "$scratch.log"
+        done
+else
+        echo "clang with libFuzzer not found: the fuzzers ran on their seed corpora only."
+fi
+
 # A loop device goes away a moment after its last user: give it a few seconds.
 for _ in 1 2 3 4 5 6 7 8 9 10; do
         block_state > "$state_dir/after"

@@ -13,6 +13,7 @@
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
+typedef struct Backlog Backlog;
 typedef struct Authorization Authorization;
 typedef struct BusWrite BusWrite;
 
@@ -27,6 +28,7 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        Backlog *backlog;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
         uv_loop_t *loop;
@@ -34,8 +36,20 @@ struct Publisher {
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
+        PublisherSettle settle;
         void *userdata;
 };
+
+/* ---- backlog.c ---- */
+
+/* Registers the SignalsDropped signal on the Manager; the timer runs on loop. */
+int backlog_new(Publisher *p, uv_loop_t *loop, Backlog **ret);
+/* NULL is fine; the memory goes with the timer's close callback. */
+void backlog_free(Backlog *b);
+/* Call before sending any signal (e: the Uevent's event, else NULL): false while the bus has stopped
+ * reading from us, and the signal is counted instead of sent. */
+bool backlog_admit(Backlog *b, const EventRecord *e);
+bool backlog_congested(Backlog *b, bool paused);
 
 /* ---- properties.c ---- */
 
@@ -61,8 +75,6 @@ int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
 /* ---- managed-objects.c ---- */
 
-/* About what bus_append_object() appends for k, without reading anything. */
-size_t bus_object_size_estimate(const Kobject *k);
 /* Does k answer GetManagedObjects for what is below it?  Ksets, disks and devices do, so that a
  * model too big for one message can be read in parts. */
 bool bus_object_is_manager(const Kobject *k);
@@ -73,7 +85,6 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
 /* ---- introspect.c ---- */
 
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
-void bus_introspect_cache_free_one(Publisher *p, void *entry);
 void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */

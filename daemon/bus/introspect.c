@@ -118,6 +118,16 @@ static int interfaces_xml(Kobject *k, char **ret)
         return 0;
 }
 
+static void cache_free_one(Publisher *p, void *entry)
+{
+        CachedXml *c = entry;
+
+        shape_unref(&p->model->shapes, c->shape);
+        free(c->key);
+        free(c->xml);
+        free(c);
+}
+
 static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
 {
         _cleanup_(freep) char *key = NULL;
@@ -136,20 +146,10 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
         c->key = TAKE_PTR(key);
         c->shape = shape_ref(k->shape);
         if (hashmap_put(&p->introspect_cache, c->key, c) < 0) {
-                bus_introspect_cache_free_one(p, c);
+                cache_free_one(p, c);
                 return NULL;
         }
         return c->xml;
-}
-
-void bus_introspect_cache_free_one(Publisher *p, void *entry)
-{
-        CachedXml *c = entry;
-
-        shape_unref(&p->model->shapes, c->shape);
-        free(c->key);
-        free(c->xml);
-        free(c);
 }
 
 void bus_introspect_cache_clear(Publisher *p)
@@ -158,7 +158,7 @@ void bus_introspect_cache_clear(Publisher *p)
         size_t i = 0;
 
         while ((c = hashmap_iterate(&p->introspect_cache, &i, NULL)))
-                bus_introspect_cache_free_one(p, c);
+                cache_free_one(p, c);
         hashmap_deinit(&p->introspect_cache);
 }
 

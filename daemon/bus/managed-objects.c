@@ -15,7 +15,8 @@ static size_t entry_estimate(const char *name, const char *signature)
         return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1;
 }
 
-size_t bus_object_size_estimate(const Kobject *k)
+/* About what bus_append_object() appends for k, without reading anything. */
+static size_t bus_object_size_estimate(const Kobject *k)
 {
         size_t n = 16 + strlen(k->path), values = live_object_value_bytes(k), guessed = 0;
         Iface iface;

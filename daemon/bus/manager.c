@@ -264,6 +264,20 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
         return r;
 }
 
+/* Settled: every uevent the kernel had queued when the call came is applied and its Uevent signalled;
+ * the reply, sent after those signals on the same connection, carries the last seqnum. */
+static int method_settle(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+
+        if (!p->settle) {
+                publisher_settled(p, msg);
+                return 1;
+        }
+        p->settle(p->userdata, sd_bus_message_ref(msg));
+        return 1;
+}
+
 const sd_bus_vtable bus_manager_vtable[] = {
                 SD_BUS_VTABLE_START(0),
                 SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("t", after),
@@ -276,7 +290,9 @@ const sd_bus_vtable bus_manager_vtable[] = {
                 SD_BUS_METHOD("Rescan", "", "", method_rescan, SD_BUS_VTABLE_UNPRIVILEGED),
                 SD_BUS_METHOD_WITH_ARGS("Trigger", SD_BUS_ARGS("o", object, "s", action), SD_BUS_NO_RESULT,
                                         method_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
-                SD_BUS_SIGNAL_WITH_ARGS("Uevent",
+                SD_BUS_METHOD_WITH_ARGS("Settle", SD_BUS_NO_ARGS, SD_BUS_RESULT("t", last_seqnum), method_settle,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("Uevent",
                                         SD_BUS_ARGS("t", seqnum, "s", action, "s", devpath, "o", object,
                                                     "a{ss}", env),
                                         0),

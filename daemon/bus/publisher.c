@@ -51,9 +51,15 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         p->uevent_source = c->uevent_source;
         p->message_max = c->message_max;
         p->disconnected = c->disconnected;
+        p->settle = c->settle;
         p->userdata = c->userdata;
 
         r = publisher_register(p);
+        if (r < 0) {
+                publisher_free(p);
+                return log_error_errno(r, "Cannot publish the objects: %m");
+        }
+        r = backlog_new(p, c->loop, &p->backlog);
         if (r < 0) {
                 publisher_free(p);
                 return log_error_errno(r, "Cannot publish the objects: %m");
@@ -81,6 +87,7 @@ Publisher *publisher_free(Publisher *p)
         sd_bus_slot_unref(p->manager_slot);
         sd_bus_slot_unref(p->enumerator_slot);
         sd_bus_slot_unref(p->object_manager_slot);
+        backlog_free(p->backlog);
         bus_introspect_cache_clear(p);
         /* Flushing blocks, but only here, at exit: queued signals and replies still go out. */
         sd_bus_flush_close_unref(p->bus);
@@ -116,10 +123,19 @@ uint64_t publisher_queued(Publisher *p)
         return queued;
 }
 
+bool publisher_congested(Publisher *p, bool paused)
+{
+        return backlog_congested(p->backlog, paused);
+}
+
 void publisher_uevent(Publisher *p, const EventRecord *e)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
+
+        /* Not sent is not lost: the event is in the log, and SignalsDropped will say which. */
+        if (!backlog_admit(p->backlog, e))
+                return;
 
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
         if (r >= 0)
@@ -130,10 +146,22 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
                 log_warning_errno(r, "Cannot send the Uevent signal for %s: %m", e->devpath);
 }
 
+void publisher_settled(Publisher *p, sd_bus_message *msg)
+{
+        int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
+        if (r < 0)
+                log_warning_errno(r, "Cannot answer Settle(): %m");
+}
+
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
-                                               "EventsLost", NULL);
+        int r;
+
+        if (!backlog_admit(p->backlog, NULL))
+                return;
+        /* On the Manager's own path: on the root, sd-bus finds no such property and sends nothing. */
+        r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                           "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");
 }

@@ -3,7 +3,8 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 
-/* What live announces, as the signals a caching client builds its view from. */
+/* What live announces, as the signals a caching client builds its view from.  Each asks the backlog
+ * first: while the bus reads nothing from us, signals are counted, not queued (bus/backlog.c). */
 
 static void sent(int r, const char *what, const char *path)
 {
@@ -15,6 +16,9 @@ void publisher_object_added(Publisher *p, Kobject *k)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
+
+        if (!backlog_admit(p->backlog, NULL))
+                return;
 
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       "InterfacesAdded");
@@ -31,6 +35,9 @@ void publisher_object_removed(Publisher *p, Kobject *k)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
+
+        if (!backlog_admit(p->backlog, NULL))
+                return;
 
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       "InterfacesRemoved");
@@ -58,6 +65,8 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
         Iface iface;
         int r;
 
+        if (!backlog_admit(p->backlog, NULL))
+                return;
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       added ? "InterfacesAdded" : "InterfacesRemoved");
         if (r >= 0)
@@ -95,6 +104,8 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
         int r;
 
         if (!kobject_find_iface(k, interface, &iface))
+                return;
+        if (!backlog_admit(p->backlog, NULL))
                 return;
         r = sd_bus_message_new_signal(p->bus, &s, k->path, IFACE_PROPERTIES, "PropertiesChanged");
         if (r >= 0)

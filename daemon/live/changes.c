@@ -385,7 +385,8 @@ static int ifaces_not_in(const Kobject *k, const Shape *other, char ***ret)
         return 0;
 }
 
-int changes_reshape(Live *l, Kobject *k, Shape *shape)
+/* The directory gained or lost attribute files or groups: takes over the reference to shape. */
+static int changes_reshape(Live *l, Kobject *k, Shape *shape)
 {
         _cleanup_(strv_freep) char **gone = NULL, **came = NULL;
         Shape *old = k->shape;

@@ -82,8 +82,6 @@ int changes_refresh(Live *l, Kobject *k, Refresh how);
 bool changes_recorded(const Kobject *k);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);
-/* The directory gained or lost attribute files or groups: takes over the reference to shape. */
-int changes_reshape(Live *l, Kobject *k, Shape *shape);
 /* Re-reads the directory and what changed in it, shape and values. */
 int changes_reread(Live *l, Kobject *k);
 void changes_forget(Kobject *k);
@@ -111,5 +109,3 @@ void poll_stop(Live *l);
 /* Stops a running rescan; its waiters hear -ECANCELED. */
 void rescan_cancel(Live *l);
 
-/* An event made up from sysfs: what the kernel would have sent, with SYNTHESIZED_KEY=1. */
-int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k);

@@ -127,6 +127,11 @@ void live_on_drained(UeventSource *s, void *userdata)
                 log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
+void live_settle(Live *l)
+{
+        live_apply_pending(l);
+}
+
 uint64_t live_events_lost(const Live *l)
 {
         return l->events_lost;

@@ -22,7 +22,7 @@ typedef struct Rescan {
 } Rescan;
 
 /* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file, and our mark. */
-int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
+static int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
 {
         _cleanup_(strv_freep) char **keys = NULL, **values = NULL, **pairs = NULL;
         _cleanup_(freep) char *text = NULL, *rel = NULL;

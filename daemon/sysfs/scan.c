@@ -276,7 +276,8 @@ int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
         return 0;
 }
 
-int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
+/* Adds one partition below its disk, which must be in the model. */
+static int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, name);
         _cleanup_(closep) int fd = -1;
@@ -329,7 +330,9 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, int dirfd,
         return device_get(s, m, resolved, 0, ret);
 }
 
-int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
+/* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its
+ * devpath.  -EEXIST if it is already in the model. */
+static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(closep) int fd = -1;
         Kobject *disk, *device = NULL;

@@ -20,11 +20,6 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k);
 /* Reads an object's directory again: the shape it has now, with a new reference. */
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret);
 
-/* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors)
- * from its devpath.  -EEXIST if it is already in the model. */
-int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret);
-/* Adds one partition below its disk, which must be in the model. */
-int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret);
 /* Adds the request queue of a disk, and its scheduler. */
 int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk);
 /* Adds the I/O scheduler kobject below a queue if its directory exists: 1, or 0 if there is none. */

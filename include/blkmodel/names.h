@@ -39,6 +39,7 @@
 #define BLKMODEL_METHOD_GET_EVENTS      "GetEvents"
 #define BLKMODEL_METHOD_RESCAN          "Rescan"
 #define BLKMODEL_METHOD_TRIGGER         "Trigger"
+#define BLKMODEL_METHOD_SETTLE          "Settle"
 #define BLKMODEL_SIGNAL_UEVENT          "Uevent"
 
 #define BLKMODEL_PROP_NAME              "Name"
