@@ -26,7 +26,7 @@ For each tree, in one run:
   --runs; the time is taken when NameOwnerChanged for org.blkmodel1 reaches
   a client subscribed before the daemon was spawned;
 * on the last daemon: VmRSS right after the name; the warm-up (the first
-  reading of every object) with bench/probe pinging the daemon every 5 ms:
+  reading of every object) with bench/bus-probe pinging the daemon every 5 ms:
   how long until its CPU settles, the worst ping reply (loop stall);
 * the poll (SPEC §6: writable attributes re-read within a CPU budget per
   --poll-interval): the daemon's idle CPU % with polling on, and the
@@ -41,7 +41,7 @@ For each tree, in one run:
   whole model in parts as the error says (every value read); for comparison
   the same call from dbus-python and from `busctl --json=short call`;
   VmRSS after it;
-* one Introspect's daemon CPU: 10,000 Introspect calls (bench/probe) on one
+* one Introspect's daemon CPU: 10,000 Introspect calls (bench/bus-probe) on one
   disk and on one queue object, the daemon's CPU delta (schedstat, minus
   its idle rate) per call;
 * `busctl --address=ADDR tree org.blkmodel1` wall time;
@@ -152,7 +152,7 @@ def idle_rate(pid, seconds):
 
 
 class Pinger:
-    """bench/probe ping: Peer.Ping on the daemon every interval_us; the
+    """bench/bus-probe ping: Peer.Ping on the daemon every interval_us; the
     worst reply time is the longest stall of its event loop a client saw."""
 
     def __init__(self, probe, address, interval_us=5000):
@@ -163,7 +163,7 @@ class Pinger:
         line = self.p.stdout.readline()
         if line.strip() != "ready":
             self.p.kill()
-            raise SystemExit("probe ping did not start: %r" % line)
+            raise SystemExit("bus-probe ping did not start: %r" % line)
 
     def stop(self):
         """Returns (worst reply ms, pings, errors)."""
@@ -727,7 +727,7 @@ def report(a, results):
         "\"call\" is send → whole reply received; reading every value of the "
         "reply is listed separately. When the root refuses (LimitsExceeded), "
         "the time to read the whole model in parts, every value read")
-    out("* stalls: `bench/probe ping` calls Peer.Ping on the daemon every "
+    out("* stalls: `bench/bus-probe ping` calls Peer.Ping on the daemon every "
         "%d µs; the worst reply time is the longest stall a client saw"
         % a.ping_us)
     out("")
@@ -854,7 +854,7 @@ def main():
     a = ap.parse_args()
     a.blkmodeld = a.blkmodeld or os.path.join(a.build, "daemon", "blkmodeld")
     a.gmo_client = os.path.join(a.build, "bench", "gmo-client")
-    a.probe = os.path.join(a.build, "bench", "probe")
+    a.probe = os.path.join(a.build, "bench", "bus-probe")
     if os.path.exists(os.path.join(a.build, "build.ninja")):
         subprocess.run(["ninja", "-C", a.build], check=True,
                        stdout=subprocess.DEVNULL)

@@ -3,14 +3,14 @@
  * Small D-Bus probes for bench/real-kernel and bench/scale.py; bare sd-bus, so that what is
  * measured is the service and the bus.
  *
- *   probe ping ADDRESS DEST INTERVAL_US
+ *   bus-probe ping ADDRESS DEST INTERVAL_US
  *       Calls org.freedesktop.DBus.Peer.Ping on DEST every INTERVAL_US (on a fixed grid; a reply
  *       later than the next tick is followed by the next ping at once), until SIGINT/SIGTERM or
  *       stdin closes.  Prints "ready" after the first reply, then at the end one line of JSON:
  *       {"samples": [[t_send_ns, rtt_ns], ...], "errors": N}.  A ping of a service whose event
  *       loop is busy waits for the loop: the worst reply time is the longest stall a client saw.
  *
- *   probe call ADDRESS DEST PATH INTERFACE METHOD COUNT
+ *   bus-probe call ADDRESS DEST PATH INTERFACE METHOD COUNT
  *       COUNT synchronous calls without arguments; one line of JSON with the wall time and the
  *       size of the last reply's first string argument (Introspect XML), if any.
  */
@@ -44,12 +44,12 @@ static int cmd_ping(const char *address, const char *dest, uint64_t interval_ns)
         sigaction(SIGTERM, &sa, NULL);
         r = bench_bus_open(address, &bus);
         if (r < 0) {
-                fprintf(stderr, "probe: cannot connect to %s: %s\n", address, strerror(-r));
+                fprintf(stderr, "bus-probe: cannot connect to %s: %s\n", address, strerror(-r));
                 return 1;
         }
         r = sd_bus_call_method(bus, dest, "/", "org.freedesktop.DBus.Peer", "Ping", NULL, NULL, NULL);
         if (r < 0) {
-                fprintf(stderr, "probe: Ping %s: %s\n", dest, strerror(-r));
+                fprintf(stderr, "bus-probe: Ping %s: %s\n", dest, strerror(-r));
                 return 1;
         }
         printf("ready\n");
@@ -113,7 +113,7 @@ static int cmd_call(const char *address, const char *dest, const char *path, con
 
         r = bench_bus_open(address, &bus);
         if (r < 0) {
-                fprintf(stderr, "probe: cannot connect to %s: %s\n", address, strerror(-r));
+                fprintf(stderr, "bus-probe: cannot connect to %s: %s\n", address, strerror(-r));
                 return 1;
         }
         t0 = bench_now_ns();
@@ -122,7 +122,7 @@ static int cmd_call(const char *address, const char *dest, const char *path, con
                 sd_bus_message *reply = NULL;
                 r = sd_bus_call_method(bus, dest, path, iface, method, &error, &reply, NULL);
                 if (r < 0) {
-                        fprintf(stderr, "probe: %s.%s on %s: %s\n", iface, method, path,
+                        fprintf(stderr, "bus-probe: %s.%s on %s: %s\n", iface, method, path,
                                 error.message ? error.message : strerror(-r));
                         return 1;
                 }
