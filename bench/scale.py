@@ -9,7 +9,7 @@
     bench/scale.py --perf DIR            also perf-record startup and
                                          GetManagedObjects (largest tree)
 
-Needs the programs of bench/meson.build (gmo-client, probe):
+Needs the programs of bench/meson.build (gmo-client, bus-probe):
 
     meson setup build-bench --buildtype=release -Dbench=true
     ninja -C build-bench
