@@ -188,7 +188,7 @@ def machine():
 
 
 def fs_of(path):
-    p = subprocess.run(["df", "-T", "--output=fstype", path],
+    p = subprocess.run(["df", "--output=fstype", path],
                        capture_output=True, text=True)
     lines = p.stdout.split()
     return lines[-1] if p.returncode == 0 and lines else "?"
@@ -824,6 +824,11 @@ def main():
                     help="where trees are built (default %(default)s)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the trees built here")
+    ap.add_argument("--tmpfs", metavar="SIZE", nargs="?", const="16G",
+                    help="mount a private tmpfs (default size 16G, no inode "
+                         "limit) on --workdir for the trees and unmount it at "
+                         "the end: a 10,000-disk tree needs ~2.9 million "
+                         "inodes, more than /dev/shm has by default")
     ap.add_argument("--build", default=os.path.join(REPO, "build-bench"),
                     help="a -Dbench=true build (default %(default)s)")
     ap.add_argument("--blkmodeld",
@@ -875,9 +880,24 @@ def main():
         if KEEP_MARKER in text:
             a._old_notes = text.split(KEEP_MARKER, 1)[1].lstrip("\n")
     os.makedirs(a.workdir, exist_ok=True)
+    mounted = False
+    if a.tmpfs:
+        if os.path.ismount(a.workdir) or os.listdir(a.workdir):
+            ap.error("--tmpfs: %s is not an empty directory" % a.workdir)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,nr_inodes=0,"
+                        "mode=0755" % a.tmpfs, "blkmodel-bench", a.workdir],
+                       check=True)
+        mounted = True
 
     trees = [(t, 0.0) for t in a.tree]
     sizes = a.disks or ([] if a.tree else [1000, 10000])
+    st = os.statvfs(a.workdir)
+    need = sum(sizes) * 300  # inodes per synthetic disk with 4 partitions, about
+    if st.f_files and st.f_favail < need:
+        if mounted:
+            subprocess.run(["umount", a.workdir])
+        ap.error("%s has %d free inodes, the trees need about %d: use --tmpfs "
+                 "or another --workdir" % (a.workdir, st.f_favail, need))
     plan = trees + [(None, n) for n in sizes]
     a._perf_tree = None
     results = []
@@ -898,9 +918,11 @@ def main():
                 with open(a.json, "w") as f:
                     json.dump(results, f, indent=1, default=str)
     finally:
-        if not a.keep:
+        if not a.keep or mounted:
             for t in built:
                 shutil.rmtree(t, ignore_errors=True)
+            if mounted:
+                subprocess.run(["umount", a.workdir])
             try:
                 os.rmdir(a.workdir)
             except OSError:
