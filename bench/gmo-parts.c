@@ -223,6 +223,12 @@ static int xml_names(Reader *rd, const char *xml, const char *tag, const char *p
                         char *name = strndup(n, q - n);
                         if (!name)
                                 return -ENOMEM;
+                        /* The root <node> may carry the introspected path itself: not a child. */
+                        if (kind != REQ_GETALL && (name[0] == '/' || name[0] == 0)) {
+                                free(name);
+                                p = end;
+                                continue;
+                        }
                         if (kind == REQ_GETALL) {
                                 if (strncmp(name, "org.freedesktop.DBus.", 21) != 0) {
                                         r = push(rd, REQ_GETALL, path, name);
