@@ -107,6 +107,8 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                 Kobject *old = u->devpath_old ? model_find_devpath(l->model, u->devpath_old) : NULL;
                 if (old && ktype_is_block_device(old->ktype))
                         (void) remove_object(l, old, a);
+                /* What the event names may have gone with the old one: the same devpath, or below it. */
+                k = model_find_devpath(l->model, u->devpath);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
                 return;
         }

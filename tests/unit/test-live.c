@@ -442,6 +442,22 @@ static void test_move(Live *l, const Fixture *f, Model *m)
         CHECK(model_find_name(m, "vdw") != NULL);
 }
 
+/* A move that names as its new devpath what it removes as the old one (root can send anything): the
+ * object goes, and nothing refers to it after. */
+static void test_move_onto_itself(Live *l, const Fixture *f, Model *m)
+{
+        CHECK(fixture_remove(f, "class/block/vdw") == 0);
+        feed(l, "move", VDW, "block", (const char *const[]){"DEVPATH_OLD=" VDW, NULL});
+        CHECK(recorded((const char *const[]){
+                        "removed " BLOCK "/vdw/queue",
+                        "removed " BLOCK "/vdw",
+                        KSET_BLOCK_MEMBERS,
+                        "event move " VDW " " BLOCK "/vdw",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "vdw") == NULL);
+}
+
 static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
 {
         /* Changed behind our back: a partition added, one removed, a size changed, no event for any. */
@@ -585,6 +601,7 @@ int main(void)
         test_shape_changes(l, &f);
         test_scheduler_write(l, &f, m);
         test_move(l, &f, m);
+        test_move_onto_itself(l, &f, m);
         test_rescan(l, &f, m, &loop);
         test_synthesized_env(log);
 
