@@ -111,18 +111,18 @@ static int snapshot_objects(Live *l, Rescan *s)
 /* Whatever stayed may still have changed while we were not listening. */
 static void reread_one(Live *l, Rescan *s, Kobject *k)
 {
+        bool known;
         int r;
 
         if (!k->linked)
                 return;
-        if (!changes_recorded(k)) {
-                /* Never read: nothing to compare with; remember it for next time. */
-                (void) changes_refresh(l, k, REFRESH_RECORD);
-                return;
-        }
+        /* Never read (the warm-up has not come to it): what the clients hold is unknown, and may be
+         * older than a change made meanwhile.  Every value is announced rather than one missed; only a
+         * difference known as one gets a made-up event. */
+        known = changes_recorded(k);
         r = changes_reread(l, k);
         live_flush(l);
-        if (r > 0 && ktype_is_block_device(k->ktype)) {
+        if (known && r > 0 && ktype_is_block_device(k->ktype)) {
                 s->changes++;
                 (void) live_synthesize(l, "change", k->devpath, k->path, k);
         }
