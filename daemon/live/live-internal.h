@@ -27,6 +27,10 @@ struct Live {
         Kobject **added;
         size_t n_added, n_added_max;
         bool members_changed[2]; /* block, devices kset */
+        /* Disks and queues whose children came or went before their first reading: the clients hold
+         * something older than whatever a reading would find now (live.c). */
+        Kobject **unread_parents;
+        size_t n_unread_parents, n_unread_parents_max;
 
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;

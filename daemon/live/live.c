@@ -4,19 +4,38 @@
 #include "base/log.h"
 #include "live/live-internal.h"
 
-static void queue_added(Live *l, Kobject *k)
+static void push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
 {
-        if (l->n_added == l->n_added_max) {
-                size_t n = l->n_added_max ? l->n_added_max * 2 : 16;
-                Kobject **t = realloc(l->added, n * sizeof(Kobject *));
+        if (*n == *max) {
+                size_t m = *max ? *max * 2 : 16;
+                Kobject **t = realloc(*list, m * sizeof(Kobject *));
                 if (!t) {
                         log_error("Out of memory: %s will not be announced.", k->path);
                         return;
                 }
-                l->added = t;
-                l->n_added_max = n;
+                *list = t;
+                *max = m;
         }
-        l->added[l->n_added++] = kobject_ref(k);
+        (*list)[(*n)++] = kobject_ref(k);
+}
+
+static void queue_added(Live *l, Kobject *k)
+{
+        push_ref(&l->added, &l->n_added, &l->n_added_max, k);
+}
+
+/*
+ * A partition, queue or scheduler came or went: its parent's Partitions, Queue or Elevator changed.
+ * A parent read before compares with that reading whenever it is read again; one never read (the
+ * warm-up has not come to it) would take the new value as what the clients hold, and the change
+ * would never be told.  It is read, and announced whole, at the next flush.
+ */
+static void note_parent(Live *l, Kobject *k)
+{
+        Kobject *p = k->parent;
+
+        if (p && (p->ktype->id == KTYPE_DISK || p->ktype->id == KTYPE_QUEUE) && !changes_recorded(p))
+                push_ref(&l->unread_parents, &l->n_unread_parents, &l->n_unread_parents_max, p);
 }
 
 static void note_member_change(Live *l, Kobject *k)
@@ -36,6 +55,7 @@ static void on_object_added(Model *m, Kobject *k, void *userdata)
         /* Its children are not linked yet: it is announced once whole, at the next flush. */
         queue_added(l, k);
         note_member_change(l, k);
+        note_parent(l, k);
 }
 
 static void on_object_removed(Model *m, Kobject *k, void *userdata)
@@ -48,6 +68,8 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
                 return;
         l->ops->object_removed(l->userdata, k);
         note_member_change(l, k);
+        if (!k->parent || !k->parent->unlinking)
+                note_parent(l, k);
 }
 
 static const ModelObserver live_observer = {
@@ -83,6 +105,16 @@ void live_flush(Live *l)
                                 l->ops->properties_changed(l->userdata, ksets[i], ksets[i]->ktype->interface,
                                                            NULL, (char **) members);
                 }
+
+        /* Taken first: reading one may flush again. */
+        _cleanup_(freep) Kobject **parents = TAKE_PTR(l->unread_parents);
+        size_t n = l->n_unread_parents;
+        l->n_unread_parents = l->n_unread_parents_max = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (parents[i]->linked && !changes_recorded(parents[i]))
+                        (void) changes_refresh(l, parents[i], REFRESH_STRUCTURE);
+                kobject_unref(l->model, parents[i]);
+        }
 }
 
 int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
@@ -210,6 +242,10 @@ void live_free(Live *l)
                 kobject_unref(l->model, l->added[j]);
         l->added = mfree(l->added);
         l->n_added = 0;
+        for (size_t j = 0; j < l->n_unread_parents; j++)
+                kobject_unref(l->model, l->unread_parents[j]);
+        l->unread_parents = mfree(l->unread_parents);
+        l->n_unread_parents = 0;
         while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
                 changes_forget(k);
         stacking_done(l);
