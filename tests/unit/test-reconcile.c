@@ -167,6 +167,22 @@ int main(void)
         CHECK(model_find_name(m, "vdx") && streq(model_find_name(m, "vdx")->devpath, VDX_ELSEWHERE));
         diffs_clear(&d);
 
+        /* A request queue that goes while its disk stays (a fixture can do that, a kernel only for a
+         * moment in del_gendisk()): a disk's Queue is constant, so the disk goes and comes back without
+         * it, and again when the queue comes back. */
+        CHECK(fixture_remove(&f, VDX_ELSEWHERE "/queue") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 2);
+        CHECK(diffs_are(&d, (const char *const[]){"remove " VDX_ELSEWHERE " " VDX_PATH,
+                                                  "add " VDX_ELSEWHERE " " VDX_PATH, NULL}));
+        CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") == NULL);
+        diffs_clear(&d);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_mkdir(&f, VDX_ELSEWHERE "/queue") == 0);
+        CHECK(fixture_write(&f, VDX_ELSEWHERE "/queue/scheduler", "[none] mq-deadline \n") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 2);
+        CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") != NULL);
+        diffs_clear(&d);
+
         /* A dangling class/block entry is no block device: nothing reported, nothing lost. */
         CHECK(fixture_link(&f, "class/block/ghost", "devices/virtual/block/ghost") == 0);
         n_before = m->n_objects;
