@@ -222,10 +222,7 @@ static int step_follow(Reconcile *r, Kobject *disk)
 
         if (!disk->linked)
                 return 0;
-        k = scan_disk_device_devpath(r->sysfs, disk, &device);
-        /* A link the scan could not follow (dangling, or into the disk itself) is no hardware. */
-        if (k >= 0 && device && (!dir_exists(r->sysfs, device, "") || startswith(device, disk->devpath)))
-                device = mfree(device);
+        k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
         q = kobject_find_child_type(disk, KTYPE_QUEUE);
         /* Moved to other hardware, or a request queue that came or went (a disk's never does while the
          * disk lives, so Device and Queue are constant properties): another disk as far as anyone can

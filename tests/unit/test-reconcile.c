@@ -183,6 +183,18 @@ int main(void)
         CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") != NULL);
         diffs_clear(&d);
 
+        /* A `device` link the scan does not follow (out of /devices, into another disk): no hardware,
+         * now and at every rescan after, rather than a disk replaced at each. */
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", "class/block") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", FIXTURE_SR0) == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", FIXTURE_SR0 "/queue") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(d.n == 0);
+        CHECK(model_find_name(m, "vdx") && !model_find_name(m, "vdx")->device);
+        CHECK(fixture_remove(&f, VDX_ELSEWHERE "/device") == 0);
+
         /* A dangling class/block entry is no block device: nothing reported, nothing lost. */
         CHECK(fixture_link(&f, "class/block/ghost", "devices/virtual/block/ghost") == 0);
         n_before = m->n_objects;
