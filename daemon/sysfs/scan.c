@@ -201,6 +201,29 @@ static int open_and_scan(const Sysfs *s, const char *devpath, KtypeId id, int *r
         return 0;
 }
 
+/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
+static bool listed_in_class_block(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(freep) char *target = NULL, *resolved = NULL;
+        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
+
+        return fd >= 0 && sysfs_readlink(fd, basename_of(devpath), &target) >= 0 &&
+               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
+}
+
+/* Does class/block list devpath as a block device?  For a name it does not have at all (every
+ * hardware device's), one syscall. */
+static bool is_block_device_dir(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(freep) char *rel = path_join("class/block", basename_of(devpath));
+        int fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
+
+        if (fd < 0)
+                return false;
+        (void) close(fd);
+        return listed_in_class_block(s, devpath);
+}
+
 /* Returns a new reference to the Device object for devpath, creating it and its ancestors. */
 static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned depth, Kobject **ret)
 {
@@ -231,7 +254,9 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
                         return r;
         }
 
-        r = open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
+        /* A block device's directory (or one below it) is no hardware: taken for some, it would hide
+         * the block device from the scan whenever the link came first. */
+        r = is_block_device_dir(s, devpath) ? -ENOTDIR : open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
         if (r >= 0) {
                 r = kobject_add_scanned(m, &ktype_device, basename_of(devpath), parent, m->devices_kset,
                                         devpath, fd, &d, NULL, &k);
@@ -357,6 +382,8 @@ static bool device_followable(const Sysfs *s, const Model *m, const char *devpat
                         return k->ktype->id == KTYPE_DEVICE;
                 if (depth > DEVICE_DEPTH_MAX || !startswith(p, "/devices/") || !utf8_is_valid(p))
                         return false;
+                if (is_block_device_dir(s, p))
+                        return false;
                 fd = sysfs_open_dir(s, p);
                 if (fd < 0)
                         return false;
@@ -442,16 +469,6 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         if (ret)
                 *ret = disk;
         return 0;
-}
-
-/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
-static bool listed_in_class_block(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(freep) char *target = NULL, *resolved = NULL;
-        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
-
-        return fd >= 0 && sysfs_readlink(fd, basename_of(devpath), &target) >= 0 &&
-               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
 }
 
 bool scan_block_device_present(const Sysfs *s, const char *devpath)

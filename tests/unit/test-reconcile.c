@@ -207,6 +207,20 @@ int main(void)
         CHECK(reconcile_all(&s, m, NULL, NULL) == 1);
         CHECK(model_find_name(m, "loop0") == NULL);
 
+        /* A `device` link into another block device's directory, met by the scan before that device:
+         * no hardware, and the other device is there all the same (class/block says what is a block
+         * device, whatever files the directory has). */
+        CHECK(fixture_link(&f, FIXTURE_CCISS "/device", FIXTURE_NVME0N1) == 0);
+        CHECK(fixture_remove(&f, FIXTURE_NVME0N1 "/dev") == 0);
+        Model *again = NULL;
+        CHECK(model_new(&again) == 0);
+        CHECK(again && scan_all(&s, again) > 0);
+        CHECK(again && model_find_name(again, "nvme0n1") &&
+              model_find_name(again, "nvme0n1")->ktype->id == KTYPE_DISK);
+        CHECK(again && model_find_name(again, "cciss!c0d0") &&
+              !model_find_name(again, "cciss!c0d0")->device);
+        model_free(again);
+
         /* No class/block at all: an error, and the model is left alone. */
         CHECK(fixture_remove(&f, "class/block") == 0);
         n_before = m->n_objects;
