@@ -244,6 +244,14 @@ static void set_prop(ClientIface *ci, const char *name, char *value)
                 abort();
 }
 
+static const char *client_value(const ClientIface *ci, const char *name)
+{
+        for (size_t i = 0; i + 1 < ci->n; i += 2)
+                if (streq(ci->props[i], name))
+                        return ci->props[i + 1];
+        return NULL;
+}
+
 static void op_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated)
 {
@@ -270,6 +278,9 @@ static void op_properties_changed(void *userdata, Kobject *k, const char *interf
                         free(v);
                         continue;
                 }
+                if (c->no_repeats && client_value(ci, *n) && streq(client_value(ci, *n), v))
+                        checker_problem(c, "%s: %s.%s announced, but it is '%.200s' still", k->path,
+                                        interface, *n, v);
                 set_prop(ci, *n, v);
         }
         for (char *const *n = invalidated; n && *n; n++) {
@@ -334,14 +345,6 @@ const LiveOps checker_ops = {
 };
 
 /* ---- at the end: the client's view against the model ---- */
-
-static const char *client_value(const ClientIface *ci, const char *name)
-{
-        for (size_t i = 0; i + 1 < ci->n; i += 2)
-                if (streq(ci->props[i], name))
-                        return ci->props[i + 1];
-        return NULL;
-}
 
 void checker_compare_client(Checker *c, const Kobject *k, const Value *values, size_t n)
 {

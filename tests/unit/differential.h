@@ -184,6 +184,7 @@ typedef struct Checker {
         const Sysfs *sysfs;
         Model *model;         /* the live one */
         bool started;         /* live_start() was called: calls are announcements */
+        bool no_repeats;      /* every object has been read: a value announced must have changed */
         Hashmap client;       /* path → ClientObject: what the LiveOps calls told a client */
         uint64_t last_seqnum; /* the last event's */
         uint64_t lost;        /* live_on_lost() calls made */

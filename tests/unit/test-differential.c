@@ -144,6 +144,8 @@ static void instance_start(Instance *in, World *w, uv_loop_t *loop, const Option
          * Outside that window unless asked (--window). */
         while (!o->window && uv_loop_alive(loop))
                 (void) uv_run(loop, UV_RUN_NOWAIT);
+        /* From now on an object is only ever announced whole when it is new. */
+        in->checker.no_repeats = !o->window;
 }
 
 static void instance_free(Instance *in, uv_loop_t *loop)
