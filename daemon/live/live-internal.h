@@ -35,8 +35,8 @@ struct Live {
 
         /* Change events of this loop iteration, applied once per object at its end (apply.c). */
         PendingChange *pending;
-        size_t n_pending, n_pending_max;
-        uv_check_t pending_check;
+        size_t n_pending, n_pending_max, pending_pos;
+        uv_idle_t pending_idle;
 
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;

@@ -199,12 +199,12 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->rescan_idle.data = l;
         l->n_open_handles = 3;
-        r = uv_check_init(l->loop, &l->pending_check);
+        r = uv_idle_init(l->loop, &l->pending_idle);
         if (r < 0) {
                 live_free(l);
                 return r;
         }
-        l->pending_check.data = l;
+        l->pending_idle.data = l;
         l->n_open_handles = 4;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
@@ -219,10 +219,10 @@ void live_free(Live *l)
         if (!l)
                 return;
         /* Nobody is left to hear about them. */
-        for (size_t j = 0; j < l->n_pending; j++)
+        for (size_t j = l->pending_pos; j < l->n_pending; j++)
                 kobject_unref(l->model, l->pending[j].k);
         l->pending = mfree(l->pending);
-        l->n_pending = l->n_pending_max = 0;
+        l->n_pending = l->n_pending_max = l->pending_pos = 0;
         live_stop(l);
         model_set_observer(l->model, NULL, NULL);
         for (size_t j = 0; j < l->n_added; j++)
@@ -239,7 +239,7 @@ void live_free(Live *l)
         if (l->n_open_handles >= 3)
                 uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
         if (l->n_open_handles == 4)
-                uv_close((uv_handle_t *) &l->pending_check, on_handle_closed);
+                uv_close((uv_handle_t *) &l->pending_idle, on_handle_closed);
 }
 
 int live_start(Live *l)

@@ -264,6 +264,15 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
 
+        /* A synthetic change (udevadm trigger: the kernel adds SYNTH_UUID) changed nothing in sysfs:
+         * it costs no reading, only its event.  What really changed comes with its own event. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+        feed(l, "add", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event add " FIXTURE_SDA " " SDA_PATH, NULL}));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+
         /* A burst of changes of one object in one loop iteration: every event, one reading. */
         CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
         for (int i = 0; i < 3; i++)
