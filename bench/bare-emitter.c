@@ -32,7 +32,7 @@ static int send_one(sd_bus *bus, uint64_t seqnum)
         int r;
 
         bench_env_fill(&e, "change", DEVPATH, seqnum, bench_now_ns());
-        r = sd_bus_message_new_signal(bus, &m, "/org/blkmodel1", "org.blkmodel1.Manager", "Uevent");
+        r = sd_bus_message_new_signal(bus, &m, "/org/blkmodel1/Manager", "org.blkmodel1.Manager", "Uevent");
         if (r >= 0)
                 r = sd_bus_message_append(m, "tsso", seqnum, "change", DEVPATH, OBJECT);
         /* Appended pair by pair, as the daemon does (daemon/bus-manager.c append_event). */

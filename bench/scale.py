@@ -49,6 +49,7 @@ REPO = os.path.dirname(HERE)
 MKSYSFS = os.path.join(REPO, "tests", "fixtures", "mksysfs.py")
 BUS_NAME = "org.blkmodel1"
 ROOT = "/org/blkmodel1"
+MANAGER_PATH = ROOT + "/Manager"
 
 TARGETS = {
     "name_ratio": 0.25,      # name taken <= 0.25 x lsblk
@@ -190,7 +191,7 @@ class Daemon:
             BUS_NAME, dbus_interface="org.freedesktop.DBus"))
 
     def manager_prop(self, name):
-        obj = self.conn.get_object(BUS_NAME, ROOT, introspect=False)
+        obj = self.conn.get_object(BUS_NAME, MANAGER_PATH, introspect=False)
         return obj.Get("org.blkmodel1.Manager", name,
                        dbus_interface="org.freedesktop.DBus.Properties")
 

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         /* Synchronous: when it returns, the bus daemon routes the signal to us. */
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL,
-                                     "type='signal',path='/org/blkmodel1',"
+                                     "type='signal',path='/org/blkmodel1/Manager',"
                                      "interface='org.blkmodel1.Manager',member='Uevent'",
                                      on_uevent, &s);
         if (r < 0) {

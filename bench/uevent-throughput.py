@@ -89,7 +89,7 @@ def busctl(address, *args):
 
 
 def get_prop(address, name):
-    rc, out = busctl(address, "get-property", "org.blkmodel1", "/org/blkmodel1",
+    rc, out = busctl(address, "get-property", "org.blkmodel1", "/org/blkmodel1/Manager",
                      "org.blkmodel1.Manager", name)
     if rc != 0:
         raise SystemExit("cannot read Manager.%s" % name)

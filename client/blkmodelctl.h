@@ -33,11 +33,24 @@ typedef struct Ctl {
         bool removed;
         bool since_set;
         uint64_t since;
-        const char *actions;   /* comma-separated, NULL = all */
+        const char *actions;   /* comma-separated, NULL = all; trigger: exactly one */
         uint64_t timeout_usec; /* USEC_INFINITY = forever */
+        bool timeout_set;
+        const char *columns; /* list -o */
+        bool all_columns;    /* list -O */
+        bool all;            /* list -a: empty devices too; info -a: the attribute walk */
+        bool noempty;        /* list -A: no empty device at all */
+        bool settle;         /* trigger --settle */
+        char **subsystem_match;
+        size_t n_subsystem_match;
+        char **sysname_match;
+        size_t n_sysname_match;
 
         sd_bus *bus;
 } Ctl;
+
+/* Frees what the options allocated and closes the bus. */
+void ctl_done(Ctl *ctl);
 
 /* Connects on first use, so that usage errors never need a bus. */
 int ctl_bus(Ctl *ctl, sd_bus **ret);
@@ -54,8 +67,16 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path);
  */
 int ctl_fail(const char *fmt, ...) _printf_(1, 2);
 
+/* A usage error of verb (NULL: before one): one line, exit status EXIT_USAGE. */
+int ctl_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
+
+/* A warning, "blkmodelctl: ..." on stderr; the command goes on.  Returns 0. */
+int ctl_warn(const char *fmt, ...) _printf_(1, 2);
+
 /* add, remove, change, move, online, offline, bind or unbind. */
 bool ctl_action_is_known(const char *action);
+/* A comma-separated list of them. */
+bool ctl_action_list_is_valid(const char *list);
 
 /* The commands: args are the positional arguments after the verb. */
 int cmd_list(Ctl *ctl, char **args, int n_args);
@@ -68,3 +89,5 @@ int cmd_events(Ctl *ctl, char **args, int n_args);
 int cmd_wait(Ctl *ctl, char **args, int n_args);
 int cmd_dump(Ctl *ctl, char **args, int n_args);
 int cmd_trigger(Ctl *ctl, char **args, int n_args);
+int cmd_settle(Ctl *ctl, char **args, int n_args);
+int cmd_info(Ctl *ctl, char **args, int n_args);

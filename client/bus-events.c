@@ -49,7 +49,15 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
         return 0;
 }
 
-int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error)
+int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error)
+{
+        return sd_bus_get_property_trivial(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
+                                           BLKMODEL_IFACE_MANAGER, property, error, 't', ret);
+}
+
+/* One GetEvents call; the seqnum of the last event in *last, untouched if there was none. */
+static int get_events_page(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, uint64_t *last,
+                           sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
@@ -76,10 +84,37 @@ int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userd
                 r = sd_bus_message_exit_container(reply);
                 if (r < 0)
                         return r;
+                /* A daemon that went backwards would have us page forever. */
+                if (ev.seqnum <= after || ev.seqnum <= *last)
+                        return -EBADMSG;
+                *last = ev.seqnum;
                 r = cb(&ev, userdata);
                 if (r < 0)
                         return r;
         }
         r = sd_bus_message_exit_container(reply);
         return r < 0 ? r : 0;
+}
+
+int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
+                   sd_bus_error *error)
+{
+        int r;
+
+        if (until == UINT64_MAX) {
+                r = bus_get_seqnum(bus, BLKMODEL_PROP_LAST_SEQNUM, &until, error);
+                if (r < 0)
+                        return r;
+        }
+        while (after < until) {
+                uint64_t last = 0;
+
+                r = get_events_page(bus, after, cb, userdata, &last, error);
+                if (r < 0)
+                        return r;
+                if (last == 0)
+                        break; /* nothing more retained */
+                after = last;
+        }
+        return 0;
 }

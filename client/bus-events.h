@@ -13,13 +13,23 @@ typedef struct BusEvent {
         const char *action;
         const char *devpath;
         const char *object;
-        json_object *env; /* owned */
+        json_object *env;       /* owned */
+        uint64_t realtime_usec; /* when the signal arrived; 0 for GetEvents', which carry no time */
 } BusEvent;
 
 void bus_event_done(BusEvent *ev);
 /* Reads the five fields at the read pointer (not inside a struct); *ret untouched on failure. */
 int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret);
 
-/* Manager.GetEvents(after); calls cb for each event in order. */
+/*
+ * Manager.GetEvents, page by page: the daemon answers with as many events as fit in one message, so
+ * this asks again after the last seqnum it got until it has every event up to until (UINT64_MAX:
+ * LastSeqnum, read first), or a reply comes back empty.  Calls cb for each event in order.
+ * EventsExpired comes back as the error, whichever page it answered.
+ */
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);
-int bus_get_events(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, sd_bus_error *error);
+int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
+                   sd_bus_error *error);
+
+/* Manager.LastSeqnum or OldestSeqnum. */
+int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error);

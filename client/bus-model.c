@@ -1,43 +1,85 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <blkmodel/names.h>
 
 #include "bus-json.h"
 #include "bus-model.h"
+#include "introspect.h"
 #include "json-util.h"
 
 #include "common/time-util.h"
 #include "common/util.h"
 
-int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
+/* The MAJ:MIN of a block device node a path names, if it names one; 0 if not, *ret untouched. */
+static int spec_devnum(const char *spec, char **ret)
+{
+        struct stat st;
+
+        /* Object paths, devpaths and /sys paths are the daemon's to read; only a node in this
+         * machine's /dev (or a link to one, like /dev/disk/by-id/...) carries a number. */
+        if (spec[0] != '/' || startswith(spec, BLKMODEL_ROOT_PATH "/") || streq(spec, BLKMODEL_ROOT_PATH))
+                return 0;
+        if (stat(spec, &st) < 0 || !S_ISBLK(st.st_mode))
+                return 0;
+        if (asprintf(ret, "%u:%u", major(st.st_rdev), minor(st.st_rdev)) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+static int call_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *path;
         char *copy;
         int r;
 
-        /* The root object is no kobject, so Resolve need not know it. */
-        if (streq(spec, BLKMODEL_ROOT_PATH) || streq(spec, BLKMODEL_MANAGER_PATH))
-                path = spec;
-        else {
-                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
-                                       BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_read(reply, "o", &path);
-                if (r < 0)
-                        return r;
-        }
-
+        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                               BLKMODEL_METHOD_RESOLVE, error, &reply, "s", spec);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
         copy = strdup(path);
         if (!copy)
                 return -ENOMEM;
         *ret_path = copy;
         return 0;
+}
+
+int bus_resolve(sd_bus *bus, const char *spec, char **ret_path, sd_bus_error *error)
+{
+        _cleanup_(freep) char *devnum = NULL;
+        char *copy;
+        int r;
+
+        /* The root object is no kobject, so Resolve need not know it. */
+        if (streq(spec, BLKMODEL_ROOT_PATH) || streq(spec, BLKMODEL_MANAGER_PATH)) {
+                copy = strdup(spec);
+                if (!copy)
+                        return -ENOMEM;
+                *ret_path = copy;
+                return 0;
+        }
+
+        r = spec_devnum(spec, &devnum);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = call_resolve(bus, devnum, ret_path, error);
+                /* A daemon on another tree (a fixture) may know the name but not this machine's number. */
+                if (r >= 0 || !sd_bus_error_has_name(error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
+                        return r;
+                sd_bus_error_free(error);
+        }
+        return call_resolve(bus, spec, ret_path, error);
 }
 
 /*
@@ -121,32 +163,6 @@ static int read_object_entry(sd_bus_message *m, void *userdata)
         return bus_message_read_dict(m, "{sa{sv}}", read_interface_entry, &ifaces);
 }
 
-int bus_get_managed_objects(sd_bus *bus, BusPropertyFilter filter, void *userdata, json_object **ret,
-                            sd_bus_error *error)
-{
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(json_object_putp) json_object *model = NULL;
-        ModelReader mr = {.filter = filter, .userdata = userdata};
-        int r;
-
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
-                               "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", error, &reply,
-                               NULL);
-        if (r < 0)
-                return r;
-
-        model = json_object_new_object();
-        if (!model)
-                return -ENOMEM;
-        mr.into = model;
-        r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
-        if (r < 0)
-                return r;
-
-        *ret = TAKE_PTR(model);
-        return 0;
-}
-
 int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -183,39 +199,95 @@ int bus_get_property(sd_bus *bus, const char *path, const char *iface, const cha
         return bus_message_read_json(reply, ret);
 }
 
+/*
+ * Loading a model in parts: many calls in flight at once, each answer queueing the calls it leads to.
+ * An Introspect of an object queues a GetAll per model interface (the object itself) and either its
+ * GetManagedObjects (where it is an ObjectManager) or an Introspect of each child; a GetManagedObjects
+ * refused with LimitsExceeded queues an Introspect of its children.
+ */
+
 /* Calls in flight at once: enough to hide the round trips, few enough for any bus's limits. */
-#define FETCH_IN_FLIGHT 128
+#define LOAD_IN_FLIGHT 64
 
-typedef struct Fetch {
+typedef enum JobKind {
+        JOB_INTROSPECT,
+        JOB_GET_ALL,
+        JOB_MANAGED_OBJECTS,
+} JobKind;
+
+typedef struct Loader Loader;
+
+typedef struct Job {
+        Loader *loader;
+        JobKind kind;
+        char *path;
+        char *iface;    /* JOB_GET_ALL */
+        bool with_self; /* JOB_INTROSPECT: load the object itself */
+        bool try_below; /* JOB_INTROSPECT: its GetManagedObjects where it has one */
+        bool required;  /* the object asked for: its absence is an error, not a vanished object */
+        struct Job *next;
+} Job;
+
+struct Loader {
         sd_bus *bus;
+        BusPropertyFilter filter;
+        void *userdata;
         json_object *model;
+        json_object *gone; /* paths that vanished while loading: left out at the end */
+        Job *head, *tail;  /* not sent yet */
         size_t in_flight;
-        int error; /* the first failure other than a vanished object */
+        int error; /* the first failure */
         sd_bus_error bus_error;
-} Fetch;
+};
 
-typedef struct FetchCall {
-        Fetch *fetch;
-        const BusPropRequest *req;
-} FetchCall;
-
-static void fetch_done(Fetch *f)
+static Job *job_free(Job *j)
 {
-        /* Replies still due would name f, which is about to go: drain them first. */
-        while (f->in_flight > 0 && sd_bus_process(f->bus, NULL) >= 0)
-                if (f->in_flight > 0)
-                        (void) sd_bus_wait(f->bus, USEC_INFINITY);
-        sd_bus_error_free(&f->bus_error);
+        if (j) {
+                free(j->path);
+                free(j->iface);
+                free(j);
+        }
+        return NULL;
 }
 
-/* Keeps the first failure only: the one that stops the fetch. */
-static void fetch_fail(Fetch *f, int error, const sd_bus_error *bus_error)
+static void loader_fail(Loader *l, int r, const sd_bus_error *e)
 {
-        if (f->error != 0)
+        if (l->error < 0)
                 return;
-        f->error = error;
-        if (bus_error)
-                (void) sd_bus_error_copy(&f->bus_error, bus_error);
+        l->error = r < 0 ? r : -EIO;
+        if (e)
+                (void) sd_bus_error_copy(&l->bus_error, e);
+}
+
+static int loader_queue(Loader *l, JobKind kind, const char *path, const char *iface, bool with_self,
+                        bool try_below, bool required)
+{
+        Job *j = calloc(1, sizeof(Job));
+
+        if (!j)
+                return -ENOMEM;
+        *j = (Job){.loader = l,
+                   .kind = kind,
+                   .path = strdup(path),
+                   .iface = iface ? strdup(iface) : NULL,
+                   .with_self = with_self,
+                   .try_below = try_below,
+                   .required = required};
+        if (!j->path || (iface && !j->iface)) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        if (l->tail)
+                l->tail->next = j;
+        else
+                l->head = j;
+        l->tail = j;
+        return 0;
+}
+
+static bool error_is_vanished(const sd_bus_error *e)
+{
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_INTERFACE);
 }
 
 /* model[path][iface], created if missing. */
@@ -223,113 +295,213 @@ static json_object *model_iface(json_object *model, const char *path, const char
 {
         json_object *obj, *props;
 
-        if (!json_object_object_get_ex(model, path, &obj)) {
-                obj = json_add_object(model, path);
-                if (!obj)
-                        return NULL;
-        }
+        if (!json_object_object_get_ex(model, path, &obj) && !(obj = json_add_object(model, path)))
+                return NULL;
         if (!json_object_object_get_ex(obj, iface, &props))
                 props = json_add_object(obj, iface);
         return props;
 }
 
-/* Stores the answer to one request in model[path][iface]. */
-static int fetch_store(json_object *model, const BusPropRequest *req, sd_bus_message *reply)
+static int on_introspect(Loader *l, Job *j, sd_bus_message *reply)
 {
-        _cleanup_(json_object_putp) json_object *value = NULL;
-        json_object *props;
+        _cleanup_(introspection_done) Introspection in = {};
+        const char *xml;
         int r;
 
-        props = model_iface(model, req->path, req->iface);
-        if (!props)
-                return -ENOMEM;
-        if (!req->prop)
-                return read_properties(reply, req->iface, NULL, NULL, props);
-
-        r = bus_message_read_json(reply, &value);
+        r = sd_bus_message_read(reply, "s", &xml);
+        if (r >= 0)
+                r = introspect_parse(xml, &in);
         if (r < 0)
                 return r;
-        if (json_object_object_add(props, req->prop, value) < 0)
-                return -ENOMEM;
-        TAKE_PTR(value);
-        return 0;
-}
-
-static int on_fetch_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
-{
-        _cleanup_(freep) FetchCall *c = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
-        Fetch *f = c->fetch;
-        int r;
-
-        f->in_flight--;
-        if (e) {
-                /* The object went away between GetManagedObjects and now, or has no such attribute here
-                 * (only SCSI devices have a type): it is simply not there. */
-                if (!sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_PROPERTY))
-                        fetch_fail(f, -sd_bus_error_get_errno(e) ?: -EIO, e);
-                return 0;
-        }
-
-        r = fetch_store(f->model, c->req, reply);
-        if (r < 0)
-                fetch_fail(f, r, NULL);
-        return 0;
-}
-
-static int fetch_send(Fetch *f, const BusPropRequest *req)
-{
-        _cleanup_(freep) FetchCall *c = NULL;
-        int r;
-
-        c = malloc(sizeof(FetchCall));
-        if (!c)
-                return -ENOMEM;
-        *c = (FetchCall){.fetch = f, .req = req};
-
-        if (req->prop)
-                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
-                                             "org.freedesktop.DBus.Properties", "Get", on_fetch_reply, c,
-                                             "ss", req->iface, req->prop);
-        else
-                r = sd_bus_call_method_async(f->bus, NULL, BLKMODEL_BUS_NAME, req->path,
-                                             "org.freedesktop.DBus.Properties", "GetAll", on_fetch_reply, c,
-                                             "s", req->iface);
-        if (r < 0)
-                return r;
-
-        /* The reply handler frees it. */
-        TAKE_PTR(c);
-        f->in_flight++;
-        return 0;
-}
-
-int bus_fetch_properties(sd_bus *bus, json_object *model, const BusPropRequest *req, size_t n,
-                         sd_bus_error *error)
-{
-        _cleanup_(fetch_done) Fetch f = {.bus = bus, .model = model, .bus_error = SD_BUS_ERROR_NULL};
-        size_t sent = 0;
-        int r;
-
-        while ((sent < n || f.in_flight > 0) && f.error == 0) {
-                for (; sent < n && f.in_flight < FETCH_IN_FLIGHT; sent++) {
-                        r = fetch_send(&f, &req[sent]);
+        for (size_t i = 0; j->with_self && i < in.n_interfaces; i++)
+                if (introspect_interface_is_model(in.interfaces[i].name)) {
+                        r = loader_queue(l, JOB_GET_ALL, j->path, in.interfaces[i].name, false, false,
+                                         j->required);
                         if (r < 0)
                                 return r;
+                }
+        if (j->try_below && introspect_has_interface(&in, "org.freedesktop.DBus.ObjectManager"))
+                return loader_queue(l, JOB_MANAGED_OBJECTS, j->path, NULL, false, false, false);
+        for (size_t i = 0; i < in.n_children; i++) {
+                _cleanup_(freep) char *child = NULL;
+
+                if (asprintf(&child, "%s/%s", j->path, in.children[i]) < 0)
+                        return -ENOMEM;
+                r = loader_queue(l, JOB_INTROSPECT, child, NULL, true, true, false);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+        Job *j = userdata;
+        Loader *l = j->loader;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        ModelReader mr = {.into = l->model, .filter = l->filter, .userdata = l->userdata};
+        json_object *props;
+        int r = 0;
+
+        l->in_flight--;
+        if (l->error < 0)
+                goto done; /* draining: the load has failed */
+
+        if (e) {
+                if (j->kind == JOB_MANAGED_OBJECTS && sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED))
+                        /* Too much below it for one message: its children one by one. */
+                        r = loader_queue(l, JOB_INTROSPECT, j->path, NULL, false, false, false);
+                else if (error_is_vanished(e) && !j->required) {
+                        /* Gone between the look that named it and now: as if never there. */
+                        if (j->kind != JOB_MANAGED_OBJECTS &&
+                            json_object_object_add(l->gone, j->path, NULL) < 0)
+                                r = -ENOMEM;
+                } else
+                        loader_fail(l, -sd_bus_error_get_errno(e), e);
+        } else if (j->kind == JOB_INTROSPECT)
+                r = on_introspect(l, j, reply);
+        else if (j->kind == JOB_MANAGED_OBJECTS)
+                r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
+        else {
+                props = model_iface(l->model, j->path, j->iface);
+                r = props ? read_properties(reply, j->iface, l->filter, l->userdata, props) : -ENOMEM;
+        }
+        if (r < 0)
+                loader_fail(l, r, NULL);
+done:
+        job_free(j);
+        return 0;
+}
+
+static int loader_send(Loader *l, Job *j)
+{
+        static const char *const members[] = {
+                        [JOB_INTROSPECT] = "Introspect",
+                        [JOB_GET_ALL] = "GetAll",
+                        [JOB_MANAGED_OBJECTS] = "GetManagedObjects",
+        };
+        static const char *const ifaces[] = {
+                        [JOB_INTROSPECT] = "org.freedesktop.DBus.Introspectable",
+                        [JOB_GET_ALL] = "org.freedesktop.DBus.Properties",
+                        [JOB_MANAGED_OBJECTS] = "org.freedesktop.DBus.ObjectManager",
+        };
+        int r;
+
+        if (j->kind == JOB_GET_ALL)
+                r = sd_bus_call_method_async(l->bus, NULL, BLKMODEL_BUS_NAME, j->path, ifaces[j->kind],
+                                             members[j->kind], on_reply, j, "s", j->iface);
+        else
+                r = sd_bus_call_method_async(l->bus, NULL, BLKMODEL_BUS_NAME, j->path, ifaces[j->kind],
+                                             members[j->kind], on_reply, j, NULL);
+        if (r < 0)
+                return r;
+        l->in_flight++;
+        return 0;
+}
+
+static void loader_done(Loader *l)
+{
+        /* Replies still due name jobs that name l: take them in before l goes. */
+        while (l->in_flight > 0 && sd_bus_process(l->bus, NULL) >= 0)
+                if (l->in_flight > 0)
+                        (void) sd_bus_wait(l->bus, UINT64_MAX);
+        while (l->head) {
+                Job *j = l->head;
+
+                l->head = j->next;
+                job_free(j);
+        }
+        json_object_put(l->model);
+        json_object_put(l->gone);
+        sd_bus_error_free(&l->bus_error);
+}
+
+int bus_load_model(sd_bus *bus, const char *top, BusPropertyFilter filter, void *userdata, json_object **ret,
+                   sd_bus_error *error)
+{
+        _cleanup_(loader_done) Loader l = {
+                        .bus = bus,
+                        .filter = filter,
+                        .userdata = userdata,
+                        .bus_error = SD_BUS_ERROR_NULL,
+        };
+        int r;
+
+        l.model = json_object_new_object();
+        l.gone = json_object_new_object();
+        if (!l.model || !l.gone)
+                return -ENOMEM;
+
+        /* The root's GetManagedObjects holds everything, the Manager too; any other object is asked for
+         * itself, then for what is below it. */
+        if (streq(top, BLKMODEL_ROOT_PATH))
+                r = loader_queue(&l, JOB_MANAGED_OBJECTS, top, NULL, false, false, false);
+        else
+                r = loader_queue(&l, JOB_INTROSPECT, top, NULL, true, true, true);
+        if (r < 0)
+                return r;
+
+        while ((l.head || l.in_flight > 0) && l.error == 0) {
+                while (l.head && l.in_flight < LOAD_IN_FLIGHT) {
+                        Job *j = l.head;
+
+                        l.head = j->next;
+                        if (!l.head)
+                                l.tail = NULL;
+                        r = loader_send(&l, j);
+                        if (r < 0) {
+                                job_free(j);
+                                return r;
+                        }
                 }
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
                         return r;
                 if (r == 0) {
-                        r = sd_bus_wait(bus, USEC_INFINITY);
+                        r = sd_bus_wait(bus, UINT64_MAX);
                         if (r < 0)
                                 return r;
                 }
         }
-        if (f.error < 0) {
+        if (l.error < 0) {
                 if (error)
-                        (void) sd_bus_error_move(error, &f.bus_error);
-                return f.error;
+                        (void) sd_bus_error_move(error, &l.bus_error);
+                return l.error;
+        }
+
+        json_object_object_foreach(l.gone, path, v) {
+                (void) v;
+                json_object_object_del(l.model, path);
+        }
+        *ret = TAKE_PTR(l.model);
+        return 0;
+}
+
+int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_error *error)
+{
+        _cleanup_(introspection_done) Introspection in = {};
+        json_object *props;
+        int r;
+
+        r = introspect_object(bus, path, &in, error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < in.n_interfaces; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                const char *iface = in.interfaces[i].name;
+
+                if (!introspect_interface_is_model(iface))
+                        continue;
+                r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, path, "org.freedesktop.DBus.Properties",
+                                       "GetAll", error, &reply, "s", iface);
+                if (r < 0)
+                        return r;
+                props = model_iface(model, path, iface);
+                if (!props)
+                        return -ENOMEM;
+                r = read_properties(reply, iface, NULL, NULL, props);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /*
- * list: block devices as lsblk shows them.  Partitions and holders hang
- * under the device they sit on; TYPE follows lsblk's rules (dm uuid
- * prefix, md level, SCSI device type), so that the two tools agree.
+ * list: block devices as lsblk shows them.  Partitions and holders hang under the device they sit
+ * on; the columns, their meanings, their JSON keys and the rule that hides empty devices are
+ * lsblk's (list-columns.c), so that the two tools agree.
  */
 
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <blkmodel/names.h>
 
@@ -19,168 +16,99 @@
 #include "bus-error.h"
 #include "bus-model.h"
 #include "json-util.h"
+#include "list-columns.h"
 #include "model.h"
 #include "output.h"
 #include "tree-draw.h"
 
 #include "common/util.h"
 
-/* Only what the table needs: the full model can be large. */
-static bool list_filter(const char *iface, const char *name, void *userdata)
-{
-        if (streq(iface, BLKMODEL_IFACE_KOBJECT))
-                return streq(name, BLKMODEL_PROP_NAME) || streq(name, BLKMODEL_PROP_KTYPE);
-        if (streq(iface, BLKMODEL_IFACE_DISK) || streq(iface, BLKMODEL_IFACE_PARTITION))
-                return streq(name, BLKMODEL_PROP_MAJOR) || streq(name, BLKMODEL_PROP_MINOR) ||
-                       streq(name, BLKMODEL_PROP_SIZE) || streq(name, BLKMODEL_PROP_READ_ONLY) ||
-                       streq(name, BLKMODEL_PROP_PARTITIONS) || streq(name, BLKMODEL_PROP_HOLDERS) ||
-                       streq(name, BLKMODEL_PROP_SLAVES) || streq(name, BLKMODEL_PROP_QUEUE) ||
-                       streq(name, BLKMODEL_PROP_DEVICE);
-        if (streq(iface, BLKMODEL_IFACE_QUEUE))
-                return streq(name, "scheduler");
-        if (streq(iface, BLKMODEL_IFACE_GROUP_PREFIX "dm"))
-                return streq(name, "uuid") || streq(name, "name");
-        if (streq(iface, BLKMODEL_IFACE_GROUP_PREFIX "md"))
-                return streq(name, "level");
-        if (streq(iface, BLKMODEL_IFACE_DEVICE))
-                return streq(name, "type");
-        return false;
-}
+/* The loop driver's block major (linux/major.h). */
+#define LOOP_MAJOR 7
 
 typedef struct ListContext {
         Ctl *ctl;
         json_object *model;
+        const ListColumn **columns;
+        size_t n_columns;
+        TableColumn *table_columns;
+        char **json_keys;
 } ListContext;
 
-/* lib/blkdev.c: blkdev_scsi_type_to_name() */
-static const char *scsi_type_to_name(long type)
+static void list_context_done(ListContext *lc)
 {
-        static const char *const names[] = {
-                        [0x00] = "disk",    [0x01] = "tape", [0x02] = "printer", [0x03] = "processor",
-                        [0x04] = "worm",    [0x05] = "rom",  [0x06] = "scanner", [0x07] = "mo-disk",
-                        [0x08] = "changer", [0x09] = "comm", [0x0c] = "raid",    [0x0d] = "enclosure",
-                        [0x0e] = "rbc",     [0x11] = "osd",  [0x7f] = "no-lun",
-        };
-
-        if (type < 0 || (unsigned long) type >= ELEMENTSOF(names))
-                return NULL;
-        return names[type];
+        free(lc->columns);
+        free(lc->table_columns);
+        strv_free(lc->json_keys);
 }
 
-/* Caller frees.  lsblk's get_type(), from the model instead of sysfs. */
-static char *list_type(ListContext *lc, json_object *obj, const char *name, bool partition)
+/* Appends the columns a comma-separated list names; -EINVAL with *ret_bad at the first unknown. */
+static int list_add_columns(ListContext *lc, const char *list, const char **ret_bad, size_t *ret_bad_len)
 {
-        char *t = NULL;
+        for (const char *p = list;;) {
+                size_t n = strcspn(p, ",");
+                const ListColumn *c = list_column_find(p, n);
+                const ListColumn **a;
 
-        if (partition)
-                return strdup("part");
+                if (!c) {
+                        *ret_bad = p;
+                        *ret_bad_len = n;
+                        return -EINVAL;
+                }
+                a = reallocarray(lc->columns, lc->n_columns + 1, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                lc->columns = a;
+                lc->columns[lc->n_columns++] = c;
+                if (p[n] == '\0')
+                        return 0;
+                p += n + 1;
+        }
+}
 
-        if (startswith(name, "dm-")) {
-                const char *uuid = model_string(obj, BLKMODEL_IFACE_GROUP_PREFIX "dm", "uuid");
+/* -o LIST, -o +LIST (the defaults and more, as lsblk takes it), -O; then the table's headings. */
+static int list_pick_columns(ListContext *lc)
+{
+        const char *o = lc->ctl->columns, *bad = NULL;
+        size_t bad_len = 0, n_keys = 0;
+        int r = 0;
 
-                if (!isempty(uuid)) {
-                        size_t n = strcspn(uuid, "-");
+        if (lc->ctl->all_columns) {
+                for (size_t i = 0; i < list_n_columns && r >= 0; i++) {
+                        const ListColumn **a = reallocarray(lc->columns, lc->n_columns + 1, sizeof(*a));
 
-                        /* kpartx: "part1-..." is a partition mapping */
-                        if (n >= 4 && strncasecmp(uuid, "part", 4) == 0)
-                                n = 4;
-                        t = strndup(uuid, n);
-                } else
-                        t = strdup("dm");
-        } else if (startswith(name, "loop"))
-                t = strdup("loop");
-        else if (startswith(name, "md")) {
-                const char *level = model_string(obj, BLKMODEL_IFACE_GROUP_PREFIX "md", "level");
-
-                t = strdup(isempty(level) ? "md" : level);
+                        if (!a)
+                                return ctl_fail("Out of memory");
+                        lc->columns = a;
+                        lc->columns[lc->n_columns++] = list_columns + i;
+                }
         } else {
-                const char *dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
-                const char *type = model_string(model_object(lc->model, dev), BLKMODEL_IFACE_DEVICE, "type");
-                const char *n = NULL;
-
-                if (!isempty(type)) {
-                        char *end;
-                        long v = strtol(type, &end, 10);
-
-                        if (*end == '\0')
-                                n = scsi_type_to_name(v);
-                }
-                t = strdup(n ?: "disk");
+                if (!o || o[0] == '+')
+                        r = list_add_columns(lc, list_default_columns, &bad, &bad_len);
+                if (r >= 0 && o)
+                        r = list_add_columns(lc, o[0] == '+' ? o + 1 : o, &bad, &bad_len);
         }
+        if (r == -EINVAL)
+                return ctl_usage("list", "unknown column '%.*s' (see 'blkmodelctl list --help')",
+                                 (int) bad_len, bad);
+        if (r < 0)
+                return ctl_fail("Out of memory");
 
-        if (t)
-                for (char *p = t; *p; p++)
-                        *p = (char) tolower((unsigned char) *p);
-        return t;
-}
+        lc->table_columns = calloc(lc->n_columns, sizeof(TableColumn));
+        if (!lc->table_columns)
+                return ctl_fail("Out of memory");
+        for (size_t i = 0; i < lc->n_columns; i++) {
+                _cleanup_(freep) char *key = strdup(lc->columns[i]->name);
 
-/*
- * The raw attributes list needs beyond GetManagedObjects' typed properties: queue/scheduler
- * (bracketed or not, as lsblk tells bio-based devices apart), dm/uuid and dm/name, md/level, and
- * the SCSI type of each disk's device.
- */
-static int list_fetch_attributes(ListContext *lc, sd_bus *bus, sd_bus_error *error)
-{
-        size_t n = 0, max = 2 * (size_t) json_object_object_length(lc->model) + 1;
-        _cleanup_(freep) BusPropRequest *req = NULL;
-
-        req = calloc(max, sizeof(BusPropRequest));
-        if (!req)
-                return -ENOMEM;
-        json_object_object_foreach(lc->model, path, obj) {
-                const char *dev;
-
-                if (model_has_iface(obj, BLKMODEL_IFACE_QUEUE))
-                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_QUEUE, "scheduler"};
-                if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "dm")) {
-                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "uuid"};
-                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "dm", "name"};
-                }
-                if (model_has_iface(obj, BLKMODEL_IFACE_GROUP_PREFIX "md"))
-                        req[n++] = (BusPropRequest){path, BLKMODEL_IFACE_GROUP_PREFIX "md", "level"};
-                dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
-                if (dev && !streq(dev, "/"))
-                        req[n++] = (BusPropRequest){dev, BLKMODEL_IFACE_DEVICE, "type"};
-                /* Room for the next object's four, at most. */
-                if (n + 4 > max) {
-                        BusPropRequest *more = reallocarray(req, max *= 2, sizeof(BusPropRequest));
-
-                        if (!more)
-                                return -ENOMEM;
-                        req = more;
-                }
+                lc->table_columns[i] = (TableColumn){lc->columns[i]->name, lc->columns[i]->align,
+                                                     lc->columns[i]->min_width};
+                /* lsblk's JSON keys: the column names in lower case. */
+                for (char *p = key; p && *p; p++)
+                        *p = (char) (*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+                if (!key || strv_consume(&lc->json_keys, &n_keys, TAKE_PTR(key)) < 0)
+                        return ctl_fail("Out of memory");
         }
-        return bus_fetch_properties(bus, lc->model, req, n, error);
-}
-
-/* The disk a partition belongs to: its path minus the last element. */
-static json_object *list_partition_disk(ListContext *lc, const char *path)
-{
-        _cleanup_(freep) char *p = NULL;
-        const char *slash = strrchr(path, '/');
-
-        if (!slash)
-                return NULL;
-        p = strndup(path, (size_t) (slash - path));
-        if (!p)
-                return NULL;
-        return model_object(lc->model, p);
-}
-
-/*
- * lsblk's SCHED: the bracketed name of queue/scheduler, nothing for
- * bio-based devices (dm, md), whose file says "none" unbracketed.
- * Caller frees.
- */
-static char *list_scheduler(ListContext *lc, json_object *disk)
-{
-        const char *q = model_string(disk, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_QUEUE);
-        const char *s = model_string(model_object(lc->model, q), BLKMODEL_IFACE_QUEUE, "scheduler");
-        const char *open, *close;
-
-        if (!s || !(open = strchr(s, '[')) || !(close = strchr(open, ']')))
-                return strdup("");
-        return strndup(open + 1, (size_t) (close - open - 1));
+        return EXIT_OK;
 }
 
 static uint64_t list_devno(json_object *model, const char *path)
@@ -237,163 +165,174 @@ static int list_children(const char *path, const char ***ret_children, size_t *r
         return 0;
 }
 
-/* What list shows of one device. */
-typedef struct ListDevice {
-        const char *kname;
-        char *name; /* the device node's */
-        char *type;
-        char *sched;
-        uint32_t major, minor;
-        uint64_t bytes;
-        bool ro;
-} ListDevice;
-
-static void list_device_done(ListDevice *d)
+/*
+ * lsblk's rule for empty devices (ignore_empty()): a loop device of 0 bytes with no backing file (an
+ * unattached one) is hidden, any other device is shown; -A hides every empty device, -a none.
+ */
+static bool list_hidden(const ListContext *lc, const ListRow *row)
 {
-        d->name = mfree(d->name);
-        d->type = mfree(d->type);
-        d->sched = mfree(d->sched);
-}
+        const char *iface = row->partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
 
-static int list_device_read(ListContext *lc, const char *path, json_object *obj, ListDevice *ret)
-{
-        _cleanup_(list_device_done) ListDevice d = {};
-        bool partition = model_has_iface(obj, BLKMODEL_IFACE_PARTITION);
-        const char *iface = partition ? BLKMODEL_IFACE_PARTITION : BLKMODEL_IFACE_DISK;
-        const char *dm_name;
-
-        d.kname = model_name(lc->model, path);
-
-        /* The device node's name: the kernel stores '/' as '!'; a dm device
-         * shows its mapper name, as in lsblk. */
-        dm_name = model_string(obj, BLKMODEL_IFACE_GROUP_PREFIX "dm", "name");
-        d.name = strdup(isempty(dm_name) ? d.kname : dm_name);
-        if (!d.name)
-                return -ENOMEM;
-        for (char *p = d.name; *p; p++)
-                if (*p == '!')
-                        *p = '/';
-
-        d.major = (uint32_t) model_u64(obj, iface, BLKMODEL_PROP_MAJOR);
-        d.minor = (uint32_t) model_u64(obj, iface, BLKMODEL_PROP_MINOR);
-        d.bytes = model_u64(obj, iface, BLKMODEL_PROP_SIZE);
-        d.ro = model_bool(obj, iface, BLKMODEL_PROP_READ_ONLY);
-        d.type = list_type(lc, obj, d.kname, partition);
-        if (!d.type)
-                return -ENOMEM;
-        d.sched = list_scheduler(lc, partition ? list_partition_disk(lc, path) : obj);
-        if (!d.sched)
-                return -ENOMEM;
-
-        *ret = d;
-        d = (ListDevice){};
-        return 0;
-}
-
-static int list_device_json(const ListDevice *d, const char *path, json_object *j)
-{
-        _cleanup_(freep) char *majmin = NULL;
-
-        json_object_object_add(j, "name", json_object_new_string(d->name));
-        json_object_object_add(j, "kname", json_object_new_string(d->kname));
-        json_object_object_add(j, "object", json_object_new_string(path));
-        if (asprintf(&majmin, "%" PRIu32 ":%" PRIu32, d->major, d->minor) < 0)
-                return -ENOMEM;
-        json_object_object_add(j, "maj:min", json_object_new_string(majmin));
-        json_object_object_add(j, "size", json_object_new_uint64(d->bytes));
-        json_object_object_add(j, "ro", json_object_new_boolean(d->ro));
-        json_object_object_add(j, "type", json_object_new_string(d->type));
-        json_object_object_add(j, "scheduler", isempty(d->sched) ? NULL : json_object_new_string(d->sched));
-        return 0;
-}
-
-static int list_device_row(TreeDraw *d, const ListContext *lc, const ListDevice *dev)
-{
-        _cleanup_(freep) char *majmin = NULL, *size = NULL;
-
-        /* lsblk's own format, so that the columns line up as in lsblk. */
-        if (asprintf(&majmin, "%3" PRIu32 ":%-3" PRIu32, dev->major, dev->minor) < 0)
-                return -ENOMEM;
-        size = lc->ctl->bytes ? NULL : output_size_human(dev->bytes);
-        if (!size && asprintf(&size, "%" PRIu64, dev->bytes) < 0)
-                return -ENOMEM;
-        return tree_draw_row(d, (const char *const[]){dev->name, majmin, size, dev->ro ? "1" : "0",
-                                                      dev->type, dev->sched});
+        if (lc->ctl->all || list_row_size(row) > 0)
+                return false;
+        if (lc->ctl->noempty)
+                return true;
+        return model_u64(row->obj, iface, BLKMODEL_PROP_MAJOR) == LOOP_MAJOR &&
+               isempty(model_string(row->obj, BLKMODEL_IFACE_GROUP_PREFIX "loop", "backing_file"));
 }
 
 static int list_node(TreeDraw *d, const char *path, json_object *j, void *userdata)
 {
-        _cleanup_(list_device_done) ListDevice dev = {};
         ListContext *lc = userdata;
-        json_object *obj = model_object(lc->model, path);
-        int r;
+        _cleanup_(freep) char **cells = NULL;
+        ListRow row;
+        int r = 0;
 
         /* Named as a holder or partition, yet not in the model: nothing to show. */
-        if (!obj)
+        if (!model_object(lc->model, path))
+                return 1;
+        list_row_init(&row, lc->model, path, tree_draw_parent(d));
+        if (list_hidden(lc, &row))
                 return 1;
 
-        r = list_device_read(lc, path, obj, &dev);
-        if (r < 0)
-                return r;
-        return j ? list_device_json(&dev, path, j) : list_device_row(d, lc, &dev);
+        if (j) {
+                for (size_t i = 0; i < lc->n_columns; i++) {
+                        json_object *v = NULL;
+
+                        r = list_cell_json(lc->columns[i], &row, lc->ctl->bytes, &v);
+                        if (r < 0)
+                                return r;
+                        if (json_object_object_add(j, lc->json_keys[i], v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                }
+                return 0;
+        }
+
+        cells = calloc(lc->n_columns + 1, sizeof(char *));
+        if (!cells)
+                return -ENOMEM;
+        for (size_t i = 0; i < lc->n_columns && r >= 0; i++)
+                r = list_cell_text(lc->columns[i], &row, lc->ctl->bytes, &cells[i]);
+        if (r >= 0)
+                r = tree_draw_row(d, (const char *const *) cells);
+        for (size_t i = 0; i < lc->n_columns; i++)
+                free(cells[i]);
+        return r;
 }
 
-/* Minimum widths are lsblk's width hints, for equal tables. */
-static const TableColumn list_columns[] = {
-                {"NAME", ALIGN_LEFT, 0}, {"MAJ:MIN", ALIGN_LEFT, 0}, {"SIZE", ALIGN_RIGHT, 5},
-                {"RO", ALIGN_RIGHT, 0},  {"TYPE", ALIGN_LEFT, 4},    {"SCHEDULER", ALIGN_LEFT, 0},
-};
+/*
+ * The devices the user named, in the order named; each must be a disk or a partition.  One that
+ * lsblk's rule hides is said so on stderr and left out (*ret_hidden counts them); a failure is
+ * reported and its exit code returned, with nothing in *ret_paths.
+ */
+static int list_named_roots(ListContext *lc, char **args, int n_args, const char **roots, size_t *n_roots,
+                            char ***ret_paths, size_t *ret_hidden)
+{
+        _cleanup_(strv_freep) char **paths = NULL;
+        size_t n = 0, hidden = 0;
+        sd_bus *bus = NULL;
+        int r;
 
-static const TreeDrawOps list_draw_ops = {
-                .style = TREE_STYLE_LSBLK,
-                /* A confused model may make a holder its own slave. */
-                .max_depth = 64,
-                .columns = list_columns,
-                .n_columns = ELEMENTSOF(list_columns),
-                .json_key = "blockdevices",
-                .children = list_children,
-                .node = list_node,
-};
+        for (int i = 0; i < n_args; i++) {
+                json_object *obj;
+                ListRow row;
+                char *path = NULL;
+
+                r = ctl_resolve(lc->ctl, args[i], &bus, &path);
+                if (r != EXIT_OK)
+                        return r;
+                r = strv_consume(&paths, &n, path);
+                if (r < 0)
+                        return ctl_fail("Out of memory");
+                obj = model_object(lc->model, path);
+                if (!model_has_iface(obj, BLKMODEL_IFACE_DISK) &&
+                    !model_has_iface(obj, BLKMODEL_IFACE_PARTITION))
+                        return ctl_fail("Not a block device: %s (%s)", args[i], path);
+                list_row_init(&row, lc->model, path, NULL);
+                if (list_hidden(lc, &row)) {
+                        /* lsblk says nothing; saying why costs one line. */
+                        (void) ctl_warn("%s is empty (0 bytes%s): -a lists it", args[i],
+                                        lc->ctl->noempty ? "" : ", no backing file");
+                        hidden++;
+                        continue;
+                }
+                roots[(*n_roots)++] = path;
+        }
+        /* The roots point into paths: the caller keeps them alive. */
+        *ret_paths = TAKE_PTR(paths);
+        *ret_hidden = hidden;
+        return EXIT_OK;
+}
 
 int cmd_list(Ctl *ctl, char **args, int n_args)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(json_object_putp) json_object *model = NULL;
+        _cleanup_(list_context_done) ListContext lc = {.ctl = ctl};
+        _cleanup_(strv_freep) char **named = NULL;
         _cleanup_(freep) const char **roots = NULL;
-        ListContext lc = {.ctl = ctl};
         size_t n_roots = 0;
         sd_bus *bus = NULL;
         int r;
 
+        r = list_pick_columns(&lc);
+        if (r != EXIT_OK)
+                return r;
         r = ctl_bus(ctl, &bus);
         if (r != EXIT_OK)
                 return r;
 
-        r = bus_get_managed_objects(bus, list_filter, NULL, &model, &error);
+        r = bus_load_model(bus, BLKMODEL_ROOT_PATH, list_filter, NULL, &model, &error);
         if (r < 0)
-                return bus_report_error(&error, r, "Failed to get the model");
+                return bus_report_error(ctl, &error, r, "Failed to get the model");
         lc.model = model;
-        r = list_fetch_attributes(&lc, bus, &error);
-        if (r < 0)
-                return bus_report_error(&error, r, "Failed to get the model");
 
-        /* Top level: disks that sit on nothing (no slaves). */
-        roots = calloc(json_object_object_length(model) + 1, sizeof(char *));
+        roots = calloc(json_object_object_length(model) + (size_t) n_args + 1, sizeof(char *));
         if (!roots)
                 return ctl_fail("Out of memory");
-        json_object_object_foreach(model, path, obj) {
-                json_object *slaves;
+        if (n_args > 0) {
+                size_t hidden = 0;
 
-                if (!model_has_iface(obj, BLKMODEL_IFACE_DISK))
-                        continue;
-                slaves = model_prop(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_SLAVES);
-                if (slaves && json_object_array_length(slaves) > 0)
-                        continue;
-                roots[n_roots++] = path;
+                r = list_named_roots(&lc, args, n_args, roots, &n_roots, &named, &hidden);
+                if (r != EXIT_OK)
+                        return r;
+                /* As lsblk fails when none of the devices named is shown. */
+                if (hidden == (size_t) n_args)
+                        return EXIT_FAIL;
+        } else {
+                /* Top level: disks that sit on nothing (no slaves). */
+                json_object_object_foreach(model, path, obj) {
+                        json_object *slaves;
+
+                        if (!model_has_iface(obj, BLKMODEL_IFACE_DISK))
+                                continue;
+                        slaves = model_prop(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_SLAVES);
+                        if (slaves && json_object_array_length(slaves) > 0)
+                                continue;
+                        roots[n_roots++] = path;
+                }
+                list_sort(&lc, roots, n_roots);
         }
-        list_sort(&lc, roots, n_roots);
 
-        if (tree_draw(&list_draw_ops, ctl, roots, n_roots, &lc) < 0)
+        TreeDrawOps ops = {
+                        .style = TREE_STYLE_LSBLK,
+                        /* A confused model may make a holder its own slave. */
+                        .max_depth = 64,
+                        .columns = lc.table_columns,
+                        .n_columns = lc.n_columns,
+                        .tree_column = -1,
+                        .json_key = "blockdevices",
+                        .children = list_children,
+                        .node = list_node,
+        };
+        for (size_t i = 0; i < lc.n_columns; i++)
+                if (streq(lc.columns[i]->name, "NAME")) {
+                        ops.tree_column = (int) i;
+                        break;
+                }
+        if (tree_draw(&ops, ctl, roots, n_roots, &lc) < 0)
                 return ctl_fail("Out of memory");
         return EXIT_OK;
 }

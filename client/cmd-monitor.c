@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <blkmodel/names.h>
@@ -23,64 +24,20 @@
 #include "bus-error.h"
 #include "bus-events.h"
 #include "bus-wait.h"
+#include "event-output.h"
 #include "json-util.h"
 #include "output.h"
 
 #include "common/time-util.h"
 #include "common/util.h"
 
-static bool action_wanted(const Ctl *ctl, const char *action)
+/* CLOCK_REALTIME in µs: when a signal arrived, as a user reads a clock. */
+static uint64_t now_realtime_usec(void)
 {
-        const char *p = ctl->actions;
-        size_t n = strlen(action);
+        struct timespec ts;
 
-        if (!p)
-                return true;
-        for (;;) {
-                size_t k = strcspn(p, ",");
-
-                if (k == n && startswith(p, action))
-                        return true;
-                if (p[k] == '\0')
-                        return false;
-                p += k + 1;
-        }
-}
-
-static const char *action_colour(const char *action)
-{
-        if (streq(action, "add") || streq(action, "online") || streq(action, "bind"))
-                return ANSI_GREEN;
-        if (streq(action, "remove") || streq(action, "offline") || streq(action, "unbind"))
-                return ANSI_RED;
-        return ANSI_YELLOW;
-}
-
-static json_object *event_to_json(const BusEvent *ev)
-{
-        json_object *j = json_object_new_object();
-
-        if (!j)
-                return NULL;
-        json_object_object_add(j, "seqnum", json_object_new_uint64(ev->seqnum));
-        json_object_object_add(j, "action", json_object_new_string(ev->action));
-        json_object_object_add(j, "devpath", json_object_new_string(ev->devpath));
-        json_object_object_add(j, "object", json_object_new_string(ev->object));
-        json_object_object_add(j, "env", json_object_get(ev->env));
-        return j;
-}
-
-/* The human form: "[SEQNUM] action  devpath", then the environment. */
-static void event_print_human(const Ctl *ctl, const BusEvent *ev)
-{
-        printf("[%" PRIu64 "] %s%-7s%s %s\n", ev->seqnum,
-               output_colour(ctl->colour, action_colour(ev->action)), ev->action,
-               output_colour(ctl->colour, ANSI_RESET), ev->devpath);
-        if (ctl->properties) {
-                json_object_object_foreach(ev->env, key, value)
-                        printf("%s=%s\n", key, json_object_get_string(value));
-                printf("\n");
-        }
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 typedef struct Monitor {
@@ -141,7 +98,7 @@ static void monitor_notice_gap(Monitor *mon, uint64_t from, uint64_t to)
 
 static void monitor_print(Monitor *mon, const BusEvent *ev)
 {
-        if (!action_wanted(mon->ctl, ev->action))
+        if (!event_action_wanted(mon->ctl, ev->action))
                 return;
 
         if (mon->ctl->json) {
@@ -151,7 +108,6 @@ static void monitor_print(Monitor *mon, const BusEvent *ev)
                         mon->failed = ctl_fail("Out of memory");
                         return;
                 }
-                json_object_object_add(j, "type", json_object_new_string("event"));
                 output_json(j, false);
         } else
                 event_print_human(mon->ctl, ev);
@@ -194,14 +150,16 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
         Replay rp = {.mon = mon, .upto = upto};
         int r;
 
-        r = bus_get_events(mon->bus, after, replay_one, &rp, &error);
+        /* Page by page up to what the daemon had when asked (upto - 1), or all it has. */
+        r = bus_get_events(mon->bus, after, upto == UINT64_MAX ? UINT64_MAX : upto - 1, replay_one, &rp,
+                           &error);
         if (r >= 0)
                 return 0;
         if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
                 return 1;
         if (bus_error_is_not_running(&error))
                 return 0; /* it is gone; NameOwnerChanged tells the rest */
-        (void) bus_report_error(&error, r, "Failed to get events");
+        (void) bus_report_error(mon->ctl, &error, r, "Failed to get events");
         return -EIO;
 }
 
@@ -248,6 +206,9 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                                strerror(-r));
                 return 0;
         }
+        /* When it arrived: the bus's own timestamp where it gives one, else now. */
+        if (sd_bus_message_get_realtime_usec(m, &ev.realtime_usec) < 0 || ev.realtime_usec == 0)
+                ev.realtime_usec = now_realtime_usec();
 
         if (mon->have_last && ev.seqnum <= mon->last)
                 return 0; /* printed from GetEvents already */
@@ -317,7 +278,7 @@ static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't',
                                         &last);
         if (r < 0)
-                return bus_report_error(&error, r, "Failed to reach blkmodeld");
+                return bus_report_error(mon->ctl, &error, r, "Failed to reach blkmodeld");
         *ret_last = last;
         return EXIT_OK;
 }
@@ -420,57 +381,4 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
                 if (r < 0 && monitor_reconnect(&mon, sigfd) == 1)
                         return EXIT_OK;
         }
-}
-
-typedef struct EventsList {
-        Ctl *ctl;
-        json_object *array;
-} EventsList;
-
-static int events_one(const BusEvent *ev, void *userdata)
-{
-        _cleanup_(json_object_putp) json_object *j = NULL;
-        EventsList *el = userdata;
-
-        if (!action_wanted(el->ctl, ev->action))
-                return 0;
-        if (!el->array) {
-                event_print_human(el->ctl, ev);
-                return 0;
-        }
-
-        j = event_to_json(ev);
-        if (!j || json_object_array_add(el->array, j) < 0)
-                return -ENOMEM;
-        TAKE_PTR(j);
-        return 0;
-}
-
-int cmd_events(Ctl *ctl, char **args, int n_args)
-{
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(json_object_putp) json_object *array = NULL;
-        sd_bus *bus = NULL;
-        int r;
-
-        r = ctl_bus(ctl, &bus);
-        if (r != EXIT_OK)
-                return r;
-
-        if (ctl->json) {
-                array = json_object_new_array();
-                if (!array)
-                        return ctl_fail("Out of memory");
-        }
-
-        r = bus_get_events(bus, ctl->since_set ? ctl->since : 0, events_one,
-                           &(EventsList){.ctl = ctl, .array = array}, &error);
-        if (r == -ENOMEM && !sd_bus_error_is_set(&error))
-                return ctl_fail("Out of memory");
-        if (r < 0)
-                return bus_report_error(&error, r, "Failed to get events");
-
-        if (array)
-                output_json(array, true);
-        return EXIT_OK;
 }

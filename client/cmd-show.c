@@ -19,6 +19,7 @@
 #include "bus-model.h"
 #include "introspect.h"
 #include "json-util.h"
+#include "model.h"
 #include "output.h"
 
 #include "common/interfaces.h"
@@ -27,22 +28,10 @@
 #define UNKNOWN_PROPERTY "org.freedesktop.DBus.Error.UnknownProperty"
 #define INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 
-/* Display order: Kobject, the kind interface, Kset/Manager, then groups. */
-static int show_rank(const char *iface)
-{
-        if (streq(iface, BLKMODEL_IFACE_KOBJECT))
-                return 0;
-        if (streq(iface, BLKMODEL_IFACE_KSET) || streq(iface, BLKMODEL_IFACE_MANAGER))
-                return 2;
-        if (startswith(iface, BLKMODEL_IFACE_GROUP_PREFIX))
-                return 3;
-        return 1;
-}
-
 static int show_compare(const void *a, const void *b)
 {
         const IntrospectInterface *x = a, *y = b;
-        int rx = show_rank(x->name), ry = show_rank(y->name);
+        int rx = model_interface_rank(x->name), ry = model_interface_rank(y->name);
 
         if (rx != ry)
                 return rx < ry ? -1 : 1;
@@ -96,7 +85,7 @@ int cmd_show(Ctl *ctl, char **args, int n_args)
                 return r;
         r = introspect_object(bus, path, &in, &error);
         if (r < 0)
-                return bus_report_error(&error, r, path);
+                return bus_report_error(ctl, &error, r, path);
         qsort(in.interfaces, in.n_interfaces, sizeof(in.interfaces[0]), show_compare);
 
         jroot = json_object_new_object();
@@ -111,14 +100,20 @@ int cmd_show(Ctl *ctl, char **args, int n_args)
          * error, not half a listing. */
         for (size_t i = 0; i < in.n_interfaces; i++) {
                 const char *iface = in.interfaces[i].name;
-                json_object *all;
+                json_object *all, *sorted;
 
                 if (!introspect_interface_is_model(iface))
                         continue;
                 r = bus_get_all(bus, path, iface, &all, &error);
                 if (r < 0)
-                        return bus_report_error(&error, r, path);
-                json_object_object_add(jifaces, iface, all);
+                        return bus_report_error(ctl, &error, r, path);
+                /* In model order, whatever order the daemon's reply had. */
+                sorted = model_ordered_properties(iface, all);
+                json_object_put(all);
+                if (!sorted || json_object_object_add(jifaces, iface, sorted) < 0) {
+                        json_object_put(sorted);
+                        return ctl_fail("Out of memory");
+                }
         }
 
         if (ctl->json) {
@@ -168,6 +163,115 @@ static void property_target_done(PropertyTarget *t)
         t->path = mfree(t->path);
 }
 
+/* Whether the introspected object has a child node that is the path element of name. */
+static int child_path(const Introspection *in, const char *path, const char *name, char **ret)
+{
+        _cleanup_(freep) char *child = NULL;
+        const char *element;
+        int r;
+
+        r = sd_bus_path_encode(path, name, &child);
+        if (r < 0)
+                return r;
+        element = strrchr(child, '/') + 1;
+        for (size_t i = 0; i < in->n_children; i++)
+                if (streq(in->children[i], element)) {
+                        *ret = TAKE_PTR(child);
+                        return 1;
+                }
+        return 0;
+}
+
+/* The object a link directory entry names: holders/NAME, slaves/NAME, in that typed property. */
+static int linked_path(Ctl *ctl, const char *path, const Introspection *in, const char *dir,
+                       const char *name, char **ret)
+{
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_(freep) char *encoded = NULL;
+        const IntrospectInterface *iface;
+        const IntrospectProperty *prop;
+        size_t n;
+        int r;
+
+        if (introspect_find_property(in,
+                                     streq(dir, "holders") ? BLKMODEL_PROP_HOLDERS : BLKMODEL_PROP_SLAVES,
+                                     &iface, &prop) < 0)
+                return 0;
+        if (bus_get_property(ctl->bus, path, iface->name, prop->name, &list, NULL) < 0 ||
+            !json_object_is_type(list, json_type_array))
+                return 0;
+        /* Object paths end in the encoded name, as sysfs's links are named by the plain one. */
+        r = sd_bus_path_encode("/", name, &encoded);
+        if (r < 0)
+                return r;
+        n = json_object_array_length(list);
+        for (size_t i = 0; i < n; i++) {
+                const char *p = json_object_get_string(json_object_array_get_idx(list, i));
+                const char *last = p ? strrchr(p, '/') : NULL;
+
+                if (last && streq(last, encoded)) {
+                        *ret = strdup(p);
+                        return *ret ? 1 : -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/*
+ * Follows ATTR, a path relative to the object's sysfs directory, from object to object as sysfs
+ * does from directory to directory: a child kobject (queue/, iosched/, sda1/), device/ (the disk's
+ * hardware), holders/NAME and slaves/NAME.  Stops at the last element, or at an attribute group
+ * (loop/, power/), whose interface is on the object reached.  *path, *in and *attr follow the walk.
+ */
+static int attr_walk(Ctl *ctl, char **path, Introspection *in, const char **attr, sd_bus_error *error)
+{
+        for (unsigned depth = 0; depth < 64; depth++) {
+                _cleanup_(freep) char *elem = NULL, *next = NULL;
+                const char *slash = strchr(*attr, '/'), *rest;
+                int r;
+
+                if (!slash)
+                        return 0;
+                elem = strndup(*attr, (size_t) (slash - *attr));
+                if (!elem)
+                        return -ENOMEM;
+                rest = slash + 1;
+
+                r = child_path(in, *path, elem, &next);
+                if (r == 0 && streq(elem, "device")) {
+                        _cleanup_(json_object_putp) json_object *dev = NULL;
+
+                        if (bus_get_property(ctl->bus, *path, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE,
+                                             &dev, NULL) >= 0 &&
+                            json_object_is_type(dev, json_type_string) &&
+                            !streq(json_object_get_string(dev), "/")) {
+                                next = strdup(json_object_get_string(dev));
+                                r = next ? 1 : -ENOMEM;
+                        }
+                }
+                if (r == 0 && (streq(elem, "holders") || streq(elem, "slaves")) && strchr(rest, '/')) {
+                        _cleanup_(freep) char *name = strndup(rest, strcspn(rest, "/"));
+
+                        r = name ? linked_path(ctl, *path, in, elem, name, &next) : -ENOMEM;
+                        if (r > 0)
+                                rest += strlen(name) + 1;
+                }
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return 0; /* an attribute group, or nothing: the caller looks */
+
+                introspection_done(in);
+                free(*path);
+                *path = TAKE_PTR(next);
+                *attr = rest;
+                r = introspect_object(ctl->bus, *path, in, error);
+                if (r < 0)
+                        return r;
+        }
+        return -ELOOP;
+}
+
 /* Resolves OBJECT and finds ATTR on it; a failure is reported here and its exit code returned. */
 static int property_lookup(Ctl *ctl, const char *spec, const char *attr, PropertyTarget *ret)
 {
@@ -176,6 +280,7 @@ static int property_lookup(Ctl *ctl, const char *spec, const char *attr, Propert
         _cleanup_(freep) char *path = NULL;
         const IntrospectInterface *iface;
         const IntrospectProperty *prop;
+        const char *rest = attr;
         sd_bus *bus = NULL;
         int r;
 
@@ -183,9 +288,13 @@ static int property_lookup(Ctl *ctl, const char *spec, const char *attr, Propert
         if (r != EXIT_OK)
                 return r;
         r = introspect_object(bus, path, &in, &error);
+        if (r >= 0)
+                r = attr_walk(ctl, &path, &in, &rest, &error);
+        if (r < 0 && sd_bus_error_is_set(&error))
+                return bus_report_error(ctl, &error, r, spec);
         if (r < 0)
-                return bus_report_error(&error, r, spec);
-        r = introspect_find_property(&in, attr, &iface, &prop);
+                return ctl_fail("Failed to follow '%s' from %s: %s", attr, spec, strerror(-r));
+        r = introspect_find_property(&in, rest, &iface, &prop);
         if (r == -ENOENT)
                 return ctl_fail("No attribute or property '%s' on %s (%s)", attr, spec, UNKNOWN_PROPERTY);
         if (r < 0)
@@ -231,7 +340,7 @@ static int property_show(Ctl *ctl, const char *path, const char *iface, const ch
 
         r = bus_get_property(ctl->bus, path, iface, member, &value, &error);
         if (r < 0)
-                return bus_report_error(&error, r, what);
+                return bus_report_error(ctl, &error, r, what);
         return property_print(ctl, path, iface, member, value);
 }
 
@@ -399,7 +508,7 @@ int cmd_set(Ctl *ctl, char **args, int n_args)
 
                 if (asprintf(&what, "Failed to set %s on %s", t.prop->name, args[0]) < 0)
                         what = NULL;
-                return bus_report_error(&error, r, what ?: t.prop->name);
+                return bus_report_error(ctl, &error, r, what ?: t.prop->name);
         }
 
         /* What the kernel stored, which need not be what we wrote. */

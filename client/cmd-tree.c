@@ -138,8 +138,8 @@ static int tree_node(TreeDraw *d, const char *path, json_object *j, void *userda
                 json_object_object_add(j, "object", json_object_new_string(path));
                 json_object_object_add(j, "ktype", ktype ? json_object_new_string(ktype) : NULL);
                 json_object_object_add(j, "kset", kset ? json_object_new_string(kset) : NULL);
-                if (model_has_iface(obj, BLKMODEL_IFACE_DISK))
-                        json_object_object_add(j, "device", link ? json_object_new_string(link) : NULL);
+                /* The same keys on every node: null where there is no device link. */
+                json_object_object_add(j, "device", link ? json_object_new_string(link) : NULL);
                 return 0;
         }
 
@@ -163,9 +163,50 @@ static const TreeDrawOps tree_draw_ops = {
                 .columns = tree_columns,
                 .n_columns = ELEMENTSOF(tree_columns),
                 .json_key = "kobjects",
+                .json_children_always = true,
                 .children = tree_children,
                 .node = tree_node,
 };
+
+/*
+ * A subtree of block/ does not hold the Device objects its disks' links point to: ask each for its
+ * DevPath, which is all the DEVICE column shows of it.
+ */
+static int tree_fetch_device_paths(TreeContext *tc, sd_bus *bus, sd_bus_error *error)
+{
+        _cleanup_(json_object_putp) json_object *found = json_object_new_object();
+        int r;
+
+        if (!found)
+                return -ENOMEM;
+        json_object_object_foreach(tc->model, path, obj) {
+                _cleanup_(json_object_putp) json_object *devpath = NULL;
+                const char *dev = model_string(obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_DEVICE);
+                json_object *o, *k;
+
+                (void) path;
+                if (!dev || streq(dev, "/") || model_object(tc->model, dev) || model_object(found, dev))
+                        continue;
+                r = bus_get_property(bus, dev, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_DEVPATH, &devpath,
+                                     error);
+                if (r < 0 && sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_OBJECT)) {
+                        sd_bus_error_free(error);
+                        continue; /* gone meanwhile */
+                }
+                if (r < 0)
+                        return r;
+                o = json_add_object(found, dev);
+                k = o ? json_add_object(o, BLKMODEL_IFACE_KOBJECT) : NULL;
+                if (!k || json_object_object_add(k, BLKMODEL_PROP_DEVPATH, TAKE_PTR(devpath)) < 0)
+                        return -ENOMEM;
+        }
+        /* Only looked up, never drawn: the drawing starts at the subtree asked for. */
+        json_object_object_foreach(found, p, o) {
+                if (json_object_object_add(tc->model, p, json_object_get(o)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
 
 int cmd_tree(Ctl *ctl, char **args, int n_args)
 {
@@ -181,23 +222,36 @@ int cmd_tree(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
 
-        if (n_args > 0) {
+        /* The ksets by their names, as sysfs has /sys/block and /sys/devices: Resolve takes a bare name
+         * for a block device. */
+        if (n_args > 0 && (streq(args[0], "block") || streq(args[0], "devices"))) {
+                if (asprintf(&start, "%s/%s", BLKMODEL_ROOT_PATH, args[0]) < 0)
+                        return ctl_fail("Out of memory");
+        } else if (n_args > 0) {
                 r = ctl_resolve(ctl, args[0], &bus, &start);
                 if (r != EXIT_OK)
                         return r;
                 /* The manager is no kobject: below it is the whole model. */
-                if (streq(start, BLKMODEL_ROOT_PATH))
+                if (streq(start, BLKMODEL_ROOT_PATH) || streq(start, BLKMODEL_MANAGER_PATH))
                         start = mfree(start);
         }
 
-        r = bus_get_managed_objects(bus, tree_filter, NULL, &tc.model, &error);
+        /* Only the subtree asked for: a kset or a disk answers GetManagedObjects for its own part. */
+        r = bus_load_model(bus, start ?: BLKMODEL_ROOT_PATH, tree_filter, NULL, &tc.model, &error);
+        if (r < 0 && start && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_OBJECT))
+                /* Resolved, then removed before we looked. */
+                return ctl_fail("No such object: %s (%s)", args[0], BLKMODEL_ERROR_NO_SUCH_OBJECT);
         if (r < 0)
-                return bus_report_error(&error, r, "Failed to get the model");
+                return bus_report_error(ctl, &error, r, "Failed to get the model");
+        if (start) {
+                r = tree_fetch_device_paths(&tc, bus, &error);
+                if (r < 0)
+                        return bus_report_error(ctl, &error, r, "Failed to get the model");
+        }
         if (tree_index(&tc) < 0)
                 return ctl_fail("Out of memory");
 
         if (start) {
-                /* Resolved, then removed before we looked. */
                 if (!model_object(tc.model, start))
                         return ctl_fail("No such object: %s (%s)", args[0], BLKMODEL_ERROR_NO_SUCH_OBJECT);
                 r = tree_draw(&tree_draw_ops, ctl, (const char *const[]){start}, 1, &tc);

@@ -63,7 +63,7 @@ static int waiter_check(Waiter *w)
                 return w->ctl->removed;
         if (w->no_daemon)
                 return 0; /* wait for the daemon to come */
-        (void) bus_report_resolve_error(&error, r, w->spec);
+        (void) bus_report_resolve_error(w->ctl, &error, r, w->spec);
         return r;
 }
 

@@ -55,6 +55,7 @@ void introspection_done(Introspection *in)
                 free(f->name);
         }
         free(in->interfaces);
+        strv_free(in->children);
         *in = (Introspection){};
 }
 
@@ -124,7 +125,17 @@ int introspect_parse(const char *xml, Introspection *ret)
                 len = (size_t) (end - tag);
                 p = end + 1;
 
-                if (xml_tag_is(tag, len, "interface")) {
+                if (!cur && xml_tag_is(tag, len, "node")) {
+                        _cleanup_(freep) char *name = xml_attr(tag, len, "name");
+
+                        /* The outer <node> names the object itself, if anything: only relative names are
+                         * children. */
+                        if (name && name[0] != '/') {
+                                r = strv_consume(&in.children, &in.n_children, TAKE_PTR(name));
+                                if (r < 0)
+                                        return r;
+                        }
+                } else if (xml_tag_is(tag, len, "interface")) {
                         r = introspection_add_interface(&in, tag, len, &cur);
                         if (r < 0)
                                 return r;
@@ -156,6 +167,14 @@ int introspect_object(sd_bus *bus, const char *path, Introspection *ret, sd_bus_
         if (r < 0)
                 return r;
         return introspect_parse(xml, ret);
+}
+
+bool introspect_has_interface(const Introspection *in, const char *iface)
+{
+        for (size_t i = 0; i < in->n_interfaces; i++)
+                if (streq(in->interfaces[i].name, iface))
+                        return true;
+        return false;
 }
 
 bool introspect_interface_is_model(const char *iface)

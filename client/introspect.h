@@ -22,11 +22,16 @@ typedef struct IntrospectInterface {
 typedef struct Introspection {
         IntrospectInterface *interfaces;
         size_t n_interfaces;
+        /* The names of the child nodes (<node name="..."/>): path elements, still encoded. */
+        char **children;
+        size_t n_children;
 } Introspection;
 
 int introspect_parse(const char *xml, Introspection *ret);
 int introspect_object(sd_bus *bus, const char *path, Introspection *ret, sd_bus_error *error);
 void introspection_done(Introspection *i);
+/* Whether the object has this interface. */
+bool introspect_has_interface(const Introspection *in, const char *iface);
 /* Whether an interface is ours (not org.freedesktop.DBus.*). */
 bool introspect_interface_is_model(const char *iface);
 

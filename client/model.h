@@ -27,3 +27,19 @@ void model_sort_paths(json_object *model, const char **paths, size_t n);
 
 /* doc/model.md: a file name as a D-Bus member name; caller frees. */
 char *model_sanitize_member(const char *name);
+
+/* Display and dump order of interfaces: Kobject, the kind, Kset/Manager, then the groups. */
+int model_interface_rank(const char *iface);
+
+/*
+ * A copy of an interface's { prop: value } in model order: the typed properties as the model
+ * defines them (common/interfaces.c), then the raw attributes by name.  NULL when out of memory.
+ */
+json_object *model_ordered_properties(const char *iface, json_object *props);
+
+/*
+ * A copy of a whole model in model order, so that two dumps of one model are byte-identical: the
+ * Manager, then the kobjects depth first (parents before children, siblings by name in version
+ * order), interfaces by model_interface_rank(), properties as model_ordered_properties().
+ */
+json_object *model_ordered(json_object *model);

@@ -160,7 +160,9 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
 
         for (size_t c = 0; c < t->n_columns; c++) {
                 widths[c] = t->columns[c].min_width;
-                if (legend && output_width(t->columns[c].header) > widths[c])
+                /* The heading counts even when not printed, as in lsblk: --no-legend must not
+                 * squeeze RO to one character. */
+                if (output_width(t->columns[c].header) > widths[c])
                         widths[c] = output_width(t->columns[c].header);
                 for (size_t r = 0; r < t->n_rows; r++) {
                         size_t w = output_width(t->cells[r * t->n_columns + c]);

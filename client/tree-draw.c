@@ -37,9 +37,10 @@ struct TreeDraw {
         size_t indent_len;
         size_t indent_allocated;
 
-        /* Where the node being drawn stands among its siblings. */
+        /* Where the node being drawn stands among its siblings, and below what. */
         bool last;
         bool root;
+        const char *parent;
 };
 
 static void tree_draw_done(TreeDraw *d)
@@ -56,19 +57,28 @@ static const char *tree_draw_glyph(const TreeDraw *d, bool last, bool root, int 
         return glyphs[d->ops->style][d->utf8][last ? glyph_if_last : glyph];
 }
 
+const char *tree_draw_parent(const TreeDraw *d)
+{
+        return d->parent;
+}
+
 int tree_draw_row(TreeDraw *d, const char *const *cells)
 {
         _cleanup_(freep) const char **row = NULL;
         _cleanup_(freep) char *label = NULL;
         const char *branch = tree_draw_glyph(d, d->last, d->root, GLYPH_BRANCH, GLYPH_LAST_BRANCH);
+        int t = d->ops->tree_column;
 
-        if (asprintf(&label, "%.*s%s%s", (int) d->indent_len, strempty(d->indent), branch, cells[0]) < 0)
-                return -ENOMEM;
         row = malloc(d->ops->n_columns * sizeof(char *));
         if (!row)
                 return -ENOMEM;
         memcpy(row, cells, d->ops->n_columns * sizeof(char *));
-        row[0] = label;
+        if (t >= 0 && (size_t) t < d->ops->n_columns) {
+                if (asprintf(&label, "%.*s%s%s", (int) d->indent_len, strempty(d->indent), branch,
+                             cells[t]) < 0)
+                        return -ENOMEM;
+                row[t] = label;
+        }
         return table_add_row(d->table, row);
 }
 
@@ -93,8 +103,8 @@ static int tree_draw_indent(TreeDraw *d, bool last, bool root)
         return 0;
 }
 
-static int tree_draw_node(TreeDraw *d, const char *path, json_object *jparent, bool last, bool root,
-                          unsigned depth)
+static int tree_draw_node(TreeDraw *d, const char *path, const char *parent, json_object *jparent, bool last,
+                          bool root, unsigned depth)
 {
         _cleanup_(json_object_putp) json_object *j = NULL;
         _cleanup_(freep) const char **children = NULL;
@@ -112,6 +122,7 @@ static int tree_draw_node(TreeDraw *d, const char *path, json_object *jparent, b
         }
         d->last = last;
         d->root = root;
+        d->parent = parent;
         r = d->ops->node(d, path, j, d->userdata);
         if (r != 0)
                 return r < 0 ? r : 0;
@@ -121,7 +132,7 @@ static int tree_draw_node(TreeDraw *d, const char *path, json_object *jparent, b
                 return r;
 
         if (j) {
-                if (n_children > 0) {
+                if (n_children > 0 || d->ops->json_children_always) {
                         jchildren = json_add_array(j, "children");
                         if (!jchildren)
                                 return -ENOMEM;
@@ -133,7 +144,7 @@ static int tree_draw_node(TreeDraw *d, const char *path, json_object *jparent, b
 
         r = tree_draw_indent(d, last, root);
         for (size_t i = 0; r >= 0 && i < n_children; i++)
-                r = tree_draw_node(d, children[i], jchildren, i + 1 == n_children, false, depth + 1);
+                r = tree_draw_node(d, children[i], path, jchildren, i + 1 == n_children, false, depth + 1);
         d->indent_len = saved;
         if (d->indent)
                 d->indent[saved] = '\0';
@@ -165,7 +176,7 @@ int tree_draw(const TreeDrawOps *ops, const Ctl *ctl, const char *const *roots, 
         }
 
         for (size_t i = 0; i < n_roots; i++) {
-                r = tree_draw_node(&d, roots[i], jnodes, true, true, 0);
+                r = tree_draw_node(&d, roots[i], NULL, jnodes, true, true, 0);
                 if (r < 0)
                         return r;
         }

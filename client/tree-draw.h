@@ -29,8 +29,14 @@ typedef struct TreeDrawOps {
         unsigned max_depth;
         const TableColumn *columns;
         size_t n_columns;
+        /* The column whose cells get the branches before them (lsblk's NAME, wherever it stands); -1 for
+         * none: a flat list. */
+        int tree_column;
         /* With --json: the key of the array of top-level nodes. */
         const char *json_key;
+        /* With --json: a "children" array on every node, empty or not (else only where there are some,
+         * as lsblk does). */
+        bool json_children_always;
 
         /* The children of path in the order to draw them; the caller frees the array, not the strings. */
         int (*children)(const char *path, const char ***ret_children, size_t *ret_n, void *userdata);
@@ -41,7 +47,10 @@ typedef struct TreeDrawOps {
         int (*node)(TreeDraw *d, const char *path, json_object *j, void *userdata);
 } TreeDrawOps;
 
-/* Adds the node's row: cells[0], its name, is drawn after the branches. */
+/* The node above the one being drawn; NULL for a root. */
+const char *tree_draw_parent(const TreeDraw *d);
+
+/* Adds the node's row: the branches are drawn before cells[ops->tree_column]. */
 int tree_draw_row(TreeDraw *d, const char *const *cells);
 
 /* Draws the trees below roots and prints them; negative errno on failure, with nothing printed. */

@@ -108,3 +108,17 @@ int strv_extend(char ***l, size_t *n, const char *s);
 int strv_consume(char ***l, size_t *n, char *s);
 
 char *path_join(const char *a, const char *b);
+
+/* The last element of a path ("sda" of "/devices/…/block/sda"); the path itself without a '/'. */
+static inline const char *path_basename(const char *path)
+{
+        const char *s = strrchr(path, '/');
+        return s ? s + 1 : path;
+}
+
+/* All but the last element, allocated; "" without a '/'.  NULL on ENOMEM. */
+static inline char *path_dirname(const char *path)
+{
+        const char *s = strrchr(path, '/');
+        return s ? strndup(path, (size_t) (s - path)) : strdup("");
+}

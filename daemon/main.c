@@ -21,6 +21,9 @@ static void help(void)
                "     --event-log-size=N     Retain the last N events for GetEvents (default: 4096)\n"
                "     --poll-interval=MSEC   Re-read watched attributes every MSEC ms (default: 2000, 0: "
                "never)\n"
+               "     --max-message-size=BYTES\n"
+               "                            The largest message the bus takes (default: 32 MiB on the\n"
+               "                            system bus, 128 MiB elsewhere): larger replies are refused\n"
                "     --log-level=LEVEL      err, warning, notice, info or debug (default: info)\n");
 }
 
@@ -34,6 +37,7 @@ enum {
         ARG_NO_UEVENTS,
         ARG_EVENT_LOG_SIZE,
         ARG_POLL_INTERVAL,
+        ARG_MAX_MESSAGE_SIZE,
         ARG_LOG_LEVEL,
         ARG_UEVENT_RCVBUF,
 };
@@ -63,6 +67,7 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         {"no-uevents", no_argument, NULL, ARG_NO_UEVENTS},
                         {"event-log-size", required_argument, NULL, ARG_EVENT_LOG_SIZE},
                         {"poll-interval", required_argument, NULL, ARG_POLL_INTERVAL},
+                        {"max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE},
                         {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
                         /* Not in --help: lets tests make the kernel overflow the socket on purpose. */
                         {"uevent-rcvbuf", required_argument, NULL, ARG_UEVENT_RCVBUF},
@@ -113,6 +118,16 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                                 return -EINVAL;
                         }
                         o->uevent_rcvbuf = (int) v;
+                        break;
+                case ARG_MAX_MESSAGE_SIZE:
+                        /* A bus configured smaller than its default drops a connection that sends more:
+                         * the daemon cannot ask the bus, so it is told. */
+                        if (parse_unsigned(optarg, (size_t) 128 << 20, &v) < 0 || v < 4096) {
+                                log_error("Invalid --max-message-size '%s': expected bytes, 4096…134217728.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        o->message_max = (size_t) v;
                         break;
                 case ARG_POLL_INTERVAL:
                         if (parse_unsigned(optarg, 3600U * 1000U, &v) < 0) {

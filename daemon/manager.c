@@ -5,61 +5,96 @@
 #include "manager.h"
 #include "sysfs/scan.h"
 
-/* NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages. */
-#define WRITE_QUEUE_HIGH 1024
-#define WRITE_QUEUE_LOW 256
+static void manager_stop(Manager *m, int exit_code);
 
 /* ---- live's ops: what changed, to the publisher ---- */
 
 static void on_object_added(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_added(m->publisher, k);
+        if (m->publisher)
+                publisher_object_added(m->publisher, k);
 }
 
 static void on_object_removed(void *userdata, Kobject *k)
 {
         Manager *m = userdata;
-        publisher_object_removed(m->publisher, k);
+        if (m->publisher)
+                publisher_object_removed(m->publisher, k);
 }
 
 static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
 {
         Manager *m = userdata;
-        publisher_interfaces_changed(m->publisher, k, interfaces, added);
+        if (m->publisher)
+                publisher_interfaces_changed(m->publisher, k, interfaces, added);
 }
 
 static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated)
 {
         Manager *m = userdata;
-        publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
+        if (m->publisher)
+                publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
 }
+
+static void settle(Manager *m, sd_bus_message *msg);
 
 static void on_bus_drain_check(uv_prepare_t *h)
 {
         Manager *m = h->data;
         uint64_t queued = publisher_queued(m->publisher);
 
-        if (queued > WRITE_QUEUE_LOW)
+        if (publisher_congested(m->publisher, true))
                 return;
         (void) uv_prepare_stop(&m->drain_watch);
         m->paused_for_bus = false;
         uevent_source_resume(m->uevents);
         log_debug("Bus write queue drained to %" PRIu64 "; reading uevents again.", queued);
+
+        /* Settle()s that came while the bus was behind: now the kernel's queue can be read. */
+        sd_bus_message **waiting = TAKE_PTR(m->settling);
+        size_t n = m->n_settling;
+        m->n_settling = 0;
+        for (size_t i = 0; i < n; i++)
+                settle(m, waiting[i]);
+        free(waiting);
 }
 
-/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them. */
+/* Manager.Settle(): read what the kernel has queued, apply it, answer after its signals.  While the
+ * bus is too far behind to take more signals, the answer waits.  Takes over msg's reference. */
+static void settle(Manager *m, sd_bus_message *msg)
+{
+        if (!m->paused_for_bus && m->uevents)
+                uevent_source_drain(m->uevents);
+        if (m->paused_for_bus) {
+                sd_bus_message **t = realloc(m->settling, (m->n_settling + 1) * sizeof(sd_bus_message *));
+                if (t) {
+                        m->settling = t;
+                        m->settling[m->n_settling++] = msg;
+                        return;
+                }
+                log_error("Out of memory: Settle() is answered before the bus caught up.");
+        }
+        live_settle(m->live);
+        publisher_settled(m->publisher, msg);
+        sd_bus_message_unref(msg);
+}
+
+static void on_settle(void *userdata, sd_bus_message *msg)
+{
+        settle(userdata, msg);
+}
+
+/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them.  NOTES.md:
+ * sd-bus drains a long write queue quadratically and fails past ~393k messages.  Not while the bus has
+ * stopped reading from us: then the publisher drops signals instead, and the model stays current. */
 static void check_backpressure(Manager *m)
 {
-        uint64_t queued;
-
-        if (m->paused_for_bus || !m->uevents)
+        if (m->paused_for_bus || !m->uevents || !publisher_congested(m->publisher, false))
                 return;
-        queued = publisher_queued(m->publisher);
-        if (queued <= WRITE_QUEUE_HIGH)
-                return;
-        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.", queued);
+        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.",
+                  publisher_queued(m->publisher));
         m->paused_for_bus = true;
         uevent_source_pause(m->uevents);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
@@ -69,6 +104,8 @@ static void on_event(void *userdata, const EventRecord *e)
 {
         Manager *m = userdata;
 
+        if (!m->publisher)
+                return;
         publisher_uevent(m->publisher, e);
         check_backpressure(m);
 }
@@ -76,7 +113,8 @@ static void on_event(void *userdata, const EventRecord *e)
 static void on_events_lost(void *userdata, uint64_t total)
 {
         Manager *m = userdata;
-        publisher_events_lost(m->publisher);
+        if (m->publisher)
+                publisher_events_lost(m->publisher);
 }
 
 static const LiveOps live_ops = {
@@ -115,6 +153,34 @@ static void on_bus_disconnected(void *userdata)
         manager_stop(m, 1);
 }
 
+/* ---- the service manager's watchdog ---- */
+
+static void on_watchdog(uv_timer_t *h)
+{
+        (void) sd_notify(false, "WATCHDOG=1");
+}
+
+/* A timer on the loop itself: pings stop when the loop stops turning, which is what systemd's
+ * watchdog is to find out. */
+static int watchdog_start(Manager *m)
+{
+        uint64_t usec, ms;
+        int r;
+
+        r = sd_watchdog_enabled(false, &usec);
+        if (r < 0)
+                return log_warning_errno(r, "Ignoring the watchdog settings from the service manager: %m");
+        if (r == 0)
+                return 0;
+        /* Half the timeout, as sd_watchdog_enabled(3) advises. */
+        ms = MAX(usec / 2 / 1000, (uint64_t) 1);
+        r = uv_timer_start(&m->watchdog, on_watchdog, ms, ms);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot start the watchdog timer: %s", uv_strerror(r));
+        log_debug("Pinging the service manager's watchdog every %" PRIu64 " ms.", ms);
+        return 0;
+}
+
 /* ---- life cycle ---- */
 
 static void on_handle_closed(uv_handle_t *h)
@@ -133,6 +199,12 @@ static int handles_init(Manager *m)
         if (r < 0)
                 return r;
         m->drain_watch.data = m;
+        m->n_open_handles++;
+
+        r = uv_timer_init(m->loop, &m->watchdog);
+        if (r < 0)
+                return r;
+        m->watchdog.data = m;
         m->n_open_handles++;
 
         uv_signal_t *signals[] = {&m->sigterm, &m->sigint, &m->sighup};
@@ -205,12 +277,17 @@ void manager_free(Manager *m)
                 return;
         uv_handle_t *handles[] = {
                 (uv_handle_t *) &m->drain_watch,
+                (uv_handle_t *) &m->watchdog,
                 (uv_handle_t *) &m->sigterm,
                 (uv_handle_t *) &m->sigint,
                 (uv_handle_t *) &m->sighup,
         };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
+        for (size_t i = 0; i < m->n_settling; i++)
+                sd_bus_message_unref(m->settling[i]);
+        m->settling = mfree(m->settling);
+        m->n_settling = 0;
         m->publisher = publisher_free(m->publisher);
         live_free(m->live);
         m->live = NULL;
@@ -288,9 +365,11 @@ static int publish(Manager *m)
                         .live = m->live,
                         .events = m->events,
                         .uevent_source = uevent_source_name(&m->options),
-                        .message_max = m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
-                                                                              : BUS_MESSAGE_MAX,
+                        .message_max = m->options.message_max > 0 ? m->options.message_max
+                                       : m->options.bus_kind == BUS_KIND_SYSTEM ? BUS_SYSTEM_MESSAGE_MAX
+                                                                                : BUS_MESSAGE_MAX,
                         .disconnected = on_bus_disconnected,
+                        .settle = on_settle,
                         .userdata = m,
         };
         return publisher_new(&c, &m->publisher);
@@ -328,10 +407,12 @@ int manager_start(Manager *m)
                 return log_error_errno(r, "Cannot start recording attribute values: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Publishing the block device model.");
+        (void) watchdog_start(m);
         return 0;
 }
 
-void manager_stop(Manager *m, int exit_code)
+/* Releases the name and stops the loop. */
+static void manager_stop(Manager *m, int exit_code)
 {
         m->exit_code = exit_code;
         (void) sd_notify(false, "STOPPING=1");

@@ -29,6 +29,7 @@ typedef struct ManagerOptions {
         int uevent_rcvbuf; /* netlink receive buffer in bytes; 0: the default (tests shrink it) */
         size_t event_log_size;
         unsigned poll_interval_ms;
+        size_t message_max; /* the largest message the bus takes; 0: the bus kind's default */
 } ManagerOptions;
 
 typedef struct Manager {
@@ -36,8 +37,11 @@ typedef struct Manager {
         uv_loop_t *loop;
         uv_signal_t sigterm, sigint, sighup;
         uv_prepare_t drain_watch; /* runs while uevents are paused for a long bus write queue */
+        uv_timer_t watchdog;      /* WATCHDOG=1 to systemd, while the loop turns */
         unsigned n_open_handles;
         bool paused_for_bus;
+        sd_bus_message **settling; /* Settle() calls waiting for the bus to catch up */
+        size_t n_settling;
         int exit_code;
 
         Sysfs sysfs;
@@ -52,7 +56,5 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret);
 /* Stops what still runs; the memory goes with the last libuv close callback, so the loop must run
  * once more.  NULL is fine. */
 void manager_free(Manager *m);
-/* Opens sources, scans, publishes, takes the name, notifies READY=1. */
+/* Opens sources, scans, publishes, takes the name, notifies READY=1, starts the watchdog pings. */
 int manager_start(Manager *m);
-/* Releases the name and stops the loop. */
-void manager_stop(Manager *m, int exit_code);

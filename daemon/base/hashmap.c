@@ -10,7 +10,7 @@
 static const char tombstone[] = "";
 #define TOMBSTONE (tombstone)
 
-uint64_t string_hash(const char *s)
+static uint64_t string_hash(const char *s)
 {
         uint64_t h = fnv1a(s, strlen(s), FNV1A_INIT);
         /* Fold the high bits in: probing uses the low ones. */

@@ -24,8 +24,6 @@ typedef struct Hashmap {
         size_t n_tombstones;
 } Hashmap;
 
-uint64_t string_hash(const char *s);
-
 void hashmap_init(Hashmap *h);
 void hashmap_deinit(Hashmap *h);
 

@@ -17,22 +17,3 @@ int bus_check_signature(sd_bus_message *msg, const char *signature, sd_bus_error
                                       strempty(sd_bus_message_get_signature(msg, true)),
                                       strempty(sd_bus_message_get_member(msg)), signature);
 }
-
-/* Root, or the daemon's own uid (a session daemon's user).  Asked of the bus, not of /proc: no pid races. */
-int bus_check_privileged(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
-{
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t euid;
-        int r;
-
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &euid);
-        if (r < 0)
-                return bus_error_errno(error, r, "Cannot determine the caller's identity");
-        if (euid != 0 && euid != geteuid())
-                return bus_error_access_denied(error, "%s.%s() is for root only.",
-                                               strempty(sd_bus_message_get_interface(msg)),
-                                               strempty(sd_bus_message_get_member(msg)));
-        return 0;
-}

@@ -13,6 +13,11 @@
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
 
+typedef struct Backlog Backlog;
+typedef struct Authorization Authorization;
+typedef struct BusWrite BusWrite;
+typedef struct BusGmo BusGmo;
+
 struct Publisher {
         sd_bus *bus;
         BusLoop *bus_loop;
@@ -24,9 +29,30 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        Backlog *backlog;
+        Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
+        Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
+        uv_loop_t *loop;
+        BusWrite *writes;              /* Set's writes on the thread pool (write.c) */
+        BusGmo *gmos;                  /* GetManagedObjects replies being built (managed-objects.c) */
+        uv_idle_t *gmo_idle;           /* its own allocation: it goes in its close callback */
+        unsigned n_authorizations;
+        Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
+        PublisherSettle settle;
         void *userdata;
 };
+
+/* ---- backlog.c ---- */
+
+/* Registers the SignalsDropped signal on the Manager; the timer runs on loop. */
+int backlog_new(Publisher *p, uv_loop_t *loop, Backlog **ret);
+/* NULL is fine; the memory goes with the timer's close callback. */
+void backlog_free(Backlog *b);
+/* Call before sending any signal (e: the Uevent's event, else NULL): false while the bus has stopped
+ * reading from us, and the signal is counted instead of sent. */
+bool backlog_admit(Backlog *b, const EventRecord *e);
+bool backlog_congested(Backlog *b, bool paused);
 
 /* ---- properties.c ---- */
 
@@ -40,28 +66,31 @@ struct Publisher {
  * ReadFailed error. */
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
                         bool lenient, size_t *bound, sd_bus_error *error);
-/* a{sv}: every property of the interface, equal to what GetAll returns. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+/* a{sv}: every property of the interface, equal to what GetAll returns; the attributes only root
+ * may read (ATTR_PRIVILEGED) only if privileged. */
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
                                 size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it. */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound);
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound);
 /* as: the names of k's interfaces. */
 int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 
 /* ---- managed-objects.c ---- */
 
-/* About what bus_append_object() appends for k, without reading anything. */
-size_t bus_object_size_estimate(const Kobject *k);
 /* Does k answer GetManagedObjects for what is below it?  Ksets, disks and devices do, so that a
  * model too big for one message can be read in parts. */
 bool bus_object_is_manager(const Kobject *k);
 /* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
-int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, sd_bus_error *error);
+int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
+                                   sd_bus_error *error);
+/* At exit: replies being built are dropped, unanswered. */
+void bus_gmo_cancel(Publisher *p);
 
 /* ---- introspect.c ---- */
 
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
+void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
 
@@ -78,10 +107,42 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound);
 /* The tssoa{ss} of one event: the Uevent signal's arguments, one item of GetEvents. */
 int bus_append_event(sd_bus_message *m, const EventRecord *e);
 
+/* ---- authorize.c ---- */
+
+/* The privileged part of a call, run once its caller is authorized.  As a method handler: it
+ * replies itself, or returns a negative errno with error set, and bus_authorize() replies that. */
+typedef int (*BusAuthorized)(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+
+/*
+ * Runs authorized(p, msg, error) once msg's caller may do action (a polkit action id): at once for
+ * root and the daemon's own user, else when polkit has said yes; a refusal is answered with
+ * AccessDenied (or InteractiveAuthorizationRequired).  details (key, value, …, NULL; may be NULL) go
+ * to polkit for its rules.  Returns what authorized() returned, 1 if the answer comes later, or a
+ * negative errno with error set.  Never waits.
+ */
+int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
+                  BusAuthorized authorized, sd_bus_error *error);
+/* Drops the calls still waiting, unanswered: at exit. */
+void bus_authorizations_cancel(Publisher *p);
+
+/* A read that depends on who asks: known(p, msg, privileged, error) runs once the caller's uid is
+ * known (privileged: root or the daemon's own user), at once or later, as bus_authorize() does; no
+ * polkit is asked.  Returns what known() returned, or 1 if the answer comes later. */
+typedef int (*BusCallerKnown)(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error);
+int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error);
+/* Forgets the uids of callers remembered so far: at exit. */
+void bus_uids_forget(Publisher *p);
+
+/* ---- write.c ---- */
+
+/* Writes value to rel below the object's directory (dirfd) on libuv's thread pool, then reads back
+ * what the kernel stored, announces it and answers msg.  1 (answered later), or negative errno. */
+int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel, const char *value);
+/* At exit: writes still in flight answer nobody. */
+void bus_writes_orphan(Publisher *p);
+
 /* ---- access.c ---- */
 
-/* 0 if the caller may use privileged methods; else an AccessDenied error. */
-int bus_check_privileged(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
 /* Is msg a call of interface.member (or of member, when the caller named no interface)? */
 bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member);
 /* sd-bus checks argument types only for vtable methods; our handlers check their own.

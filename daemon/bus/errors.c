@@ -31,6 +31,8 @@ _printf_(4, 0) static int set_va(sd_bus_error *error, const char *name, int errn
 
 DEFINE_FORMATTED(bus_error_invalid_args, SD_BUS_ERROR_INVALID_ARGS, EINVAL)
 DEFINE_FORMATTED(bus_error_access_denied, SD_BUS_ERROR_ACCESS_DENIED, EACCES)
+DEFINE_FORMATTED(bus_error_interactive_authorization_required,
+                 SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, EACCES)
 DEFINE_FORMATTED(bus_error_limits_exceeded, SD_BUS_ERROR_LIMITS_EXCEEDED, ENOBUFS)
 
 int bus_error_unknown_object(sd_bus_error *error, const char *path)

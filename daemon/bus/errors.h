@@ -15,6 +15,9 @@ int bus_error_unknown_interface(sd_bus_error *error, const char *path, const cha
 int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property);
 int bus_error_read_only(sd_bus_error *error, const char *what);
 int bus_error_access_denied(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
+/* polkit would ask for a password, but the caller did not allow interactive authorization. */
+int bus_error_interactive_authorization_required(sd_bus_error *error, const char *fmt, ...)
+                _sd_printf_(2, 3);
 int bus_error_limits_exceeded(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
 /* blkmodel's own (SPEC §3): org.blkmodel1.Error.<Name> */
 int bus_error_no_such_object(sd_bus_error *error, const char *spec);

@@ -76,26 +76,33 @@ static void xml_iface(FILE *f, const Iface *iface)
                 xml_property(f, p->name, p->signature, p->writable, p->emits);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
                 const Attr *a = &iface->attrs->attrs[i];
+                /* Only root may read a privileged one: its changes are announced by name only. */
                 xml_property(f, a->member, "s", a->flags & ATTR_WRITABLE,
-                             a->flags & ATTR_VOLATILE ? PROPERTY_EMITS_FALSE : PROPERTY_EMITS_TRUE);
+                             a->flags & ATTR_VOLATILE     ? PROPERTY_EMITS_FALSE
+                             : a->flags & ATTR_PRIVILEGED ? PROPERTY_EMITS_INVALIDATES
+                                                          : PROPERTY_EMITS_TRUE);
         }
         fputs(" </interface>\n", f);
 }
 
-int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret)
+/* The interfaces part of an object's XML depends only on its ktype and its interned shape: built once
+ * for all the objects that share them (busctl tree asks for every one). */
+typedef struct CachedXml {
+        char *key;
+        Shape *shape; /* a reference: the key is its address, which must not be reused */
+        char *xml;
+} CachedXml;
+
+static int interfaces_xml(Kobject *k, char **ret)
 {
-        _cleanup_(freep) Kobject **children = NULL;
-        size_t n_children = 0, size = 0;
+        size_t size = 0;
         char *buf = NULL;
         Iface iface;
         FILE *f;
-        int r;
 
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        fputs(INTROSPECT_DOCTYPE, f);
-        fprintf(f, "<node name=\"%s\">\n", path);
         fputs(standard_interfaces_xml, f);
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
@@ -103,6 +110,76 @@ int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret)
         }
         if (bus_object_is_manager(k))
                 fputs(kset_object_manager_xml, f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+static void cache_free_one(Publisher *p, void *entry)
+{
+        CachedXml *c = entry;
+
+        shape_unref(&p->model->shapes, c->shape);
+        free(c->key);
+        free(c->xml);
+        free(c);
+}
+
+static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
+{
+        _cleanup_(freep) char *key = NULL;
+        CachedXml *c;
+
+        if (asprintf(&key, "%d:%p", (int) k->ktype->id, (void *) k->shape) < 0)
+                return NULL;
+        c = hashmap_get(&p->introspect_cache, key);
+        if (c)
+                return c->xml;
+        c = calloc(1, sizeof(CachedXml));
+        if (!c || interfaces_xml(k, &c->xml) < 0) {
+                free(c);
+                return NULL;
+        }
+        c->key = TAKE_PTR(key);
+        c->shape = shape_ref(k->shape);
+        if (hashmap_put(&p->introspect_cache, c->key, c) < 0) {
+                cache_free_one(p, c);
+                return NULL;
+        }
+        return c->xml;
+}
+
+void bus_introspect_cache_clear(Publisher *p)
+{
+        CachedXml *c;
+        size_t i = 0;
+
+        while ((c = hashmap_iterate(&p->introspect_cache, &i, NULL)))
+                cache_free_one(p, c);
+        hashmap_deinit(&p->introspect_cache);
+}
+
+int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret)
+{
+        _cleanup_(freep) Kobject **children = NULL;
+        size_t n_children = 0, size = 0;
+        const char *ifaces;
+        char *buf = NULL;
+        FILE *f;
+        int r;
+
+        ifaces = cached_interfaces_xml(p, k);
+        if (!ifaces)
+                return -ENOMEM;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fputs(INTROSPECT_DOCTYPE, f);
+        fprintf(f, "<node name=\"%s\">\n", path);
+        fputs(ifaces, f);
         r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
         for (size_t i = 0; r >= 0 && i < n_children; i++)
                 fprintf(f, " <node name=\"%s\"/>\n", strrchr(children[i]->path, '/') + 1);

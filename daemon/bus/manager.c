@@ -100,20 +100,21 @@ static void rescan_done(int result, void *userdata)
         (void) sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+static int rescan_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
 {
-        Publisher *p = userdata;
         int r;
 
-        r = bus_check_privileged(p, msg, error);
-        if (r < 0)
-                return r;
         r = live_rescan_start(p->live, rescan_done, sd_bus_message_ref(msg));
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return bus_error_errno(error, r, "Rescan failed");
         }
         return 1;
+}
+
+static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return bus_authorize(userdata, msg, BLKMODEL_ACTION_RESCAN, NULL, rescan_authorized, error);
 }
 
 int bus_append_event(sd_bus_message *m, const EventRecord *e)
@@ -179,10 +180,12 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+static int trigger_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+
+/* authorized: the second time through, once bus_authorize() has let the caller in. */
+static int trigger(Publisher *p, sd_bus_message *msg, bool authorized, sd_bus_error *error)
 {
         _cleanup_(closep) int fd = -1;
-        Publisher *p = userdata;
         const char *path, *action;
         Kobject *k;
         int r;
@@ -201,9 +204,10 @@ static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (!k->ktype->has_uevent)
                 return bus_error_invalid_args(error, "%s is a %s: it has no uevent file to trigger.", path,
                                               k->ktype->name);
-        r = bus_check_privileged(p, msg, error);
-        if (r < 0)
-                return r;
+        if (!authorized) {
+                const char *details[] = {"object", k->path, "action", action, NULL};
+                return bus_authorize(p, msg, BLKMODEL_ACTION_TRIGGER, details, trigger_authorized, error);
+        }
 
         fd = sysfs_open_dir(p->sysfs, k->devpath);
         if (fd < 0)
@@ -212,6 +216,17 @@ static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (r < 0)
                 return bus_error_write_failed(error, action, k->devpath, "uevent", r);
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Trigger once more, now authorized: the object may have gone meanwhile. */
+static int trigger_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
+{
+        return trigger(p, msg, true, error);
+}
+
+static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return trigger(userdata, msg, false, error);
 }
 
 int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
@@ -249,6 +264,20 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
         return r;
 }
 
+/* Settled: every uevent the kernel had queued when the call came is applied and its Uevent signalled;
+ * the reply, sent after those signals on the same connection, carries the last seqnum. */
+static int method_settle(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+
+        if (!p->settle) {
+                publisher_settled(p, msg);
+                return 1;
+        }
+        p->settle(p->userdata, sd_bus_message_ref(msg));
+        return 1;
+}
+
 const sd_bus_vtable bus_manager_vtable[] = {
                 SD_BUS_VTABLE_START(0),
                 SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("t", after),
@@ -256,12 +285,14 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                         SD_BUS_VTABLE_UNPRIVILEGED),
                 SD_BUS_METHOD_WITH_ARGS("Resolve", SD_BUS_ARGS("s", spec), SD_BUS_RESULT("o", object),
                                         method_resolve, SD_BUS_VTABLE_UNPRIVILEGED),
-                /* Privileged, checked here (bus_check_privileged): sd-bus's own check runs only on untrusted
+                /* Privileged, checked here (bus_authorize): sd-bus's own check runs only on untrusted
                  * connections and knows nothing of the daemon's own user. */
                 SD_BUS_METHOD("Rescan", "", "", method_rescan, SD_BUS_VTABLE_UNPRIVILEGED),
                 SD_BUS_METHOD_WITH_ARGS("Trigger", SD_BUS_ARGS("o", object, "s", action), SD_BUS_NO_RESULT,
                                         method_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
-                SD_BUS_SIGNAL_WITH_ARGS("Uevent",
+                SD_BUS_METHOD_WITH_ARGS("Settle", SD_BUS_NO_ARGS, SD_BUS_RESULT("t", last_seqnum), method_settle,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("Uevent",
                                         SD_BUS_ARGS("t", seqnum, "s", action, "s", devpath, "o", object,
                                                     "a{ss}", env),
                                         0),

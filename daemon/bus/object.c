@@ -19,19 +19,55 @@ static int method_introspect(Publisher *p, sd_bus_message *msg, Kobject *k, sd_b
         return sd_bus_reply_method_return(msg, "s", xml);
 }
 
-static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+/* The object a call is about, looked up again when its answer comes later. */
+static int object_of(Publisher *p, sd_bus_message *msg, Kobject **ret, sd_bus_error *error)
+{
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *k = path ? model_find_path(p->model, path) : NULL;
+
+        if (!k)
+                return bus_error_unknown_object(error, strempty(path));
+        *ret = k;
+        return 0;
+}
+
+static const Attr *privileged_attr(const Iface *iface, const char *property)
+{
+        const Attr *a = iface->attrs ? attr_set_find(iface->attrs, property) : NULL;
+        return a && (a->flags & ATTR_PRIVILEGED) ? a : NULL;
+}
+
+static int access_denied_read(const Kobject *k, const Iface *iface, const Attr *a, sd_bus_error *error)
+{
+        _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
+
+        return bus_error_access_denied(error, "%s/%s is for root only: others may not read it.", k->devpath,
+                                       rel ? rel : a->file);
+}
+
+/* privileged: the caller is root or the daemon's own user, so may read what others may not. */
+static int get_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, NULL);
         const char *interface, *property;
+        const Attr *a;
+        Kobject *k = NULL;
         Iface iface;
         int r;
 
+        r = object_of(p, msg, &k, error);
+        if (r < 0)
+                return r;
+        d.k = k;
         r = sd_bus_message_read(msg, "ss", &interface, &property);
         if (r < 0)
                 return r;
         if (!kobject_find_iface(k, interface, &iface))
                 return bus_error_unknown_interface(error, k->path, interface);
+        a = privileged_attr(&iface, property);
+        if (a && !privileged)
+                return access_denied_read(k, &iface, a, error);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
@@ -43,14 +79,36 @@ static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
-        const char *interface;
+        const char *interface, *property;
         Iface iface;
         int r;
 
+        /* Only a privileged attribute needs to know who asks: everything else is everyone's. */
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r >= 0)
+                r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
+        if (kobject_find_iface(k, interface, &iface) && privileged_attr(&iface, property))
+                return bus_with_caller(p, msg, get_as, error);
+        return get_as(p, msg, false, error);
+}
+
+static int get_all_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, NULL);
+        const char *interface;
+        Kobject *k = NULL;
+        Iface iface;
+        int r;
+
+        r = object_of(p, msg, &k, error);
+        if (r < 0)
+                return r;
+        d.k = k;
         r = sd_bus_message_read(msg, "s", &interface);
         if (r < 0)
                 return r;
@@ -58,10 +116,41 @@ static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_
                 return bus_error_unknown_interface(error, k->path, interface);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = bus_append_iface_properties(p, &d, &iface, reply, NULL);
+                r = bus_append_iface_properties(p, &d, &iface, reply, privileged, NULL);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+{
+        const char *interface;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &interface);
+        if (r >= 0)
+                r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
+        if (kobject_find_iface(k, interface, &iface) && attr_set_has_flag(iface.attrs, ATTR_PRIVILEGED))
+                return bus_with_caller(p, msg, get_all_as, error);
+        return get_all_as(p, msg, false, error);
+}
+
+/* GetManagedObjects: what the caller may read decides what each dictionary holds. */
+static int get_managed_objects_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+{
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *top = NULL;
+        int r;
+
+        if (!streq(path, BLKMODEL_ROOT_PATH)) {
+                r = object_of(p, msg, &top, error);
+                if (r < 0)
+                        return r;
+        }
+        return bus_method_get_managed_objects(p, msg, top, privileged, error);
 }
 
 /* NOTES.md: an unknown name makes the kernel request_module("%s-iosched") first; allow only listed ones. */
@@ -86,9 +175,9 @@ static int check_scheduler(ObjDir *d, const char *value, sd_bus_error *error)
 /* The file a Set writes, relative to the object's directory; names come from the model, never from
  * the caller: the file is one the scan found. */
 static int writable_file(Kobject *k, const Iface *iface, const char *interface, const char *property,
-                         char **ret, sd_bus_error *error)
+                         char **ret, bool *ret_privileged, sd_bus_error *error)
 {
-        const Attr *a;
+        const Attr *a = NULL;
         char *rel;
 
         if (k->ktype->id == KTYPE_QUEUE && iface->kind == IFACE_KIND &&
@@ -110,6 +199,7 @@ static int writable_file(Kobject *k, const Iface *iface, const char *interface, 
         if (!rel)
                 return -ENOMEM;
         *ret = rel;
+        *ret_privileged = a && (a->flags & ATTR_PRIVILEGED);
         return 0;
 }
 
@@ -127,11 +217,26 @@ static int read_string_variant(sd_bus_message *msg, const char *interface, const
         return sd_bus_message_exit_container(msg);
 }
 
-static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
+static int method_set_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error);
+
+/* What others may not read, they may not write: root and the daemon's own user only, no polkit. */
+static int set_privileged_known(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+{
+        if (!privileged)
+                return bus_error_access_denied(error,
+                                               "%s: the attribute is for root only: others may not read "
+                                               "or write it.",
+                                               strempty(sd_bus_message_get_path(msg)));
+        return method_set_authorized(p, msg, error);
+}
+
+/* authorized: the second time through, once bus_authorize() has let the caller in. */
+static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool authorized, sd_bus_error *error)
 {
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         _cleanup_(freep) char *rel = NULL;
         const char *interface, *property, *value;
+        bool privileged_file = false;
         Iface iface;
         int fd, r;
 
@@ -140,7 +245,7 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
                 return r;
         if (!kobject_find_iface(k, interface, &iface))
                 return bus_error_unknown_interface(error, k->path, interface);
-        r = writable_file(k, &iface, interface, property, &rel, error);
+        r = writable_file(k, &iface, interface, property, &rel, &privileged_file, error);
         if (r < 0)
                 return r;
         r = read_string_variant(msg, interface, property, &value, error);
@@ -159,9 +264,6 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
                 return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.",
                                          what);
         }
-        r = bus_check_privileged(p, msg, error);
-        if (r < 0)
-                return r;
         if (strlen(value) > VALUE_MAX)
                 return bus_error_invalid_args(error, "Values are at most %d bytes.", VALUE_MAX);
         if (k->ktype->id == KTYPE_QUEUE && streq(rel, "scheduler")) {
@@ -169,21 +271,39 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_erro
                 if (r < 0)
                         return r;
         }
+        /* Checked last: a call that cannot succeed fails without a password prompt. */
+        if (!authorized && privileged_file) {
+                r = sd_bus_message_rewind(msg, true);
+                return r < 0 ? r : bus_with_caller(p, msg, set_privileged_known, error);
+        }
+        if (!authorized) {
+                const char *details[] = {"object", k->path, "attribute", rel, "value", value, NULL};
+                return bus_authorize(p, msg, BLKMODEL_ACTION_SET_ATTRIBUTE, details, method_set_authorized,
+                                     error);
+        }
 
-        live_object_before_write(p->live, k);
-        r = sysfs_write_attr(fd, rel, value);
+        r = bus_write_start(p, msg, k, fd, rel, value);
         if (r < 0)
                 return bus_error_write_failed(error, value, k->devpath, rel, r);
-        log_info("%s/%s set to '%s'.", k->devpath, rel, value);
-        live_object_after_write(p->live, k);
-        return sd_bus_reply_method_return(msg, NULL);
+        return r;
+}
+
+/* Set once more, now authorized: the object may have gone, or its files changed, meanwhile. */
+static int method_set_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
+{
+        const char *path = sd_bus_message_get_path(msg);
+        Kobject *k = model_find_path(p->model, path);
+
+        if (!k)
+                return bus_error_unknown_object(error, path);
+        return method_set(p, msg, k, true, error);
 }
 
 int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Publisher *p = userdata;
         const char *path = sd_bus_message_get_path(msg);
-        Kobject *k;
+        Kobject *k = NULL;
 
         /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
         if (!path || streq(path, BLKMODEL_MANAGER_PATH))
@@ -192,7 +312,7 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 /* sd-bus serves the rest of the root: Introspect, Peer. */
                 if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                         return bus_check_signature(msg, "", error)
-                                               ?: bus_method_get_managed_objects(p, msg, NULL, error);
+                                               ?: bus_with_caller(p, msg, get_managed_objects_as, error);
                 return 0;
         }
 
@@ -205,13 +325,13 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 return bus_check_signature(msg, "", error) ?: method_introspect(p, msg, k, error);
         if (bus_object_is_manager(k) && bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                 return bus_check_signature(msg, "", error)
-                                       ?: bus_method_get_managed_objects(p, msg, k, error);
+                                       ?: bus_with_caller(p, msg, get_managed_objects_as, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Get"))
                 return bus_check_signature(msg, "ss", error) ?: method_get(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
                 return bus_check_signature(msg, "s", error) ?: method_get_all(p, msg, k, error);
         if (bus_is_call(msg, IFACE_PROPERTIES, "Set"))
-                return bus_check_signature(msg, "ssv", error) ?: method_set(p, msg, k, error);
+                return bus_check_signature(msg, "ssv", error) ?: method_set(p, msg, k, false, error);
         return 0;
 }
 

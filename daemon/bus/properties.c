@@ -114,7 +114,7 @@ static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const 
         return r;
 }
 
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
                                 size_t *bound)
 {
         int r;
@@ -123,11 +123,12 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
         for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
                 r = append_dict_entry(p, d, iface, info->name, m, bound);
         for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
-                r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m, bound);
+                if (privileged || !(iface->attrs->attrs[i].flags & ATTR_PRIVILEGED))
+                        r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m, bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound)
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound)
 {
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         Iface iface;
@@ -142,7 +143,7 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, size_t *bound
                 if (bound)
                         *bound += 8 + 4 + strlen(iface.name) + 1 + 8;
                 if (r >= 0)
-                        r = bus_append_iface_properties(p, &d, &iface, m, bound);
+                        r = bus_append_iface_properties(p, &d, &iface, m, privileged, bound);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }

@@ -11,6 +11,11 @@ static void on_disconnected(BusLoop *loop, void *userdata)
                 p->disconnected(p->userdata);
 }
 
+static void on_idle_closed(uv_handle_t *h)
+{
+        free(h);
+}
+
 static int publisher_register(Publisher *p)
 {
         int r;
@@ -43,6 +48,7 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         if (!p)
                 return -ENOMEM;
         p->bus = sd_bus_ref(c->bus);
+        p->loop = c->loop;
         p->sysfs = c->sysfs;
         p->model = c->model;
         p->live = c->live;
@@ -50,6 +56,7 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         p->uevent_source = c->uevent_source;
         p->message_max = c->message_max;
         p->disconnected = c->disconnected;
+        p->settle = c->settle;
         p->userdata = c->userdata;
 
         r = publisher_register(p);
@@ -57,6 +64,18 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
                 publisher_free(p);
                 return log_error_errno(r, "Cannot publish the objects: %m");
         }
+        r = backlog_new(p, c->loop, &p->backlog);
+        if (r < 0) {
+                publisher_free(p);
+                return log_error_errno(r, "Cannot publish the objects: %m");
+        }
+        p->gmo_idle = calloc(1, sizeof(uv_idle_t));
+        if (!p->gmo_idle || uv_idle_init(c->loop, p->gmo_idle) < 0) {
+                p->gmo_idle = mfree(p->gmo_idle);
+                publisher_free(p);
+                return -ENOMEM;
+        }
+        p->gmo_idle->data = p;
         r = bus_loop_attach(c->loop, p->bus, on_disconnected, p, &p->bus_loop);
         if (r < 0) {
                 publisher_free(p);
@@ -71,11 +90,20 @@ Publisher *publisher_free(Publisher *p)
         if (!p)
                 return NULL;
         publisher_release_name(p);
+        /* Their slots belong to the bus: gone before it is. */
+        bus_authorizations_cancel(p);
+        bus_gmo_cancel(p);
+        if (p->gmo_idle)
+                uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
+        bus_writes_orphan(p);
+        bus_uids_forget(p);
         bus_loop_free(p->bus_loop);
         sd_bus_slot_unref(p->object_slot);
         sd_bus_slot_unref(p->manager_slot);
         sd_bus_slot_unref(p->enumerator_slot);
         sd_bus_slot_unref(p->object_manager_slot);
+        backlog_free(p->backlog);
+        bus_introspect_cache_clear(p);
         /* Flushing blocks, but only here, at exit: queued signals and replies still go out. */
         sd_bus_flush_close_unref(p->bus);
         free(p);
@@ -110,10 +138,19 @@ uint64_t publisher_queued(Publisher *p)
         return queued;
 }
 
+bool publisher_congested(Publisher *p, bool paused)
+{
+        return backlog_congested(p->backlog, paused);
+}
+
 void publisher_uevent(Publisher *p, const EventRecord *e)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
+
+        /* Not sent is not lost: the event is in the log, and SignalsDropped will say which. */
+        if (!backlog_admit(p->backlog, e))
+                return;
 
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
         if (r >= 0)
@@ -124,10 +161,22 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
                 log_warning_errno(r, "Cannot send the Uevent signal for %s: %m", e->devpath);
 }
 
+void publisher_settled(Publisher *p, sd_bus_message *msg)
+{
+        int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
+        if (r < 0)
+                log_warning_errno(r, "Cannot answer Settle(): %m");
+}
+
 void publisher_events_lost(Publisher *p)
 {
-        int r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_ROOT_PATH, BLKMODEL_IFACE_MANAGER,
-                                               "EventsLost", NULL);
+        int r;
+
+        if (!backlog_admit(p->backlog, NULL))
+                return;
+        /* On the Manager's own path: on the root, sd-bus finds no such property and sends nothing. */
+        r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                           "EventsLost", NULL);
         if (r < 0)
                 log_warning_errno(r, "Cannot announce EventsLost: %m");
 }

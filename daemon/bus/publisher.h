@@ -18,6 +18,9 @@
 
 typedef struct Publisher Publisher;
 typedef void (*PublisherDisconnected)(void *userdata);
+/* Manager.Settle(): answer msg (with publisher_settled()) once every uevent the kernel had queued
+ * when it came is applied and signalled, now or later. */
+typedef void (*PublisherSettle)(void *userdata, sd_bus_message *msg);
 
 typedef struct PublisherConfig {
         uv_loop_t *loop;
@@ -29,6 +32,7 @@ typedef struct PublisherConfig {
         const char *uevent_source; /* the UeventSource property: "netlink", a socket path, "none" */
         size_t message_max;        /* the largest message the bus takes */
         PublisherDisconnected disconnected;
+        PublisherSettle settle;
         void *userdata;
 } PublisherConfig;
 
@@ -46,8 +50,12 @@ Publisher *publisher_free(Publisher *p);
 /* Takes the bus name: call once the model is complete. */
 int publisher_take_name(Publisher *p);
 void publisher_release_name(Publisher *p);
-/* Messages waiting to be written: the owner stops reading uevents while this is long. */
+/* Messages waiting to be written. */
 uint64_t publisher_queued(Publisher *p);
+/* Should the uevent source wait for the bus?  True while the write queue is long and the bus takes
+ * from it; paused: the source waits already, and goes on once the queue is short again.  False while
+ * the bus has stopped reading from us and the publisher drops signals instead (bus/backlog.c). */
+bool publisher_congested(Publisher *p, bool paused);
 
 /* What live announces (LiveOps), sent as signals. */
 void publisher_object_added(Publisher *p, Kobject *k);
@@ -56,4 +64,6 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
 void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
                                   char *const *invalidated);
 void publisher_uevent(Publisher *p, const EventRecord *e);
+/* The answer to a Settle(): the last seqnum, sent after every signal queued before it. */
+void publisher_settled(Publisher *p, sd_bus_message *msg);
 void publisher_events_lost(Publisher *p);

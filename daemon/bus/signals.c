@@ -3,7 +3,8 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 
-/* What live announces, as the signals a caching client builds its view from. */
+/* What live announces, as the signals a caching client builds its view from.  Each asks the backlog
+ * first: while the bus reads nothing from us, signals are counted, not queued (bus/backlog.c). */
 
 static void sent(int r, const char *what, const char *path)
 {
@@ -16,12 +17,15 @@ void publisher_object_added(Publisher *p, Kobject *k)
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
+        if (!backlog_admit(p->backlog, NULL))
+                return;
+
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       "InterfacesAdded");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
-                r = bus_append_object(p, s, k, NULL);
+                r = bus_append_object(p, s, k, false, NULL);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "InterfacesAdded", k->path);
@@ -31,6 +35,9 @@ void publisher_object_removed(Publisher *p, Kobject *k)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
+
+        if (!backlog_admit(p->backlog, NULL))
+                return;
 
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       "InterfacesRemoved");
@@ -58,6 +65,8 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
         Iface iface;
         int r;
 
+        if (!backlog_admit(p->backlog, NULL))
+                return;
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_ROOT_PATH, IFACE_OBJECT_MANAGER,
                                       added ? "InterfacesAdded" : "InterfacesRemoved");
         if (r >= 0)
@@ -74,7 +83,7 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
                         if (r >= 0)
                                 r = sd_bus_message_append(s, "s", iface.name);
                         if (r >= 0)
-                                r = bus_append_iface_properties(p, &d, &iface, s, NULL);
+                                r = bus_append_iface_properties(p, &d, &iface, s, false, NULL);
                         if (r >= 0)
                                 r = sd_bus_message_close_container(s);
                 }
@@ -96,12 +105,18 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
 
         if (!kobject_find_iface(k, interface, &iface))
                 return;
+        if (!backlog_admit(p->backlog, NULL))
+                return;
         r = sd_bus_message_new_signal(p->bus, &s, k->path, IFACE_PROPERTIES, "PropertiesChanged");
         if (r >= 0)
                 r = sd_bus_message_append(s, "s", interface);
         if (r >= 0)
                 r = sd_bus_message_open_container(s, 'a', "{sv}");
         for (char *const *c = changed; r >= 0 && c && *c; c++) {
+                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, *c) : NULL;
+                /* A signal goes to everyone: a value only root may read goes by name only. */
+                if (a && (a->flags & ATTR_PRIVILEGED))
+                        continue;
                 r = sd_bus_message_open_container(s, 'e', "sv");
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", *c);
@@ -113,7 +128,16 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
         if (r >= 0)
                 r = sd_bus_message_close_container(s);
         if (r >= 0)
-                r = sd_bus_message_append_strv(s, (char **) invalidated);
+                r = sd_bus_message_open_container(s, 'a', "s");
+        for (char *const *c = invalidated; r >= 0 && c && *c; c++)
+                r = sd_bus_message_append(s, "s", *c);
+        for (char *const *c = changed; r >= 0 && c && *c; c++) {
+                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, *c) : NULL;
+                if (a && (a->flags & ATTR_PRIVILEGED))
+                        r = sd_bus_message_append(s, "s", *c);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "PropertiesChanged", k->path);

@@ -76,6 +76,22 @@ bool changes_watched(const Kobject *k)
         return false;
 }
 
+/*
+ * What a block device's own change event can alter (a resize, a media change, DISK_RO, a loop
+ * device configured, an md array started): a few files and its groups' values, read first; only
+ * when one of them moved is the rest read.  A `udevadm trigger` storm then costs a few reads per
+ * device, not a directory's worth and its queue's.
+ */
+static const char *const event_files[] = {"size", "ro", "removable", "capability", "diskseq", "start"};
+
+static bool event_file(const char *file)
+{
+        for (size_t i = 0; i < ELEMENTSOF(event_files); i++)
+                if (streq(event_files[i], file))
+                        return true;
+        return false;
+}
+
 static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how)
 {
         switch (how) {
@@ -89,6 +105,8 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
                 const Attr *a = source_attr(iface, p);
                 return a && attr_watched(k, iface, a);
         }
+        case REFRESH_EVENT:
+                return p->source && (streq(p->source, PROPERTY_SOURCE_UEVENT) || event_file(p->source));
         }
         return true;
 }
@@ -103,6 +121,12 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
                 return false;
         case REFRESH_WATCHED:
                 return attr_watched(k, iface, a);
+        case REFRESH_EVENT:
+                /* A group's values (loop/, md/, dm/, integrity/) move with the device's own events;
+                 * power/ and trace/ are tunables, the poll's. */
+                if (iface->kind == IFACE_GROUP)
+                        return !streq(iface->attr_dir, "power") && !streq(iface->attr_dir, "trace");
+                return iface->kind == IFACE_KIND && event_file(a->file);
         }
         return true;
 }
@@ -287,7 +311,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
         Reading now;
         int r, count = 0;
 
-        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED) && !have_old)
+        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_EVENT) && !have_old)
                 how = REFRESH_ALL; /* nothing to keep: read everything once */
         r = read_slots(l, k, how, have_old ? old : NULL, &now);
         if (r < 0)
@@ -361,7 +385,8 @@ static int ifaces_not_in(const Kobject *k, const Shape *other, char ***ret)
         return 0;
 }
 
-int changes_reshape(Live *l, Kobject *k, Shape *shape)
+/* The directory gained or lost attribute files or groups: takes over the reference to shape. */
+static int changes_reshape(Live *l, Kobject *k, Shape *shape)
 {
         _cleanup_(strv_freep) char **gone = NULL, **came = NULL;
         Shape *old = k->shape;

@@ -9,6 +9,11 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
+typedef struct PendingChange {
+        Kobject *k; /* a reference */
+        bool plain; /* only plain change events: read what such an event alters first */
+} PendingChange;
+
 struct Live {
         uv_loop_t *loop;
         Sysfs *sysfs;
@@ -32,6 +37,11 @@ struct Live {
         Kobject **unread_parents;
         size_t n_unread_parents, n_unread_parents_max;
 
+        /* Change events of this loop iteration, applied once per object at its end (apply.c). */
+        PendingChange *pending;
+        size_t n_pending, n_pending_max, pending_pos;
+        uv_idle_t pending_idle;
+
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;
 
@@ -50,6 +60,9 @@ struct Live {
         unsigned n_open_handles;
 };
 
+/* Applies the change events deferred to the end of the loop iteration. */
+void live_apply_pending(Live *l);
+
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
 
@@ -64,6 +77,7 @@ typedef enum Refresh {
         REFRESH_ALL,       /* read everything; announce what changed */
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+        REFRESH_EVENT,     /* only what a change event of the object's own can alter (size, ro, uevent …) */
 } Refresh;
 
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
@@ -72,8 +86,6 @@ int changes_refresh(Live *l, Kobject *k, Refresh how);
 bool changes_recorded(const Kobject *k);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);
-/* The directory gained or lost attribute files or groups: takes over the reference to shape. */
-int changes_reshape(Live *l, Kobject *k, Shape *shape);
 /* Re-reads the directory and what changed in it, shape and values. */
 int changes_reread(Live *l, Kobject *k);
 void changes_forget(Kobject *k);
@@ -101,5 +113,3 @@ void poll_stop(Live *l);
 /* Stops a running rescan; its waiters hear -ECANCELED. */
 void rescan_cancel(Live *l);
 
-/* An event made up from sysfs: what the kernel would have sent, with SYNTHESIZED_KEY=1. */
-int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k);

@@ -152,10 +152,16 @@ void live_on_drained(UeventSource *s, void *userdata)
         if (!l->resync_pending)
                 return;
         l->resync_pending = false;
+        live_apply_pending(l);
         log_info("Rescanning after lost events.");
         r = live_rescan_start(l, NULL, NULL);
         if (r < 0)
                 log_error_errno(r, "Cannot rescan after lost events: %m");
+}
+
+void live_settle(Live *l)
+{
+        live_apply_pending(l);
 }
 
 uint64_t live_events_lost(const Live *l)
@@ -165,6 +171,7 @@ uint64_t live_events_lost(const Live *l)
 
 void live_object_before_write(Live *l, Kobject *k)
 {
+        live_apply_pending(l);
         /* Without a reading from before, the announcement after would have to list everything. */
         if (!changes_recorded(k))
                 (void) changes_refresh(l, k, REFRESH_RECORD);
@@ -224,6 +231,13 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->rescan_idle.data = l;
         l->n_open_handles = 3;
+        r = uv_idle_init(l->loop, &l->pending_idle);
+        if (r < 0) {
+                live_free(l);
+                return r;
+        }
+        l->pending_idle.data = l;
+        l->n_open_handles = 4;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
         return 0;
@@ -236,6 +250,11 @@ void live_free(Live *l)
 
         if (!l)
                 return;
+        /* Nobody is left to hear about them. */
+        for (size_t j = l->pending_pos; j < l->n_pending; j++)
+                kobject_unref(l->model, l->pending[j].k);
+        l->pending = mfree(l->pending);
+        l->n_pending = l->n_pending_max = l->pending_pos = 0;
         live_stop(l);
         model_set_observer(l->model, NULL, NULL);
         for (size_t j = 0; j < l->n_added; j++)
@@ -253,8 +272,10 @@ void live_free(Live *l)
         /* The handles live in l: it goes with the last close callback. */
         uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
         uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
-        if (l->n_open_handles == 3)
+        if (l->n_open_handles >= 3)
                 uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
+        if (l->n_open_handles == 4)
+                uv_close((uv_handle_t *) &l->pending_idle, on_handle_closed);
 }
 
 int live_start(Live *l)
@@ -272,6 +293,8 @@ int live_start(Live *l)
 void live_stop(Live *l)
 {
         rescan_cancel(l);
+        /* Read what came before the stop: cheap, and the model stays what sysfs said. */
+        live_apply_pending(l);
         l->announce = false;
         poll_warmup_stop(l);
         poll_stop(l);

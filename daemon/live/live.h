@@ -83,6 +83,9 @@ void live_object_before_write(Live *l, Kobject *k);
 /* After a write: re-reads the object and announces what the kernel stored. */
 void live_object_after_write(Live *l, Kobject *k);
 
+/* Applies the change events still waiting for the end of the loop iteration, now. */
+void live_settle(Live *l);
+
 uint64_t live_events_lost(const Live *l);
 /* The bytes the object's property values took at its last reading, 0 if never read. */
 size_t live_object_value_bytes(const Kobject *k);

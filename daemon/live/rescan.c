@@ -22,7 +22,7 @@ typedef struct Rescan {
 } Rescan;
 
 /* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file, and our mark. */
-int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
+static int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
 {
         _cleanup_(strv_freep) char **keys = NULL, **values = NULL, **pairs = NULL;
         _cleanup_(freep) char *text = NULL, *rel = NULL;
@@ -239,6 +239,7 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
 {
         int r;
 
+        live_apply_pending(l);
         if (l->rescan) {
                 r = add_waiter(&l->next_waiters, &l->n_next_waiters, done, userdata);
                 /* Even with nobody waiting, something asked to look again. */
@@ -276,6 +277,7 @@ int live_rescan(Live *l)
 
         if (l->rescan)
                 return -EBUSY;
+        live_apply_pending(l);
         r = rescan_begin(l, &s);
         if (r < 0)
                 return r;

@@ -69,6 +69,10 @@ static int attr_cmp(const void *a, const void *b)
         return c != 0 ? c : strcmp(x->file, y->file);
 }
 
+/* Files others may read whose content the kernel cuts for readers without CAP_SYS_ADMIN
+ * (pci_read_config() gives them 64 bytes of 256): privileged whatever their mode. */
+static const char *const privileged_device_files[] = {"config"};
+
 static bool is_reserved(const PropertyInfo *reserved, const char *member)
 {
         for (; reserved && reserved->name; reserved++)
@@ -90,8 +94,9 @@ static void attr_set_free(AttrSet *s)
 
 /* Sorts by member and drops what cannot be published; logs each one left out. */
 static int attr_set_fill(AttrSet *s, char *const *files, size_t n, const PropertyInfo *reserved,
-                         const char *what)
+                         const char *kind, const char *what)
 {
+        bool kind_is_device = streq(kind, BLKMODEL_KTYPE_DEVICE);
         size_t k = 0;
         int r;
 
@@ -120,6 +125,9 @@ static int attr_set_fill(AttrSet *s, char *const *files, size_t n, const Propert
                 for (size_t v = 0; v < ELEMENTSOF(volatile_files); v++)
                         if (streq(files[i], volatile_files[v]))
                                 s->attrs[k - 1].flags |= ATTR_VOLATILE;
+                for (size_t v = 0; kind_is_device && v < ELEMENTSOF(privileged_device_files); v++)
+                        if (streq(files[i], privileged_device_files[v]))
+                                s->attrs[k - 1].flags |= ATTR_PRIVILEGED;
         }
         qsort(s->attrs, k, sizeof(Attr), attr_cmp);
 
@@ -151,6 +159,8 @@ static void attr_set_learn_modes(AttrSet *s, const char *dir, ShapeModeReader mo
                         s->attrs[i].flags |= ATTR_WRITABLE;
                 if (mode >= 0 && (mode & 0222) && !(mode & 0444))
                         s->attrs[i].flags |= ATTR_WRITE_ONLY;
+                if (mode >= 0 && (mode & 0444) && !(mode & 0004))
+                        s->attrs[i].flags |= ATTR_PRIVILEGED;
         }
 }
 
@@ -183,7 +193,7 @@ static int attr_set_get(ShapeRegistry *r, char *const *files, size_t n, const Pr
                 free(s);
                 return -ENOMEM;
         }
-        k = attr_set_fill(s, files, n, reserved, what);
+        k = attr_set_fill(s, files, n, reserved, kind, what);
         if (k < 0) {
                 attr_set_free(s);
                 return k;
@@ -223,6 +233,14 @@ const Attr *attr_set_find(const AttrSet *s, const char *member)
                         lo = mid + 1;
         }
         return NULL;
+}
+
+bool attr_set_has_flag(const AttrSet *s, unsigned flag)
+{
+        for (size_t i = 0; s && i < s->n_attrs; i++)
+                if (s->attrs[i].flags & flag)
+                        return true;
+        return false;
 }
 
 const Group *shape_find_group(const Shape *s, const char *interface)

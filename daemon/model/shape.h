@@ -18,6 +18,9 @@ typedef enum AttrFlags {
         ATTR_VOLATILE = 1 << 0,   /* changes without an event: no PropertiesChanged */
         ATTR_WRITABLE = 1 << 1,   /* has a write bit: the property is read-write */
         ATTR_WRITE_ONLY = 1 << 2, /* no read bit (remove, rescan): always "", nothing to watch */
+        /* Others may not read it (0400, 0600), or the kernel gives them less (a PCI device's config):
+         * served to root and the daemon's own user only, never broadcast. */
+        ATTR_PRIVILEGED = 1 << 3,
 } AttrFlags;
 
 typedef struct Attr {
@@ -87,4 +90,6 @@ int shape_builder_add_group(ShapeBuilder *b, const char *dir);
 int shape_builder_add_group_file(ShapeBuilder *b, const char *name);
 
 const Attr *attr_set_find(const AttrSet *s, const char *member);
+/* Has any attribute of s (which may be NULL) this flag? */
+bool attr_set_has_flag(const AttrSet *s, unsigned flag);
 const Group *shape_find_group(const Shape *s, const char *interface);

@@ -2,7 +2,7 @@
 #include "sysfs/objdir.h"
 #include "common/util.h"
 
-void objdir_forget(ObjDir *d)
+static void objdir_forget(ObjDir *d)
 {
         for (size_t i = 0; i < d->n_values; i++) {
                 free(d->values[i].file);

@@ -40,5 +40,3 @@ int objdir_fd(ObjDir *d);
 int objdir_read(ObjDir *d, const char *relpath, const char **ret);
 /* Reads one raw attribute of an interface. */
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret);
-/* Forgets what was read, so that the next read sees the file as it is now. */
-void objdir_forget(ObjDir *d);

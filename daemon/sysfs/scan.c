@@ -173,17 +173,6 @@ static int kobject_add_scanned(Model *m, const Ktype *t, const char *name, Kobje
         return 0;
 }
 
-static const char *basename_of(const char *path)
-{
-        const char *s = strrchr(path, '/');
-        return s ? s + 1 : path;
-}
-
-static char *dirname_of(const char *path)
-{
-        const char *s = strrchr(path, '/');
-        return s ? strndup(path, (size_t) (s - path)) : strdup("");
-}
 
 /* Opens and scans a kobject's directory; the fd stays open for kobject_add_scanned(). */
 static int open_and_scan(const Sysfs *s, const char *devpath, KtypeId id, int *ret_fd, DirScan *ret)
@@ -199,29 +188,6 @@ static int open_and_scan(const Sysfs *s, const char *devpath, KtypeId id, int *r
                 return r;
         *ret_fd = TAKE_FD(fd);
         return 0;
-}
-
-/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
-static bool listed_in_class_block(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(freep) char *target = NULL, *resolved = NULL;
-        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
-
-        return fd >= 0 && sysfs_readlink(fd, basename_of(devpath), &target) >= 0 &&
-               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
-}
-
-/* Does class/block list devpath as a block device?  For a name it does not have at all (every
- * hardware device's), one syscall. */
-static bool is_block_device_dir(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(freep) char *rel = path_join("class/block", basename_of(devpath));
-        int fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
-
-        if (fd < 0)
-                return false;
-        (void) close(fd);
-        return listed_in_class_block(s, devpath);
 }
 
 /* Returns a new reference to the Device object for devpath, creating it and its ancestors. */
@@ -243,7 +209,7 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
         if (depth > DEVICE_DEPTH_MAX || !startswith(devpath, "/devices/"))
                 return -EINVAL;
 
-        parent_devpath = dirname_of(devpath);
+        parent_devpath = path_dirname(devpath);
         if (!parent_devpath)
                 return -ENOMEM;
         if (streq(parent_devpath, "/devices"))
@@ -256,9 +222,9 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
 
         /* A block device's directory (or one below it) is no hardware: taken for some, it would hide
          * the block device from the scan whenever the link came first. */
-        r = is_block_device_dir(s, devpath) ? -ENOTDIR : open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
+        r = class_block_lists(s, devpath) ? -ENOTDIR : open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
         if (r >= 0) {
-                r = kobject_add_scanned(m, &ktype_device, basename_of(devpath), parent, m->devices_kset,
+                r = kobject_add_scanned(m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
                                         devpath, fd, &d, NULL, &k);
                 dir_scan_done(&d);
         }
@@ -313,7 +279,8 @@ int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
         return 0;
 }
 
-int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
+/* Adds one partition below its disk, which must be in the model. */
+static int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, name);
         _cleanup_(closep) int fd = -1;
@@ -382,7 +349,7 @@ static bool device_followable(const Sysfs *s, const Model *m, const char *devpat
                         return k->ktype->id == KTYPE_DEVICE;
                 if (depth > DEVICE_DEPTH_MAX || !startswith(p, "/devices/") || !utf8_is_valid(p))
                         return false;
-                if (is_block_device_dir(s, p))
+                if (class_block_lists(s, p))
                         return false;
                 fd = sysfs_open_dir(s, p);
                 if (fd < 0)
@@ -417,11 +384,13 @@ int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk
         return 0;
 }
 
-int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
+/* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its
+ * devpath.  -EEXIST if it is already in the model. */
+static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(closep) int fd = -1;
         Kobject *disk, *device = NULL;
-        const char *name = basename_of(devpath);
+        const char *name = path_basename(devpath);
         DirScan d;
         int r;
 
@@ -471,13 +440,6 @@ int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
         return 0;
 }
 
-bool scan_block_device_present(const Sysfs *s, const char *devpath)
-{
-        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
-
-        return fd >= 0 && listed_in_class_block(s, devpath);
-}
-
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
 {
         _cleanup_(freep) char *parent = NULL;
@@ -487,7 +449,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
 
         if (model_find_devpath(m, devpath))
                 return -EEXIST;
-        if (!listed_in_class_block(s, devpath)) {
+        if (!class_block_lists(s, devpath)) {
                 fd = sysfs_open_dir(s, devpath);
                 if (fd < 0)
                         return fd;
@@ -502,7 +464,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         if (!is_partition)
                 return scan_add_disk(s, m, devpath, ret);
 
-        parent = dirname_of(devpath);
+        parent = path_dirname(devpath);
         if (!parent)
                 return -ENOMEM;
         disk = model_find_devpath(m, parent);
@@ -519,7 +481,52 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         }
         if (disk->ktype->id != KTYPE_DISK)
                 return -ENOTDIR;
-        return scan_add_partition(s, m, disk, basename_of(devpath), ret);
+        return scan_add_partition(s, m, disk, path_basename(devpath), ret);
+}
+
+static bool attr_set_has_file(const AttrSet *a, const char *file)
+{
+        for (size_t i = 0; a && i < a->n_attrs; i++)
+                if (streq(a->attrs[i].file, file))
+                        return true;
+        return false;
+}
+
+bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
+{
+        _cleanup_(closep) int fd = -1;
+        SysfsEntry *e = NULL;
+        size_t n = 0, files = 0, dirs = 0, expected_dirs;
+        bool same = true;
+
+        if (!k->shape)
+                return false;
+        fd = sysfs_open_dir(s, k->devpath);
+        if (fd < 0 || sysfs_list(fd, &e, &n) < 0)
+                return false;
+        expected_dirs = k->shape->n_groups;
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                if (!strv_contains(special_dirs(k->ktype->id), c->name))
+                        expected_dirs++;
+        for (size_t i = 0; same && i < n; i++) {
+                const char *name = e[i].name;
+                if (e[i].type == SYSFS_ENTRY_FILE) {
+                        if (streq(name, "uevent"))
+                                continue;
+                        same = attr_set_has_file(k->shape->attrs, name);
+                        files++;
+                } else if (e[i].type == SYSFS_ENTRY_DIR) {
+                        if (strv_contains(special_dirs(k->ktype->id), name))
+                                continue;
+                        bool group = false;
+                        for (size_t g = 0; g < k->shape->n_groups && !group; g++)
+                                group = streq(k->shape->groups[g].dir, name);
+                        same = group || kobject_find_child(k, name);
+                        dirs++;
+                }
+        }
+        sysfs_entries_free(e, n);
+        return same && files == (k->shape->attrs ? k->shape->attrs->n_attrs : 0) && dirs == expected_dirs;
 }
 
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)

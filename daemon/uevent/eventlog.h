@@ -37,22 +37,12 @@ int event_record_new(const char *action, const char *devpath, const char *object
 /* Accepts NULL; returns NULL.  Only for records not (yet) handed to a log. */
 EventRecord *event_record_free(EventRecord *r);
 
-static inline void event_record_freep(EventRecord **r)
-{
-        event_record_free(*r);
-}
-
 typedef struct EventLog EventLog;
 
 /* capacity >= 1 records (-EINVAL for 0); -ENOMEM. *ret untouched on failure. */
 int eventlog_new(size_t capacity, EventLog **ret);
 /* Frees the log and every retained record.  Accepts NULL; returns NULL. */
 EventLog *eventlog_free(EventLog *l);
-
-static inline void eventlog_freep(EventLog **l)
-{
-        eventlog_free(*l);
-}
 
 /*
  * Appends a record made by event_record_new() and takes ownership of it.

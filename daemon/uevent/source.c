@@ -264,9 +264,10 @@ static int read_one(UeventSource *s)
 /* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
 static bool read_burst(UeventSource *s)
 {
+        uint64_t start = uv_hrtime();
         bool progress = false;
 
-        for (unsigned i = 0; i < READ_BURST_MAX; i++) {
+        for (unsigned i = 0; i < READ_BURST_MAX && uv_hrtime() - start < READ_BURST_USEC * 1000; i++) {
                 int r;
 
                 /* A callback may have paused or freed us. */

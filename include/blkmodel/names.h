@@ -39,6 +39,7 @@
 #define BLKMODEL_METHOD_GET_EVENTS      "GetEvents"
 #define BLKMODEL_METHOD_RESCAN          "Rescan"
 #define BLKMODEL_METHOD_TRIGGER         "Trigger"
+#define BLKMODEL_METHOD_SETTLE          "Settle"
 #define BLKMODEL_SIGNAL_UEVENT          "Uevent"
 
 #define BLKMODEL_PROP_NAME              "Name"
@@ -80,3 +81,8 @@
 #define BLKMODEL_KTYPE_QUEUE            "queue"
 #define BLKMODEL_KTYPE_ELEVATOR         "elevator"
 #define BLKMODEL_KTYPE_DEVICE           "device"
+
+/* polkit actions of the privileged calls (polkit/org.blkmodel1.policy): what rules name. */
+#define BLKMODEL_ACTION_SET_ATTRIBUTE   "org.blkmodel1.set-attribute"
+#define BLKMODEL_ACTION_TRIGGER         "org.blkmodel1.trigger"
+#define BLKMODEL_ACTION_RESCAN          "org.blkmodel1.rescan"

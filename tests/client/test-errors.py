@@ -13,9 +13,10 @@ import unittest
 import blkmodeltest as bt
 import clienttest as ct
 
-COMMANDS = ("list", "tree", "show", "get", "set", "monitor", "wait",
-            "events", "dump", "trigger")
-NOT_RUNNING = "blkmodeld is not running on this bus"
+COMMANDS = ("list", "tree", "show", "info", "get", "set", "monitor", "wait",
+            "events", "dump", "trigger", "settle")
+NOT_RUNNING = ("blkmodeld is not running on the session bus (start it with "
+               "'blkmodeld --session', or use --system or --address=ADDRESS)")
 
 
 def on_tty(*args, environ):
@@ -52,7 +53,9 @@ class NoDaemon(unittest.TestCase):
         for args in (("list",), ("tree",), ("tree", "sda"), ("show", "sda"),
                      ("get", "sda", "Size"), ("set", "sda", "ro", "1"),
                      ("monitor",), ("monitor", "--since=0"), ("events",),
-                     ("dump",), ("trigger", "sda"), ("--json", "list")):
+                     ("dump",), ("trigger", "sda"), ("--json", "list"),
+                     ("info", "-a", "sda"), ("settle",), ("trigger",),
+                     ("list", "sda")):
             with self.subTest(args=args):
                 p = ct.run(*args, timeout=30)
                 ct.assert_one_line_failure(self, p, contains=(
@@ -62,6 +65,22 @@ class NoDaemon(unittest.TestCase):
         p = ct.run("--address=unix:path=/nonexistent/bus", "list", bus=None)
         ct.assert_one_line_failure(self, p, contains=(
             "unix:path=/nonexistent/bus",))
+        # No session bus at all: said so, not sd-bus's "No medium found".
+        e = ct.env(DBUS_SESSION_BUS_ADDRESS=None, XDG_RUNTIME_DIR=None)
+        p = ct.run("list", environ=e)
+        line = ct.assert_one_line_failure(self, p, contains=(
+            "No session bus", "--address=ADDRESS"))
+        self.assertNotIn("No medium", line)
+        # The system bus: its own words (whether or not one runs here).
+        e = ct.env(DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/sbus")
+        p = ct.run("list", environ=e, bus="--system")
+        ct.assert_one_line_failure(self, p, contains=("system bus",))
+        # A bus with no daemon on it, named by address.
+        addr = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        p = ct.run("--address=" + addr, "list", bus=None)
+        ct.assert_one_line_failure(self, p, contains=(
+            "blkmodeld is not running on the bus at " + addr,
+            "org.freedesktop.DBus.Error.ServiceUnknown"))
 
 
 class Errors(unittest.TestCase):
@@ -78,6 +97,9 @@ class Errors(unittest.TestCase):
         for args in (("show", "nosuchdisk"), ("get", "nosuchdisk", "Size"),
                      ("set", "nosuchdisk", "ro", "1"),
                      ("tree", "nosuchdisk"), ("trigger", "nosuchdisk"),
+                     ("info", "-a", "nosuchdisk"), ("list", "nosuchdisk"),
+                     ("list", "sda", "nosuchdisk"),
+                     ("trigger", "--settle", "sda1", "nosuchdisk"),
                      ("--json", "show", "nosuchdisk")):
             with self.subTest(args=args):
                 line = ct.assert_one_line_failure(self, ct.run(*args))
@@ -89,6 +111,8 @@ class Errors(unittest.TestCase):
         cases = [
             (("get", "sda", "nosuchattr"), ("nosuchattr", "UnknownProperty")),
             (("get", "sda", "power/nosuchattr"), ("UnknownProperty",)),
+            (("get", "sda1", "queue/scheduler"), ("UnknownProperty",)),
+            (("get", "md0", "device/model"), ("UnknownProperty",)),
             (("set", "sda", "size", "1"), ("size", "org.freedesktop.DBus")),
             (("set", "sda", "Size", "x"), ("InvalidArgs",)),
             (("set", "sda", "Partitions", "x"), ("InvalidArgs",)),
@@ -101,7 +125,7 @@ class Errors(unittest.TestCase):
                                            contains=contains)
 
     def test_usage(self):
-        for args in ((), ("frobnicate",), ("list", "extra"), ("show",),
+        for args in ((), ("frobnicate",), ("tree", "block", "x"), ("show",),
                      ("get", "sda"), ("set", "sda", "ro"),
                      ("tree", "a", "b"), ("wait",),
                      ("monitor", "--since=abc"), ("monitor", "--since=-1"),
@@ -110,7 +134,11 @@ class Errors(unittest.TestCase):
                      ("events", "--timeout=1"), ("list", "--since=1"),
                      ("wait", "sda", "--timeout=soon"),
                      ("wait", "sda", "--timeout"), ("--bogus", "list"),
-                     ("list", "-x"), ("trigger", "sda", "frobnicate"),
+                     ("list", "-x"), ("trigger", "--action=frobnicate", "sda"),
+                     ("trigger", "--action=add,remove", "sda"),
+                     ("list", "-o", "NOSUCHCOLUMN"), ("list", "--output="),
+                     ("info",), ("info", "a", "b"), ("settle", "x"),
+                     ("settle", "--timeout=soon"), ("get", "-a", "sda", "x"),
                      ("help", "frobnicate")):
             with self.subTest(args=args):
                 ct.assert_one_line_failure(self, ct.run(*args), code=2)
@@ -133,6 +161,9 @@ class Errors(unittest.TestCase):
         self.assertIn("--since=SEQ", ct.run("monitor", "--help").stdout)
         self.assertIn("--removed", ct.run("wait", "--help").stdout)
         self.assertIn("--bytes", ct.run("list", "--help").stdout)
+        self.assertIn("ZONE-AMAX", ct.run("list", "--help").stdout)
+        self.assertIn("--settle", ct.run("trigger", "--help").stdout)
+        self.assertIn("--attribute-walk", ct.run("info", "--help").stdout)
 
     def test_colour(self):
         code, out = on_tty("list", environ=ct.env(NO_COLOR=None, TERM="xterm"))

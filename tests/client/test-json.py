@@ -3,6 +3,7 @@
 whose content matches what the daemon publishes, including names that
 need escaping (cciss!c0d0, NULs and non-UTF-8 bytes in PCI `config`)."""
 import json
+import time
 import unittest
 
 import blkmodeltest as bt
@@ -29,18 +30,27 @@ class Json(unittest.TestCase):
         cls.dm.stop()
 
     def test_list(self):
-        devs = ct.run_json("list")["blockdevices"]
+        # lsblk's keys and value types (test-lsblk compares them with
+        # lsblk's own): sizes as text, as numbers with --bytes.
+        cols = "NAME,KNAME,MAJ:MIN,SIZE,RO,TYPE,SCHED,OBJECT"
+        devs = ct.run_json("list", "-o", cols)["blockdevices"]
         names = {n["kname"] for n in walk(devs)}
-        self.assertIn("cciss!c0d0p1", names)
+        self.assertIn("cciss/c0d0p1", names)
         sda = [n for n in devs if n["kname"] == "sda"][0]
+        self.assertEqual(list(sda), ["name", "kname", "maj:min", "size",
+                                     "ro", "type", "sched", "object",
+                                     "children"])
         self.assertEqual(sda["maj:min"], "8:0")
-        self.assertEqual(sda["size"], 976773168 * 512)
+        self.assertEqual(sda["size"], "465.8G")
         self.assertIs(sda["ro"], False)
-        self.assertEqual(sda["scheduler"], "mq-deadline")
+        self.assertEqual(sda["sched"], "mq-deadline")
         self.assertEqual(sda["object"], bt.path_of("block", "sda"))
-        # --bytes changes nothing in JSON: sizes are always bytes.
-        self.assertEqual(ct.run_json("list", "--bytes")["blockdevices"],
-                         devs)
+        sda = [n for n in ct.run_json("list", "--bytes", "-o", cols)[
+            "blockdevices"] if n["kname"] == "sda"][0]
+        self.assertEqual(sda["size"], 976773168 * 512)
+        # -J is --json.
+        self.assertEqual(ct.run("list", "-J", check=0).stdout,
+                         ct.run("--json", "list", check=0).stdout)
 
     def test_tree(self):
         whole = ct.run_json("tree")["kobjects"]
@@ -54,6 +64,16 @@ class Json(unittest.TestCase):
 
         # Below the manager is the whole model.
         self.assertEqual(ct.run_json("tree", bt.ROOT)["kobjects"], whole)
+
+        # The same keys on every node, in one order.
+        for k in walk(whole):
+            self.assertEqual(list(k), ["name", "object", "ktype", "kset",
+                                       "device", "children"], k["object"])
+        # The ksets by name.
+        self.assertEqual(ct.run_json("tree", "block")["kobjects"],
+                         whole[:1])
+        self.assertEqual(ct.run_json("tree", "devices")["kobjects"],
+                         whole[1:])
 
         sda = ct.run_json("tree", "sda")["kobjects"]
         self.assertEqual(len(sda), 1)
@@ -126,10 +146,19 @@ class Json(unittest.TestCase):
         self.assertEqual(evs[0]["env"]["ACTION"], "change")
         self.assertEqual(evs[1]["object"], bt.path_of("block", "md0"))
 
+        # The same record in both, but the time: monitor's is when the
+        # signal arrived, GetEvents gives none.
         events = ct.run_json("events")
-        self.assertEqual([{k: e[k] for k in ("seqnum", "action", "devpath",
-                                             "object", "env")}
-                          for e in evs], events[-2:])
+        # (The first may have been replayed, which has no time.)
+        self.assertIsInstance(evs[1]["timestamp"], int)
+        for e in evs:
+            if e["timestamp"] is not None:
+                self.assertLess(abs(e["timestamp"] / 1e6 - time.time()), 600)
+            e["timestamp"] = None
+        self.assertEqual(evs, events[-2:])
+        for e in events:
+            self.assertEqual(list(e), ["type", "seqnum", "timestamp",
+                                       "action", "devpath", "object", "env"])
         after = ct.run_json("events", "--since", str(evs[0]["seqnum"]))
         self.assertEqual(after, events[-1:])
         self.assertEqual(ct.run_json("events", "--since=99999"), [])
@@ -149,11 +178,12 @@ class Json(unittest.TestCase):
         self.dm.stop()
         try:
             with bt.Daemon(d + "/sys"):
-                p = ct.run("--json", "trigger", "sda", "change")
+                p = ct.run("--json", "trigger", "--action=change", "sda")
                 if p.returncode == 0:
                     self.assertEqual(json.loads(p.stdout), {
-                        "object": bt.path_of("block", "sda"),
-                        "action": "change"})
+                        "action": "change",
+                        "objects": [bt.path_of("block", "sda")],
+                        "settled": False})
                 else:
                     ct.assert_one_line_failure(self, p)
         finally:

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """`blkmodelctl list` against util-linux: on the same fixture tree,
-`lsblk --sysroot DIR -J -b` and `blkmodelctl --json list` must show the
-same devices with the same names, MAJ:MIN, sizes, RO flags, types,
-schedulers and nesting (partitions under disks, dm/md under what they
-sit on, a device on two parents under both); and the text tables of the
-two tools must be the same, character for character, apart from the
-SCHED/SCHEDULER heading and lsblk's trailing blanks."""
+`lsblk --sysroot DIR` and `blkmodelctl list` must agree column by column
+for every column the two share, in JSON (lsblk's keys and value types,
+with and without -b) and as text (character for character apart from
+lsblk's trailing blanks, in a UTF-8 and an ASCII locale, with and without
+headings); `list DEVICE...` shows those subtrees; empty devices are hidden
+as lsblk hides them (unattached loop devices unless -a, all with -A).  HCTL and TRAN are left out of the
+comparison: lsblk --sysroot cannot find the SCSI address of a fixture's
+disk (it prints nothing for both), where blkmodelctl gives 0:0:0:0 and
+sata; they are checked against the fixture directly."""
 import json
+import os
 import shutil
 import subprocess
 import unittest
@@ -14,7 +18,12 @@ import unittest
 import blkmodeltest as bt
 import clienttest as ct
 
-COLUMNS = "NAME,KNAME,MAJ:MIN,SIZE,RO,TYPE,SCHED"
+SHARED = ("NAME,KNAME,PATH,MAJ:MIN,RM,HOTPLUG,SIZE,RO,TYPE,SCHED,PKNAME,"
+          "SUBSYSTEMS,MODEL,VENDOR,REV,SERIAL,STATE,ALIGNMENT,DISC-ALN,DAX,"
+          "DISC-GRAN,DISC-MAX,DISC-ZERO,LOG-SEC,MIN-IO,OPT-IO,PHY-SEC,RA,"
+          "RAND,ROTA,RQ-SIZE,START,WSAME,ZONED,ZONE-SZ,ZONE-WGRAN,ZONE-APP,"
+          "ZONE-NR,ZONE-OMAX,ZONE-AMAX")
+DEFAULT = "NAME,MAJ:MIN,RM,SIZE,RO,TYPE"
 
 
 def lsblk(d, *args, environ=None):
@@ -27,24 +36,18 @@ def lsblk(d, *args, environ=None):
     return p.stdout
 
 
-def lsblk_nodes(nodes):
-    """lsblk -J -b's tree as nested tuples, in lsblk's order."""
-    return [(n["name"], n["kname"], n["maj:min"], n["size"], n["ro"],
-             n["type"], n["sched"], lsblk_nodes(n.get("children", [])))
-            for n in nodes]
-
-
-def ctl_nodes(nodes):
-    """blkmodelctl --json list's tree in the same shape.  Its kname is the
-    sysfs name (cciss!c0d0), lsblk's the /dev one (cciss/c0d0)."""
-    return [(n["name"], n["kname"].replace("!", "/"), n["maj:min"],
-             n["size"], n["ro"], n["type"], n["scheduler"],
-             ctl_nodes(n.get("children", [])))
-            for n in nodes]
+def walk(nodes):
+    for n in nodes:
+        yield n
+        yield from walk(n.get("children", []))
 
 
 def count(nodes):
-    return sum(1 + count(n[-1]) for n in nodes)
+    return sum(1 + count(n.get("children", [])) for n in nodes)
+
+
+def rstrip_lines(text):
+    return [ln.rstrip() for ln in text.split("\n")]
 
 
 class ListAgreesWithLsblk(unittest.TestCase):
@@ -54,41 +57,154 @@ class ListAgreesWithLsblk(unittest.TestCase):
             raise AssertionError("lsblk (util-linux) is required")
 
     def compare(self, d):
-        want = lsblk_nodes(json.loads(lsblk(d, "-J", "-b", "-o", COLUMNS))
-                           ["blockdevices"])
-        with bt.Daemon(d + "/sys"):
-            got = ctl_nodes(ct.run_json("list")["blockdevices"])
-            self.assertEqual(got, want)
+        """Every shared column, JSON and text; returns lsblk's JSON tree."""
+        want = None
+        for b in ((), ("-b",)):
+            theirs = json.loads(lsblk(d, "-J", *b, "-o", SHARED))
+            ours = ct.run_json("list", *b, "-o", SHARED)
+            self.maxDiff = None
+            # Same nodes, same order, same keys in the same order, same
+            # values and value types.
+            self.assertEqual(json.dumps(ours), json.dumps(theirs))
+            want = want or theirs["blockdevices"]
 
-            # The tables: same rows, same alignment, same glyphs, in both
-            # an UTF-8 and an ASCII locale, with human sizes and --bytes.
-            for loc in ("C.UTF-8", "C"):
-                e = ct.env(LC_ALL=loc)
-                for extra in ((), ("-b",)):
-                    with self.subTest(locale=loc, args=extra):
-                        theirs = lsblk(d, "-o", "NAME,MAJ:MIN,SIZE,RO,TYPE,"
-                                       "SCHED", *extra, environ=e)
-                        ours = ct.run("list", *(("--bytes",) if extra
-                                                 else ()),
-                                      check=0, environ=e).stdout
-                        theirs = [ln.rstrip() for ln in theirs.split("\n")]
-                        theirs[0] = theirs[0].replace("SCHED", "SCHEDULER")
-                        self.assertEqual(ours.split("\n"), theirs)
+        for loc in ("C.UTF-8", "C"):
+            e = ct.env(LC_ALL=loc)
+            for cols in (DEFAULT, SHARED):
+                for extra in ((), ("-b",), ("-n",)):
+                    with self.subTest(locale=loc, cols=cols, args=extra):
+                        theirs = lsblk(d, "-o", cols, *extra, environ=e)
+                        ours = ct.run("list", "-o", cols, *extra, check=0,
+                                      environ=e).stdout
+                        self.assertEqual(ours.split("\n"),
+                                         rstrip_lines(theirs))
         return want
 
     def test_standard_fixture(self):
-        tree = self.compare(bt.make_fixture())
-        # What the comparison covered, so that it cannot pass on nothing:
-        # 13 devices, md0 twice (on sda3 and nvme0n1p2), dm and cciss.
-        self.assertEqual(count(tree), 14)
-        flat = str(tree)
-        for s in ("vg0-root", "cciss/c0d0p1", "'raid1'", "'rom'", "'lvm'"):
-            self.assertIn(s, flat)
+        d = bt.make_fixture()
+        with bt.Daemon(d + "/sys"):
+            tree = self.compare(d)
+            # What the comparison covered, so that it cannot pass on
+            # nothing: 13 devices, md0 twice (on sda3 and nvme0n1p2), dm,
+            # cciss, SCSI, NVMe, a CD.
+            self.assertEqual(count(tree), 14)
+            flat = json.dumps(tree)
+            for s in ("vg0-root", "cciss/c0d0p1", '"raid1"', '"rom"',
+                      '"lvm"', "block:scsi:pci", "Samsung SSD 860",
+                      "/dev/mapper/vg0-root", '"live"'):
+                self.assertIn(s, flat)
+            self.check_devices(tree)
+            self.check_hctl_tran()
+            self.check_default_and_widths(d)
+
+    def check_devices(self, tree):
+        """list DEVICE...: each named device with what sits on it, in the
+        order named, as lsblk's whole tree has it."""
+        nodes = {n["kname"]: n for n in walk(tree)}
+        for names in (("sda",), ("loop0",), ("sda2", "nvme0n1"),
+                      ("/dev/sda1",), ("8:3",)):
+            with self.subTest(devices=names):
+                got = ct.run_json("list", "-o", SHARED, *names)
+                want = [nodes[os.path.basename(n) if "/" in n else
+                              {"8:3": "sda3"}.get(n, n)] for n in names]
+                self.assertEqual(got["blockdevices"], want)
+        # As text: the subtree rows of the whole listing (columns as wide
+        # as these rows need).
+        whole = ct.run("list", "-o", "NAME,SIZE", check=0).stdout.split("\n")
+        part = ct.run("list", "-o", "NAME,SIZE", "sda", check=0).stdout
+        start = next(i for i, ln in enumerate(whole) if ln.startswith("sda "))
+        self.assertEqual([ln.split() for ln in part.split("\n")[1:-1]],
+                         [ln.split() for ln in whole[start:start + 6]])
+        # Not a block device: one line, exit 1.
+        p = ct.run("list", "sda/queue")
+        ct.assert_one_line_failure(self, p, contains=("Not a block device",))
+
+    def check_hctl_tran(self):
+        devs = {n["kname"]: n for n in walk(ct.run_json(
+            "list", "-o", "KNAME,HCTL,TRAN")["blockdevices"])}
+        self.assertEqual((devs["sda"]["hctl"], devs["sda"]["tran"]),
+                         ("0:0:0:0", "sata"))
+        self.assertEqual((devs["sr0"]["hctl"], devs["sr0"]["tran"]),
+                         ("1:0:0:0", "sata"))
+        self.assertEqual((devs["nvme0n1"]["hctl"], devs["nvme0n1"]["tran"]),
+                         (None, "nvme"))
+        self.assertEqual((devs["loop0"]["hctl"], devs["loop0"]["tran"]),
+                         (None, None))
+        # A partition has no device link: only the name rule (nvme) holds.
+        self.assertEqual((devs["sda1"]["hctl"], devs["sda1"]["tran"]),
+                         (None, None))
+        self.assertEqual(devs["nvme0n1p1"]["tran"], "nvme")
+
+    def check_default_and_widths(self, d):
+        # The default columns: lsblk's that the model has, then SCHED.
+        out = ct.run("list", check=0).stdout.split("\n")
+        self.assertEqual(out[0].split(), ["NAME", "MAJ:MIN", "RM", "SIZE",
+                                          "RO", "TYPE", "SCHED"])
+        # --no-legend keeps RO two wide (its heading's width), as lsblk -n.
+        for args in (("--no-legend", "list"), ("list", "-n")):
+            got = ct.run(*args, "-o", "NAME,RO,RM", check=0).stdout
+            self.assertEqual(got.split("\n"), rstrip_lines(lsblk(
+                d, "-n", "-o", "NAME,RO,RM")))
+            self.assertIn("loop0           0  0\n", got)
+        # -o in any case, +LIST adds to the default, -O is every column.
+        self.assertEqual(ct.run("list", "-o", "name,size", check=0).stdout,
+                         ct.run("list", "-o", "NAME,SIZE", check=0).stdout)
+        head = ct.run("list", "-o", "+MODEL", check=0).stdout.split("\n")[0]
+        self.assertEqual(head.split(), ["NAME", "MAJ:MIN", "RM", "SIZE",
+                                        "RO", "TYPE", "SCHED", "MODEL"])
+        allcols = ct.run_json("list", "-O", "sda1")["blockdevices"][0]
+        self.assertIn("zone-amax", allcols)
+        self.assertEqual(allcols["object"], bt.path_of("block", "sda",
+                                                       "sda1"))
+        p = ct.run("list", "-o", "NAME,FSTYPE")
+        ct.assert_one_line_failure(self, p, code=2, contains=("FSTYPE",))
+
+    def test_empty_devices(self):
+        # lsblk's rule (ignore_empty()): a loop device of 0 bytes with no
+        # backing file (unattached) is hidden unless -a; other empty
+        # devices (a CD drive with no disc) are shown unless -A.  lsblk
+        # --sysroot asks the host's /dev/loopN for the backing file, so
+        # the fixture's loop device has a number no host has.
+        d = bt.make_fixture()
+        ct.add_loop(d + "/sys", 200)
+        sr0 = d + "/sys" + bt.SR0_DEV + "/block/sr0/size"
+        for f in (d + "/sys/block/loop200/size", sr0):
+            with open(f, "w") as fh:
+                fh.write("0\n")
+        with bt.Daemon(d + "/sys"):
+            for extra in ((), ("-a",), ("-A",)):
+                with self.subTest(args=extra):
+                    theirs = json.loads(lsblk(d, "-J", "-b", *extra, "-o",
+                                              SHARED))
+                    ours = ct.run_json("list", "-b", *extra, "-o", SHARED)
+                    self.assertEqual(ours, theirs)
+                    names = [n["name"] for n in ours["blockdevices"]]
+                    self.assertEqual("loop200" in names, extra == ("-a",))
+                    self.assertEqual("sr0" in names, extra != ("-A",))
+                    theirs = lsblk(d, "-o", DEFAULT, *extra)
+                    ours = ct.run("list", "-o", DEFAULT, *extra,
+                                  check=0).stdout
+                    self.assertEqual(ours.split("\n"), rstrip_lines(theirs))
+            p = ct.run("list", "loop200")
+            ct.assert_one_line_failure(self, p, contains=("loop200", "-a"))
+            p = ct.run("list", "loop200", "loop0", check=0)
+            self.assertIn("loop0", p.stdout)
+            self.assertNotIn("loop200", p.stdout)
+            self.assertEqual(ct.run_json("list", "-a", "loop200")
+                             ["blockdevices"][0]["size"], "0B")
+            # With a backing file, an empty loop device is shown.
+            with open(d + "/sys/block/loop0/size", "w") as fh:
+                fh.write("0\n")
+        with bt.Daemon(d + "/sys"):
+            names = [n["name"] for n in ct.run_json("list")["blockdevices"]]
+            self.assertIn("loop0", names)
 
     def test_synthetic_fixture(self):
         # 20 disks: sdq and beyond sit on the sd driver's second major, so
         # MAJ:MIN widths and the MAJ:MIN order are exercised.
-        tree = self.compare(bt.make_fixture(disks=20, partitions=3))
+        d = bt.make_fixture(disks=20, partitions=3)
+        with bt.Daemon(d + "/sys"):
+            tree = self.compare(d)
         self.assertEqual(count(tree), 80)
 
 

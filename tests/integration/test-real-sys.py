@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """blkmodeld on this machine's own /sys (root only; CI runs as root).
 
-A 64 MiB image with a GPT of two partitions is attached as a loop device
-(partx adds the partitions: the kernels here have no partition parsers)
+A 64 MiB image with a GPT of two partitions is attached to a loop device
+the test creates for itself (tests/lib/loopdev.py: never somebody's loop0;
+partx adds the partitions: the kernels here have no partition parsers)
 and switched to mq-deadline, so that there is an I/O scheduler object.
 Then the daemon must publish the loop disk and both partitions with the
 kernel's MAJ:MIN, size and start, and for every disk, partition, queue and
 queue/iosched directory every attribute file must be a property with the
 file's value (compared where two reads of the file agree: stat and
-friends move).  The loop device is always detached afterwards.
+friends move).  Afterwards, also on failure, the scheduler is put back,
+the device detached and deleted.
 """
 import os
 import shutil
@@ -18,6 +20,7 @@ import time
 import unittest
 
 import blkmodeltest as bt
+import loopdev
 
 SYS = "/sys"
 KOBJ = bt.IFACE + "Kobject"
@@ -29,11 +32,6 @@ KSET = bt.IFACE + "Kset"
 MiB = 1024 * 1024
 # sfdisk script: the starts and sizes below in 512-byte sectors.
 LAYOUT = [(2048, 20 * MiB // 512), (2048 + 20 * MiB // 512, 30 * MiB // 512)]
-
-
-def run(*args):
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout.strip(), p.stderr.strip()
 
 
 def read_value(path):
@@ -67,19 +65,13 @@ class RealSys(unittest.TestCase):
         if p.returncode != 0:
             raise AssertionError("sfdisk: " + p.stderr)
 
-        rc, out, err = run("losetup", "-fP", "--show", cls.img)
-        if rc != 0:
-            raise AssertionError("losetup: " + err)
-        cls.dev = out                          # /dev/loopN
-        cls.addClassCleanup(cls.detach)
-        cls.name = os.path.basename(cls.dev)
-        cls.sysdir = os.path.realpath(os.path.join(SYS, "block", cls.name))
+        cls.loop = loopdev.LoopDevice()
+        cls.addClassCleanup(cls.loop.remove)
+        cls.loop.attach(cls.img, partitions=True)
+        cls.dev = cls.loop.dev                 # /dev/loopN
+        cls.name = cls.loop.name
+        cls.sysdir = cls.loop.sysdir
         cls.parts = ["%sp%d" % (cls.name, i + 1) for i in range(len(LAYOUT))]
-        if not all(os.path.isdir(os.path.join(cls.sysdir, p))
-                   for p in cls.parts):
-            rc, out, err = run("partx", "-a", cls.dev)
-            if rc != 0:
-                raise AssertionError("partx -a %s: %s" % (cls.dev, err))
         deadline = time.monotonic() + 10
         while not all(os.path.isdir(os.path.join(cls.sysdir, p))
                       for p in cls.parts):
@@ -90,21 +82,13 @@ class RealSys(unittest.TestCase):
         # An I/O scheduler with tunables, so that iosched/ exists.
         cls.sched = None
         try:
-            with open(os.path.join(cls.sysdir, "queue/scheduler"), "w") as f:
-                f.write("mq-deadline")
+            cls.loop.write("queue/scheduler", "mq-deadline")
             cls.sched = "mq-deadline"
         except OSError:
             pass
 
         cls.dm = bt.Daemon(SYS)
         cls.addClassCleanup(cls.dm.stop)
-
-    @classmethod
-    def detach(cls):
-        run("partx", "-d", cls.dev)
-        rc, _, err = run("losetup", "-d", cls.dev)
-        if rc != 0:
-            raise AssertionError("losetup -d %s: %s" % (cls.dev, err))
 
     # ---- the loop device ---------------------------------------------------
 

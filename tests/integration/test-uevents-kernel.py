@@ -3,7 +3,10 @@
 
 Needs root (CI is root) and loop device support.  The kernels here have
 no partition parsers built in, so partitions are added from user space
-with `partx -a` (NOTES.md), each with its own uevent.
+with `partx -a` (NOTES.md), each with its own uevent.  Every loop device
+is one the test creates for itself (tests/lib/loopdev.py) and deletes
+afterwards, also on failure: attaching sets read_ahead_kb, which would
+otherwise stay on somebody's loopN.
 """
 import os
 import signal
@@ -13,14 +16,10 @@ import time
 import unittest
 
 import blkmodeltest as bt
+import loopdev
 
 DISK = bt.IFACE + "Disk"
 PARTITION = bt.IFACE + "Partition"
-
-
-def run(*args):
-    return subprocess.run(args, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def make_image(directory, size_mib=64, partitions=2):
@@ -33,18 +32,6 @@ def make_image(directory, size_mib=64, partitions=2):
     subprocess.run(["sfdisk", "--quiet", img], input=layout, text=True,
                    check=True, capture_output=True)
     return img
-
-
-def attach(img):
-    dev = run("losetup", "-fP", "--show", img)
-    # No partition parsers in this kernel: add them the way udisks/partx do.
-    subprocess.run(["partx", "-a", dev], capture_output=True)
-    return dev
-
-
-def detach(dev):
-    subprocess.run(["partx", "-d", dev], capture_output=True)
-    subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 def sysfs_block_devices():
@@ -64,21 +51,22 @@ def published_block_devices(dm):
 class Kernel(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="blkmodel-kernel-")
-        self.devs = []
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.tmp])
 
-    def tearDown(self):
-        for d in self.devs:
-            detach(d)
-        subprocess.run(["rm", "-rf", self.tmp])
+    def new_loop(self):
+        """A loop device of the test's own, deleted when the test ends."""
+        loop = loopdev.LoopDevice()
+        self.addCleanup(loop.remove)
+        return loop
 
     def test_loop_with_partitions_comes_and_goes(self):
         img = make_image(self.tmp)
+        loop = self.new_loop()
         with bt.Daemon("/sys", no_uevents=False) as dm:
             self.assertEqual(dm.manager_prop("UeventSource"), "netlink")
             rec = bt.SignalRecorder()
-            dev = attach(img)
-            self.devs.append(dev)
-            name = os.path.basename(dev)
+            loop.attach(img, partitions=True)
+            name = loop.name
             disk = bt.path_of("block", name)
             parts = [bt.path_of("block", name, "%sp%d" % (name, i))
                      for i in (1, 2)]
@@ -137,8 +125,7 @@ class Kernel(unittest.TestCase):
             # Detached, the loop device stays (unbound, empty): its partitions
             # and its loop/ group go.
             rec.signals.clear()
-            detach(dev)
-            self.devs.remove(dev)
+            loop.detach()
             rec.wait_for(lambda _: not set(parts) & set(dm.managed_objects()))
             removed = {s[3][0] for s in rec.signals
                        if s[1] == "InterfacesRemoved"}
@@ -160,16 +147,17 @@ class Kernel(unittest.TestCase):
             d = os.path.join(self.tmp, str(i))
             os.mkdir(d)
             images.append(make_image(d, 8, 3))
+        loops = [self.new_loop() for _ in images]
         with bt.Daemon("/sys", no_uevents=False,
                        extra_args=["--uevent-rcvbuf=1"]) as dm:
             self.assertEqual(dm.manager_prop("EventsLost"), 0)
+            rec = bt.SignalRecorder()
             dm.proc.send_signal(signal.SIGSTOP)
             try:
-                for img in images:
-                    self.devs.append(attach(img))
+                for loop, img in zip(loops, images):
+                    loop.attach(img, partitions=True)
             finally:
                 dm.proc.send_signal(signal.SIGCONT)
-            rec = bt.SignalRecorder()
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 rec.pump(0.1)
@@ -180,10 +168,16 @@ class Kernel(unittest.TestCase):
                                dm.output()[-2000:])
             self.assertEqual(published_block_devices(dm),
                              sysfs_block_devices())
+            # EventsLost says it emits PropertiesChanged: on the Manager.
+            lost = dm.manager_prop("EventsLost")
+            rec.wait_for(lambda s: any(
+                x[1] == "PropertiesChanged" and x[2] == bt.MANAGER_PATH and
+                x[3][0] == bt.MANAGER and x[3][1].get("EventsLost") == lost
+                for x in s))
+            self.assertNotIn("Cannot announce EventsLost", dm.output())
             rec.close()
-            for d in list(self.devs):
-                detach(d)
-                self.devs.remove(d)
+            for loop in loops:
+                loop.detach()
             # And back in step after the detach storm too.
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and \

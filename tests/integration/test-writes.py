@@ -12,6 +12,7 @@ import unittest
 
 import dbus
 import blkmodeltest as bt
+import loopdev
 
 QUEUE = bt.IFACE + "Queue"
 DISK = bt.IFACE + "Disk"
@@ -167,21 +168,21 @@ class Polling(unittest.TestCase):
             rec.close()
 
 
-def run(*args):
-    return subprocess.run(args, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
 class KernelWrites(unittest.TestCase):
     def test_scheduler_and_read_ahead_on_a_loop_device(self):
         tmp = tempfile.mkdtemp(prefix="blkmodel-writes-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
         img = os.path.join(tmp, "disk.img")
         with open(img, "wb") as f:
             f.truncate(16 << 20)
-        dev = run("losetup", "-f", "--show", img)
-        try:
-            name = os.path.basename(dev)
+        # A loop device of its own (never somebody's loop0), and whatever
+        # the daemon writes is put back before it is deleted.
+        with loopdev.LoopDevice() as loop:
+            loop.attach(img)
+            loop.remember("queue/scheduler", "queue/read_ahead_kb",
+                          "queue/nr_requests")
+            name = loop.name
             queue = bt.path_of("block", name, "queue")
             qdir = "/sys/class/block/%s/queue" % name
             with bt.Daemon("/sys", no_uevents=False) as dm:
@@ -225,9 +226,6 @@ class KernelWrites(unittest.TestCase):
                 self.assertEqual(cm.exception.get_dbus_name(),
                                  "org.blkmodel1.Error.WriteFailed")
                 rec.close()
-        finally:
-            subprocess.run(["losetup", "-d", dev])
-            subprocess.run(["rm", "-rf", tmp])
 
 
 if __name__ == "__main__":

@@ -188,11 +188,15 @@ static Uevent *uevent(const char *action, const char *devpath, const char *subsy
         return u;
 }
 
+/* The loop the Live runs on: change events are read at the end of the loop iteration they came in. */
+static uv_loop_t *test_loop;
+
 static void feed(Live *l, const char *action, const char *devpath, const char *subsystem,
                  const char *const *extra)
 {
-        /* As the source calls it: the handler owns the event. */
+        /* As the source calls it: the handler owns the event; then the iteration ends. */
         live_on_uevent(NULL, uevent(action, devpath, subsystem, extra), l);
+        (void) uv_run(test_loop, UV_RUN_NOWAIT);
 }
 
 /* ---- the fixture's names ---- */
@@ -253,13 +257,43 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
         CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
         feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"DISK_MEDIA_CHANGE=1", NULL});
         CHECK(recorded((const char *const[]){
-                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
                         "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
                         NULL,
         }));
         /* A change that changed nothing: only the event. */
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+
+        /* A synthetic change (udevadm trigger: the kernel adds SYNTH_UUID) changed nothing in sysfs:
+         * it costs no reading, only its event.  What really changed comes with its own event. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+        feed(l, "add", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event add " FIXTURE_SDA " " SDA_PATH, NULL}));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+
+        /* A burst of changes of one object in one loop iteration: every event, one reading. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        for (int i = 0; i < 3; i++)
+                live_on_uevent(NULL, uevent("change", FIXTURE_SDA, "block", NULL), l);
+        CHECK(rec.n == 3);
+        (void) uv_run(test_loop, UV_RUN_NOWAIT);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
 
         /* The partition goes: it leaves, its disk says so, and the event names the object it was. */
         CHECK(fixture_remove_block_device(f, FIXTURE_SDA "/sda4", 8, 4) == 0);
@@ -349,8 +383,8 @@ static void test_shape_changes(Live *l, const Fixture *f)
         CHECK(fixture_write(f, FIXTURE_SDA "/integrity/format", "none\n") == 0);
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){
-                        "interfaces " SDA_PATH " added org.blkmodel1.Group.integrity",
                         "event change " FIXTURE_SDA " " SDA_PATH,
+                        "interfaces " SDA_PATH " added org.blkmodel1.Group.integrity",
                         NULL,
         }));
 
@@ -358,8 +392,8 @@ static void test_shape_changes(Live *l, const Fixture *f)
         CHECK(fixture_write(f, FIXTURE_SDA "/integrity/format", "T10-DIF-TYPE1-CRC\n") == 0);
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){
-                        "properties " SDA_PATH " org.blkmodel1.Group.integrity changed=format invalidated=",
                         "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Group.integrity changed=format invalidated=",
                         NULL,
         }));
 
@@ -367,9 +401,9 @@ static void test_shape_changes(Live *l, const Fixture *f)
         CHECK(fixture_write(f, FIXTURE_SDA "/new_attr", "1\n") == 0);
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
                         "interfaces " SDA_PATH " removed org.blkmodel1.Disk",
                         "interfaces " SDA_PATH " added org.blkmodel1.Disk",
-                        "event change " FIXTURE_SDA " " SDA_PATH,
                         NULL,
         }));
 
@@ -377,8 +411,8 @@ static void test_shape_changes(Live *l, const Fixture *f)
         CHECK(fixture_remove(f, FIXTURE_SDA "/integrity") == 0);
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){
-                        "interfaces " SDA_PATH " removed org.blkmodel1.Group.integrity",
                         "event change " FIXTURE_SDA " " SDA_PATH,
+                        "interfaces " SDA_PATH " removed org.blkmodel1.Group.integrity",
                         NULL,
         }));
 }
@@ -617,6 +651,7 @@ int main(void)
         if (r < 0)
                 return tests_summary();
         CHECK(uv_loop_init(&loop) == 0);
+        test_loop = &loop;
         CHECK(sysfs_open(f.root, &s) == 0);
         CHECK(model_new(&m) == 0);
         CHECK(eventlog_new(256, &log) == 0);

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+
 #include "base/log.h"
 #include "common/util.h"
-#include "sysfs/scan.h"
+#include "sysfs/class-block.h"
 
-/* The kernel's own list of block devices, class/block: one link per device, named as the device. */
-
-static const char *basename_of(const char *path)
-{
-        const char *s = strrchr(path, '/');
-        return s ? s + 1 : path;
-}
+/* class/block is the kernel's list of block devices: one link per disk and partition, named as the
+ * device, to its directory below devices/. */
 
 void block_devs_free(BlockDev *l, size_t n)
 {
@@ -35,7 +32,7 @@ int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, Block
                 r = sysfs_resolve_relative("/class/block", target, &devpath);
         if (r < 0)
                 return log_warning_errno(r, "class/block/%s: unusable link, skipped: %m", e->name);
-        if (!streq(basename_of(devpath), e->name)) {
+        if (!streq(path_basename(devpath), e->name)) {
                 log_warning("class/block/%s points to %s, a different name; skipped.", e->name, devpath);
                 return -EXDEV;
         }
@@ -86,4 +83,29 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
         *ret = l;
         *ret_n = k;
         return 0;
+}
+
+/* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
+bool class_block_lists(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(freep) char *target = NULL, *resolved = NULL, *rel = NULL;
+        _cleanup_(closep) int fd = -1;
+
+        /* The scan asks this of every hardware directory it publishes: most names have no link. */
+        rel = path_join("class/block", path_basename(devpath));
+        fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
+        if (fd < 0)
+                return false;
+        (void) close(TAKE_FD(fd));
+
+        fd = sysfs_open_dir(s, "class/block");
+        return fd >= 0 && sysfs_readlink(fd, path_basename(devpath), &target) >= 0 &&
+               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
+}
+
+bool scan_block_device_present(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
+
+        return fd >= 0 && class_block_lists(s, devpath);
 }

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "base/log.h"
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+
+/*
+ * What the publisher does when the bus stops taking its messages.
+ *
+ * dbus-daemon keeps counting a message against its sender's
+ * max_incoming_bytes for as long as any recipient has not read it, and stops
+ * reading from a sender at that limit.  One subscriber that never reads
+ * therefore wedges us after max_incoming_bytes of signals (10 MB: ~20,000
+ * Uevents; the system bus's 127 MiB: ~270,000): from then on the bus reads
+ * nothing from us, method replies included, until that subscriber reads or
+ * goes (bench/RESULTS-slow-subscriber.md).  No queue of ours can get a reply
+ * past that.  What we can do is not make it worse: stop piling up signals
+ * that nobody will get soon (sd-bus fails at ~393k queued messages and then
+ * loses a method reply; draining a long queue is quadratic), keep reading
+ * uevents so the model and the event log stay true, and once the bus takes
+ * messages again, tell subscribers in one signal what they did not get, so
+ * that they resync with GetEvents and GetManagedObjects.
+ */
+
+/* The same marks as the uevent source's back-pressure (manager.c): a queue that the bus takes from
+ * drains below HIGH within milliseconds (bench: ≤ 0.5 s on a loaded two-CPU machine). */
+#define BACKLOG_HIGH 1024
+#define BACKLOG_LOW 256
+/* Above HIGH this long without once going below it: the bus is not reading from us. */
+#define BACKLOG_STUCK_MS 2000
+/* Whatever the time: well below sd-bus's ~393k, where a method reply would be lost. */
+#define BACKLOG_HARD_MAX 65536
+#define BACKLOG_TICK_MS 250
+
+struct Backlog {
+        Publisher *p;
+        uv_timer_t timer;
+        bool ticking;
+        bool shedding;
+        uint64_t high_since_ms; /* 0: the queue was at or below HIGH when last looked at */
+        uint64_t dropped, first_seqnum, last_seqnum, peak;
+        sd_bus_slot *slot;
+};
+
+static const sd_bus_vtable backlog_vtable[] = {
+                SD_BUS_VTABLE_START(0),
+                SD_BUS_SIGNAL_WITH_ARGS("SignalsDropped",
+                                        SD_BUS_ARGS("t", signals, "t", first_seqnum, "t", last_seqnum), 0),
+                SD_BUS_VTABLE_END,
+};
+
+static uint64_t now_ms(void)
+{
+        return uv_hrtime() / 1000000;
+}
+
+static void emit_marker(Backlog *b)
+{
+        int r;
+
+        r = sd_bus_emit_signal(b->p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "SignalsDropped",
+                               "ttt", b->dropped, b->first_seqnum, b->last_seqnum);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send SignalsDropped: %m");
+}
+
+static void shed_start(Backlog *b, uint64_t queued, uint64_t now)
+{
+        b->shedding = true;
+        b->dropped = b->first_seqnum = b->last_seqnum = 0;
+        b->peak = queued;
+        log_warning("The bus has not taken our messages for %" PRIu64 " ms (%" PRIu64
+                    " queued): a subscriber that does not read holds them up. Sending no signals until "
+                    "the queue drains; GetEvents and GetManagedObjects have everything.",
+                    b->high_since_ms ? now - b->high_since_ms : 0, queued);
+}
+
+static void shed_stop(Backlog *b, uint64_t queued)
+{
+        b->shedding = false;
+        b->high_since_ms = 0;
+        log_info("The bus takes our messages again (%" PRIu64 " queued, %" PRIu64 " at most); %" PRIu64
+                 " signals were not sent, Uevents %" PRIu64 "..%" PRIu64 ".",
+                 queued, b->peak, b->dropped, b->first_seqnum, b->last_seqnum);
+        /* Before anything else goes out: a subscriber learns of the gap before it sees newer signals. */
+        emit_marker(b);
+}
+
+static void backlog_tick(uv_timer_t *t);
+
+static void update(Backlog *b)
+{
+        uint64_t queued = publisher_queued(b->p), now = now_ms();
+
+        if (b->shedding) {
+                if (queued > b->peak)
+                        b->peak = queued;
+                if (queued <= BACKLOG_LOW)
+                        shed_stop(b, queued);
+        } else if (queued > BACKLOG_HARD_MAX)
+                shed_start(b, queued, now);
+        else if (queued <= BACKLOG_HIGH)
+                b->high_since_ms = 0;
+        else if (b->high_since_ms == 0)
+                b->high_since_ms = now;
+        else if (now - b->high_since_ms >= BACKLOG_STUCK_MS)
+                shed_start(b, queued, now);
+
+        /* The loop may sleep while the bus reads nothing: a timer notices that, and the drain. */
+        bool want = b->shedding || b->high_since_ms != 0;
+        if (want && !b->ticking)
+                (void) uv_timer_start(&b->timer, backlog_tick, BACKLOG_TICK_MS, BACKLOG_TICK_MS);
+        else if (!want && b->ticking)
+                (void) uv_timer_stop(&b->timer);
+        b->ticking = want;
+}
+
+static void backlog_tick(uv_timer_t *t)
+{
+        update(t->data);
+}
+
+bool backlog_admit(Backlog *b, const EventRecord *e)
+{
+        update(b);
+        if (!b->shedding)
+                return true;
+        b->dropped++;
+        if (e) {
+                if (b->first_seqnum == 0)
+                        b->first_seqnum = e->seqnum;
+                b->last_seqnum = e->seqnum;
+        }
+        return false;
+}
+
+bool backlog_congested(Backlog *b, bool paused)
+{
+        /* Asked right after a send and while the source waits: this is where a queue that stopped
+         * moving is first seen, since no signal may come after it. */
+        update(b);
+        /* While shedding, waiting would only let the kernel's queue overflow and the model go stale. */
+        if (b->shedding)
+                return false;
+        return publisher_queued(b->p) > (paused ? BACKLOG_LOW : BACKLOG_HIGH);
+}
+
+int backlog_new(Publisher *p, uv_loop_t *loop, Backlog **ret)
+{
+        Backlog *b;
+        int r;
+
+        b = calloc(1, sizeof(Backlog));
+        if (!b)
+                return -ENOMEM;
+        b->p = p;
+        /* A second vtable of the Manager interface: sd-bus introspects its members with the first's. */
+        r = sd_bus_add_object_vtable(p->bus, &b->slot, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                     backlog_vtable, b);
+        if (r < 0) {
+                free(b);
+                return r;
+        }
+        (void) uv_timer_init(loop, &b->timer);
+        b->timer.data = b;
+        *ret = b;
+        return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+        free(h->data);
+}
+
+void backlog_free(Backlog *b)
+{
+        if (!b)
+                return;
+        b->slot = sd_bus_slot_unref(b->slot);
+        uv_close((uv_handle_t *) &b->timer, on_timer_closed);
+}

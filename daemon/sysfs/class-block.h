@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "model/kobject.h"
+#include "sysfs/sysfs.h"
+
+/* What the kernel's class/block says: which block devices exist, and where their disks sit. */
+
+/* One entry of class/block: a block device by its kernel name and devpath. */
+typedef struct BlockDev {
+        char *name;
+        char *devpath;
+        bool partition;
+} BlockDev;
+
+void block_devs_free(BlockDev *l, size_t n);
+
+/* One entry of class/block (classfd), read into *ret; logged and negative when unusable. */
+int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret);
+
+/* What class/block lists now, in name order.  Entries that are not links to a directory of the
+ * same name are logged and left out. */
+int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
+
+/* Does class/block list devpath: a link of its name that resolves to it?  One syscall for a name it
+ * has no link of (every hardware device's). */
+bool class_block_lists(const Sysfs *s, const char *devpath);
+
+/*
+ * Is there a block device at devpath: its directory, and class/block listing it?  The kernel
+ * takes the class/block link away before it sends a device's remove event (device_del()), and
+ * only then the directory: a remove that finds the link still there is synthetic (udevadm
+ * trigger --action=remove), and the device stays.
+ */
+bool scan_block_device_present(const Sysfs *s, const char *devpath);
+

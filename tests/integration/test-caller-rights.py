@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Reads with the caller's rights: an attribute others may not read (mode
+0400 or 0600), or whose content the kernel cuts for them (a PCI device's
+config), is read for root and the daemon's own user only: AccessDenied to
+others, left out of their GetAll and GetManagedObjects, never broadcast
+(InterfacesAdded leaves it out, PropertiesChanged names it only), and
+written by root only.  Runs on a bus every uid may join; the other caller
+is `nobody`."""
+import json
+import os
+import subprocess
+import unittest
+
+import blkmodeltest as bt
+
+AHCI = ("devices", "pci0000:00", "0000:00:1f.2")
+LUN = bt.SDA_DEV.lstrip("/").split("/")
+
+CALLER = r'''
+import dbus, json, os, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+b = dbus.bus.BusConnection(os.environ["DBUS_SESSION_BUS_ADDRESS"])
+ahci, lun = sys.argv[1], sys.argv[2]
+DEV = "org.blkmodel1.Device"; P = "org.freedesktop.DBus.Properties"
+def call(path, iface, method, *args):
+    o = b.get_object("org.blkmodel1", path, introspect=False)
+    try:
+        return ["ok", o.get_dbus_method(method, iface)(*args)]
+    except dbus.DBusException as e:
+        return [e.get_dbus_name(), None]
+gmo = call("/org/blkmodel1", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")[1]
+print(json.dumps({
+    "get_config": call(ahci, P, "Get", DEV, "config")[0],
+    "get_secret": call(lun, P, "Get", DEV, "secret")[0],
+    "get_rootonly": call(lun, P, "Get", DEV, "rootonly")[0],
+    "get_vendor": call(lun, P, "Get", DEV, "vendor")[0],
+    "getall_ahci": sorted(call(ahci, P, "GetAll", DEV)[1]),
+    "getall_lun": sorted(call(lun, P, "GetAll", DEV)[1]),
+    "gmo_ahci": sorted(gmo[ahci][DEV]),
+    "gmo_lun": sorted(gmo[lun][DEV]),
+    "set_secret": call(lun, P, "Set", DEV, "secret", dbus.String("x", variant_level=1))[0],
+}))
+'''
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root to call as another uid")
+class CallerRights(unittest.TestCase):
+    def test_privileged_attributes(self):
+        d = bt.make_fixture()
+        os.chmod(d, 0o755)
+        sys_ = os.path.join(d, "sys")
+        lundir = os.path.join(sys_, *LUN)
+        for name, mode, value in (("secret", 0o600, "s3cret"),
+                                  ("rootonly", 0o400, "r00t")):
+            path = os.path.join(lundir, name)
+            with open(path, "w") as f:
+                f.write(value + "\n")
+            os.chmod(path, mode)
+        ahci, lun = bt.path_of(*AHCI), bt.path_of(*LUN)
+        dev = bt.IFACE + "Device"
+        with bt.Daemon(sys_, extra_args=["--poll-interval=100"]) as dm:
+            p = subprocess.run(["/usr/bin/python3", "-c", CALLER, ahci, lun],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            got = json.loads(p.stdout)
+            denied = "org.freedesktop.DBus.Error.AccessDenied"
+            self.assertEqual(got["get_config"], denied)
+            self.assertEqual(got["get_secret"], denied)
+            self.assertEqual(got["get_rootonly"], denied)
+            self.assertEqual(got["get_vendor"], "ok")
+            self.assertEqual(got["set_secret"], denied)
+            for key in ("getall_ahci", "gmo_ahci"):
+                self.assertNotIn("config", got[key], key)
+                self.assertIn("vendor", got[key], key)
+            for key in ("getall_lun", "gmo_lun"):
+                self.assertNotIn("secret", got[key], key)
+                self.assertNotIn("rootonly", got[key], key)
+                self.assertIn("vendor", got[key], key)
+
+            # Root reads and writes them; GetAll and GetManagedObjects hold them.
+            self.assertEqual(dm.get(lun, dev, "secret"), "s3cret")
+            self.assertEqual(dm.get(ahci, dev, "config"), bt.read_published(
+                os.path.join(sys_, *AHCI, "config")))
+            self.assertIn("secret", dm.get_all(lun, dev))
+            self.assertIn("config", dm.managed_objects()[ahci][dev])
+            dm.call(lun, bt.PROPS, "Set", dev, "secret",
+                    bt.dbus.String("changed", variant_level=1))
+            self.assertEqual(bt.read_attr(os.path.join(lundir, "secret")),
+                             "changed")
+
+            # Their changes are announced by name only; introspection says so.
+            xml = dm.introspect(lun)
+            self.assertIn('<property name="secret" type="s" access="readwrite">'
+                          '\n   <annotation name="org.freedesktop.DBus.'
+                          'Property.EmitsChangedSignal" value="invalidates"/>',
+                          xml)
+            rec = bt.SignalRecorder()
+            with open(os.path.join(lundir, "secret"), "w") as f:
+                f.write("again\n")
+            sig = rec.wait_for(lambda ss: [
+                s for s in ss if s[1] == "PropertiesChanged" and s[2] == lun])
+            sig = [s for s in sig if s[1] == "PropertiesChanged" and
+                   s[2] == lun][0]
+            self.assertNotIn("secret", sig[3][1])
+            self.assertIn("secret", sig[3][2])
+            rec.close()
+
+
+if __name__ == "__main__":
+    bt.main()

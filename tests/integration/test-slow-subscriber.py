@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A subscriber that stops reading, on a bus with 1 MB limits (issue 13,
+item 6; doc/backpressure.md).
+
+dbus-daemon counts every message of ours that the stuck subscriber has not
+read against our max_incoming_bytes and stops reading from us at that
+limit: after ~1 MB of signals nothing of ours gets through, replies
+included, until the subscriber goes.  What the daemon must do about it:
+
+* keep reading uevents (the storm completes while the subscriber is
+  stuck), so the model and the event log stay current and the kernel loses
+  nothing (EventsLost stays 0);
+* not pile up the signals nobody can get: once the subscriber goes, the
+  daemon answers again within a bound;
+* tell the well-behaved subscriber what it missed: one SignalsDropped
+  (count, first seqnum, last seqnum) before any newer signal; every
+  Uevent seqnum it did not get is in the retained log, and GetEvents
+  returns all of them.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+import blkmodeltest as bt
+import dbus
+
+# ~12 MB of Uevent signals: past the bus's 1 MB and the 8 MiB socket buffer sd-bus asks for, so that
+# sd-bus's own queue grows.
+N = 40000
+STORM_BOUND = 30          # s: the daemon keeps reading uevents while stuck
+ANSWER_BOUND = 10.0       # s from the stuck subscriber's end to an answer
+
+STUCK = r"""
+import dbus, sys, time
+c = dbus.bus.BusConnection(sys.argv[1])      # no main loop: nothing ever reads
+c.add_match_string("type='signal',sender='org.blkmodel1'")
+print(c.get_unique_name(), flush=True)
+time.sleep(3600)
+"""
+
+
+def ping(dm, timeout):
+    t = time.monotonic()
+    dm.call(bt.MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping", timeout=timeout)
+    return time.monotonic() - t
+
+
+class SlowSubscriber(unittest.TestCase):
+    def test_stuck_subscriber(self):
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+                 if r.endswith("/block/sda/queue")][0][len(sys_):]
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--event-log-size=%d" % (2 * N), "--log-level=info"]) as dm:
+            rec = bt.SignalRecorder()
+            self.assertLess(ping(dm, 5), 1.0)
+            stuck = subprocess.Popen([sys.executable, "-c", STUCK,
+                                      os.environ["DBUS_SESSION_BUS_ADDRESS"]],
+                                     stdout=subprocess.PIPE, text=True)
+            try:
+                self.assertTrue(stuck.stdout.readline().startswith(":"))
+
+                # The storm.  A queue's own events are logged and signalled, not applied: cheap.
+                # The well-behaved subscriber reads as it goes.
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.settimeout(STORM_BOUND)
+                start = time.monotonic()
+                for i in range(N):
+                    raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
+                           % (queue, queue, i + 1))
+                    try:
+                        s.sendto(raw.encode(), dm.uevent_socket)
+                    except socket.timeout:
+                        self.fail("the daemon stopped reading uevents at %d of %d" % (i, N))
+                    if i % 100 == 0:
+                        rec.pump()
+                    self.assertLess(time.monotonic() - start, STORM_BOUND,
+                                    "the storm took too long: the daemon waits for the bus")
+                s.close()
+                # Every event applied and logged although the bus reads nothing from us.
+                deadline = time.monotonic() + 10
+                while "Sending no signals" not in dm.output():
+                    self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
+                    rec.pump(0.1)
+            finally:
+                stuck.kill()
+                stuck.wait()
+            gone = time.monotonic()
+
+            # The marker first, read as it comes (a test that only blocks in calls would read it
+            # late), then an answer, both within a bound of the stuck subscriber's end.
+            try:
+                rec.wait_for(lambda sigs: any(x[1] == "SignalsDropped" for x in sigs), timeout=30)
+            except AssertionError:
+                self.fail("no SignalsDropped 30 s after the stuck subscriber left:\n"
+                          + dm.output()[-2000:])
+            waited = ping(dm, 30)
+            self.assertLess(time.monotonic() - gone, ANSWER_BOUND,
+                            "a call waited %.1f s after the stuck subscriber left" % waited)
+            self.assertEqual(dm.manager_prop("LastSeqnum"), N)
+            self.assertEqual(dm.manager_prop("EventsLost"), 0)
+            rec.pump(0.5)
+            marker = [x for x in rec.signals if x[1] == "SignalsDropped"]
+            self.assertEqual(len(marker), 1, marker)
+            self.assertEqual(marker[0][0], bt.MANAGER)
+            self.assertEqual(marker[0][2], bt.MANAGER_PATH)
+            dropped, first, last = marker[0][3]
+            self.assertGreater(dropped, 0)
+            self.assertTrue(0 < first <= last <= N, marker)
+            seqnums = [x[3][0] for x in rec.signals if x[1] == "Uevent"]
+            self.assertEqual(seqnums, sorted(seqnums), "Uevents out of order")
+            missed = sorted(set(range(1, N + 1)) - set(seqnums))
+            self.assertTrue(missed, "nothing was missed: the bus was never stuck")
+            # Signals after the marker are newer than every dropped one.
+            i = next(i for i, x in enumerate(rec.signals) if x[1] == "SignalsDropped")
+            after = [x[3][0] for x in rec.signals[i:] if x[1] == "Uevent"]
+            self.assertTrue(all(q > last for q in after), after[:5])
+
+            # The retained log fills every gap: ours (announced) and any the bus made.
+            got, cursor = set(), min(first, missed[0]) - 1
+            while cursor < max(last, missed[-1]):
+                events = dm.manager("GetEvents", dbus.UInt64(cursor))
+                self.assertTrue(events)
+                got |= {e[0] for e in events}
+                cursor = events[-1][0]
+            self.assertTrue(set(range(first, last + 1)) <= got)
+            self.assertTrue(set(missed) <= got)
+            rec.close()
+
+
+if __name__ == "__main__":
+    bt.main()

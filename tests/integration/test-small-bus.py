@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A bus configured to take smaller messages than its default (32 KiB
+here): told so with --max-message-size, the daemon refuses a
+GetManagedObjects that would not fit with LimitsExceeded rather than send
+it and be dropped off the bus; the parts fit, and blkmodelctl reads the
+model in them by itself."""
+import os
+import unittest
+
+import blkmodeltest as bt
+
+LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+
+class SmallBus(unittest.TestCase):
+    def test_refused_then_read_in_parts(self):
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        with bt.Daemon(sys_, extra_args=["--max-message-size=32768"]) as dm:
+            with self.assertRaises(bt.dbus.DBusException) as cm:
+                dm.managed_objects()
+            self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
+            self.assertIn(bt.path_of("block"), str(cm.exception))
+            # Still on the bus, and every part answers or says where to ask.
+            self.assertGreater(dm.manager_prop("ObjectCount"), 0)
+            # An ObjectManager answers for what is below it: a part's own root
+            # is read with GetAll, as a client reading in parts does.
+            got = {}
+            todo = [bt.path_of("block"), bt.path_of("devices")]
+            while todo:
+                path = todo.pop()
+                try:
+                    got.update(dm.call(path, bt.OM, "GetManagedObjects"))
+                except bt.dbus.DBusException as e:
+                    self.assertEqual(e.get_dbus_name(), LIMITS)
+                    for n in self.children(dm, path):
+                        child = path + "/" + n
+                        got[child] = {bt.KOBJ: dm.get_all(child, bt.KOBJ)}
+                        todo.append(child)
+            disks = [p for p, i in got.items()
+                     if i.get(bt.KOBJ, {}).get("Ktype") == "disk"]
+            self.assertIn(bt.path_of("block", "sda"), disks)
+            self.assertIn(bt.path_of("block", "sda", "sda1"), got)
+            p = bt.ctl("list", "-a", "-o", "KNAME", check=0)
+            for name in ("sda", "sda1", "nvme0n1", "sr0", "md0"):
+                self.assertIn(name, p.stdout.split())
+            dm.manager("Rescan")
+
+    @staticmethod
+    def children(dm, path):
+        import xml.etree.ElementTree as ET
+        return [n.get("name") for n in
+                ET.fromstring(dm.introspect(path)).findall("node")]
+
+
+if __name__ == "__main__":
+    bt.main()
