@@ -40,7 +40,7 @@ static void put(char *buf, size_t *n, const char *fmt, ...)
 /* In the kernel's wire format, parsed as the source parses it; NULL (and counted) when the parser
  * refuses it: the source drops those. */
 static Uevent *uevent_make(World *w, const char *action, const char *devpath, const char *subsystem,
-                           const char *devpath_old)
+                           const char *devpath_old, const char *extra)
 {
         static uint64_t kernel_seqnum = 5000;
         char buf[UEVENT_SIZE_MAX];
@@ -55,6 +55,8 @@ static Uevent *uevent_make(World *w, const char *action, const char *devpath, co
         if (devpath_old)
                 put(buf, &n, "DEVPATH_OLD=%s", devpath_old);
         put(buf, &n, "SEQNUM=%" PRIu64, ++kernel_seqnum);
+        if (extra)
+                put(buf, &n, "%s", extra);
         if (uevent_parse(buf, n, &u) < 0) {
                 w->n_unparsable++;
                 return NULL;
@@ -64,7 +66,12 @@ static Uevent *uevent_make(World *w, const char *action, const char *devpath, co
 
 void pend(World *w, const char *action, const char *devpath, const char *devpath_old)
 {
-        Uevent *u = uevent_make(w, action, devpath, "block", devpath_old);
+        /* What the kernel adds to a change: some say what moved (RESIZE), some that more may have
+         * (a dm table's DM_COOKIE). */
+        static const char *const extras[] = {NULL,         NULL, NULL, "RESIZE=1", "DISK_MEDIA_CHANGE=1",
+                                             "DM_COOKIE=1"};
+        Uevent *u = uevent_make(w, action, devpath, "block", devpath_old,
+                                streq(action, "change") ? extras[w->n_pending % ELEMENTSOF(extras)] : NULL);
         Uevent **t;
 
         if (!u)
@@ -78,9 +85,15 @@ void pend(World *w, const char *action, const char *devpath, const char *devpath
 
 static void log_event(World *w, const Uevent *u)
 {
-        world_log(w, "event: %s@%s SUBSYSTEM=%s%s%s", uevent_action_to_string(u->action), u->devpath,
+        const char *extra = "";
+
+        for (size_t i = 0; i < u->n_env; i++)
+                if (streq(u->env_keys[i], "SYNTH_UUID") || streq(u->env_keys[i], "RESIZE") ||
+                    streq(u->env_keys[i], "DISK_MEDIA_CHANGE") || startswith(u->env_keys[i], "DM_"))
+                        extra = u->env_keys[i];
+        world_log(w, "event: %s@%s SUBSYSTEM=%s%s%s%s%s", uevent_action_to_string(u->action), u->devpath,
                   u->subsystem ? u->subsystem : "(none)", u->devpath_old ? " DEVPATH_OLD=" : "",
-                  u->devpath_old ? u->devpath_old : "");
+                  u->devpath_old ? u->devpath_old : "", *extra ? " " : "", extra);
 }
 
 /* The kernel's events reach the daemon: the oldest few (all that fit if all), or some out of turn. */
@@ -182,7 +195,11 @@ static void hostile(World *w, Rng *rng, Step *st)
                 const char *old = streq(action, "move") && rng_percent(rng, 80)
                                                   ? l[rng_below(rng, (unsigned) n)]
                                                   : NULL;
-                Uevent *u = uevent_make(w, action, devpath, subsystem, old);
+                /* udevadm trigger's mark: nothing changed in sysfs, nothing is read again. */
+                const char *extra = rng_percent(rng, 10)   ? "SYNTH_UUID=0"
+                                    : rng_percent(rng, 10) ? "DM_NAME=x"
+                                                           : NULL;
+                Uevent *u = uevent_make(w, action, devpath, subsystem, old, extra);
 
                 if (!u) {
                         world_log(w, "event refused by the parser: %s@%s", action, devpath);
