@@ -207,7 +207,6 @@ static void feed(Live *l, const char *action, const char *devpath, const char *s
 #define SR0_PATH BLOCK "/sr0"
 #define CCISS_PATH BLOCK "/cciss_21c0d0"
 #define LOOP0_PATH BLOCK "/loop0"
-#define NVME0N1_PATH BLOCK "/nvme0n1"
 #define KSET_BLOCK_MEMBERS "properties " BLOCK " org.blkmodel1.Kset changed= invalidated=Members"
 #define KSET_DEVICES_MEMBERS "properties " DEVICES " org.blkmodel1.Kset changed= invalidated=Members"
 #define VDY "/devices/virtual/block/vdy"
@@ -547,66 +546,6 @@ static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
         CHECK(rec.n == 0);
 }
 
-/* A rescan before the warm-up has read an object: the clients hold what the object was at the name,
- * so a change made meanwhile without an event must be told, not taken as what they hold. */
-static void test_rescan_before_the_warm_up(const Fixture *f, uv_loop_t *loop)
-{
-        Sysfs s = {.root_fd = -1};
-        Model *m = NULL, *saved = rec.model;
-        EventLog *log = NULL;
-        Live *l = NULL;
-        bool told = false;
-
-        CHECK(sysfs_open(f->root, &s) == 0);
-        CHECK(model_new(&m) == 0);
-        CHECK(eventlog_new(16, &log) == 0);
-        LiveConfig c = {.loop = loop, .sysfs = &s, .model = m, .events = log, .ops = &recording_ops};
-        CHECK(m && log && live_new(&c, &l) == 0);
-        if (!l)
-                goto out;
-        rec.model = m;
-        CHECK(scan_all(&s, m) > 0);
-        CHECK(live_start(l) == 0);
-        recorded_clear();
-
-        CHECK(fixture_write(f, FIXTURE_NVME0N1 "/size", "42\n") == 0);
-        /* Nothing known to have changed: no made-up event, but every value said. */
-        CHECK(live_rescan(l) == 0);
-        for (size_t i = 0; i < rec.n; i++) {
-                told = told || (startswith(rec.lines[i],
-                                           "properties " NVME0N1_PATH " org.blkmodel1.Disk changed=") &&
-                                strstr(rec.lines[i], "Size"));
-                CHECK(!startswith(rec.lines[i], "event "));
-        }
-        CHECK(told);
-        recorded_clear();
-
-        /* Gone before its remove event: what was "" is published as "" still, and is not said to change. */
-        while (uv_loop_alive(loop))
-                (void) uv_run(loop, UV_RUN_NOWAIT);
-        CHECK(fixture_remove(f, FIXTURE_SDA) == 0);
-        feed(l, "change", FIXTURE_SDA, "block", NULL);
-        told = false;
-        for (size_t i = 0; i < rec.n; i++) {
-                const char *changed = startswith(rec.lines[i],
-                                                 "properties " SDA_PATH " org.blkmodel1.Disk changed=");
-                if (!changed)
-                        continue;
-                told = true;
-                CHECK(strstr(changed, "Size,") != NULL);
-                CHECK(strstr(changed, "events_async") == NULL);
-        }
-        CHECK(told);
-        recorded_clear();
-out:
-        live_free(l);
-        run_loop(loop);
-        model_free(m);
-        eventlog_free(log);
-        sysfs_close(&s);
-        rec.model = saved;
-}
-
 /* The event a synthesized add carries: the uevent file's variables, then the mark. */
 static void test_synthesized_env(EventLog *log)
 {
@@ -711,7 +650,6 @@ int main(void)
         CHECK(model_find_name(m, "sda6") != NULL);
 
         CHECK(rec.consistent);
-        test_rescan_before_the_warm_up(&f, &loop);
 
 out:
         /* Live goes with its close callbacks: the loop runs once more before the model goes. */
