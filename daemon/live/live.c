@@ -280,8 +280,15 @@ void live_free(Live *l)
 
 int live_start(Live *l)
 {
+        Kobject *k;
+        size_t i = 0;
         int r;
 
+        /* A reading taken before the start (an event applied before the name was taken, a rescan) is
+         * older than what the clients read at the name: compared with it, a later reading would
+         * announce what they hold already, or miss a value that went back.  The warm-up reads again. */
+        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+                changes_forget(k);
         l->announce = true;
         r = poll_warmup_start(l);
         if (r < 0)

@@ -11,11 +11,13 @@
 
 /*
  * The live layer around its start, each case on a live layer of its own over the standard fixture:
- * a rescan before the warm-up has read an object tells every value; a directory gone before its
+ * what the clients read at the name is what a change is told against, not a reading taken before
+ * it; a rescan before the warm-up has read an object tells every value; a directory gone before its
  * remove event changes no value that was "" already.  The calls are kept as lines, as test-live
  * keeps them.
  */
 
+#define LOOP0_PATH "/org/blkmodel1/block/loop0"
 #define NVME0N1_PATH "/org/blkmodel1/block/nvme0n1"
 #define SDA_PATH "/org/blkmodel1/block/sda"
 
@@ -188,6 +190,32 @@ out:
         instance_free(&in);
 }
 
+/* Readings taken before the start (a rescan there, events drained before the name) are no baseline:
+ * a value read by the clients at the name that later goes back is told. */
+static void test_readings_before_the_start(const Fixture *f, uv_loop_t *loop)
+{
+        Instance in;
+
+        if (!instance_new(&in, f, loop))
+                goto out;
+        CHECK(live_rescan(in.live) == 0);
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "1\n") == 0);
+        CHECK(live_start(in.live) == 0);
+        settle(loop);
+        /* What the clients read at the name is 1; it goes back to 0. */
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "0\n") == 0);
+        CHECK(live_rescan(in.live) == 1);
+        CHECK(said(LOOP0_PATH, "org.blkmodel1.Disk", "ReadOnly"));
+        CHECK(said(LOOP0_PATH, "org.blkmodel1.Disk", "ro"));
+        lines_clear();
+
+        /* And what they read at the name is not told again. */
+        CHECK(live_rescan(in.live) == 0);
+        CHECK(n_lines == 0);
+out:
+        instance_free(&in);
+}
+
 /* Gone before its remove event: what was "" is published as "" still, and is not said to change. */
 static void test_gone_before_its_remove(const Fixture *f, uv_loop_t *loop)
 {
@@ -215,6 +243,7 @@ int main(void)
         CHECK(uv_loop_init(&loop) == 0);
         if (f.root) {
                 test_rescan_before_the_warm_up(&f, &loop);
+                test_readings_before_the_start(&f, &loop);
                 /* Last: it takes sda away. */
                 test_gone_before_its_remove(&f, &loop);
         }
