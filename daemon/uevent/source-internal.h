@@ -37,6 +37,10 @@ typedef enum UeventSourceKind {
 
 struct UeventSource {
         uv_poll_t poll; /* poll.data points back here */
+        /* A burst cut short by its budget goes on at the next turn of the loop: the socket may be empty
+         * by then, and an empty socket never wakes the poll, so only this can tell that it is drained. */
+        uv_idle_t more;
+        unsigned open_handles; /* the memory goes with the last close callback */
         UeventSourceKind kind;
         int fd;
 
