@@ -162,6 +162,9 @@ int cmd_settle(Ctl *ctl, char **args, int n_args)
                 r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &error, &reply);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "t", &last);
+        if (r == -ETIMEDOUT || sd_bus_error_has_name(&error, SD_BUS_ERROR_TIMEOUT) ||
+            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+                return ctl_fail("Timed out waiting for blkmodeld to settle");
         if (r < 0)
                 return bus_report_error(ctl, &error, r, "Failed to settle");
 
@@ -271,7 +274,7 @@ int cmd_trigger(Ctl *ctl, char **args, int n_args)
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                _cleanup_(freep) char *what = NULL, *name = NULL;
+                _cleanup_(freep) char *what = NULL;
 
                 r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                        BLKMODEL_METHOD_TRIGGER, &error, NULL, "os", targets[i], action);

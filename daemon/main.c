@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 
 #include "base/log.h"
@@ -178,6 +179,10 @@ int main(int argc, char *argv[])
 
         /* A client that disappears mid-reply must not kill us. */
         signal(SIGPIPE, SIG_IGN);
+        /* A GetManagedObjects reply is megabytes of growing buffers: from mmap, so that they go back to
+         * the system when freed.  glibc would otherwise raise the threshold after the first one and take
+         * the next from the heap, which the model's small allocations then pin. */
+        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         r = uv_loop_init(&loop);
         if (r < 0) {

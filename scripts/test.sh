@@ -64,7 +64,7 @@ if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d
                 name=fuzz-$(basename "$corpus")
                 scratch=$(mktemp -d)
                 if UBSAN_OPTIONS=halt_on_error=1 "build-fuzz/tests/fuzz/$name" \
-                        -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=0 \
+                        -max_total_time="${FUZZ_SECONDS:-10}" -print_final_stats=0 \
                         "$scratch" "$corpus" > "$scratch.log" 2>&1; then
                         total_pass=$((total_pass + 1))
                 else

@@ -16,6 +16,7 @@
 typedef struct Backlog Backlog;
 typedef struct Authorization Authorization;
 typedef struct BusWrite BusWrite;
+typedef struct BusGmo BusGmo;
 
 struct Publisher {
         sd_bus *bus;
@@ -33,6 +34,8 @@ struct Publisher {
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
         uv_loop_t *loop;
         BusWrite *writes;              /* Set's writes on the thread pool (write.c) */
+        BusGmo *gmos;                  /* GetManagedObjects replies being built (managed-objects.c) */
+        uv_idle_t *gmo_idle;           /* its own allocation: it goes in its close callback */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -81,6 +84,8 @@ bool bus_object_is_manager(const Kobject *k);
 /* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error);
+/* At exit: replies being built are dropped, unanswered. */
+void bus_gmo_cancel(Publisher *p);
 
 /* ---- introspect.c ---- */
 

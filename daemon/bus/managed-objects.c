@@ -86,6 +86,19 @@ typedef struct Reply {
         bool privileged;
 } Reply;
 
+/* No slice of building a reply keeps the loop longer than this. */
+#define GMO_SLICE_USEC 4000
+
+/* A GetManagedObjects reply being built, in the order the calls came. */
+struct BusGmo {
+        sd_bus_message *call;
+        Reply reply;
+        Kobject *top;         /* a reference; NULL: the root */
+        Kobject **objects;    /* references: what there was when the call came */
+        size_t n_objects, pos;
+        BusGmo *next;
+};
+
 static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
 {
         Reply *reply = userdata;
@@ -141,44 +154,127 @@ static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus
                                          where, bytes >> 20, limit >> 20);
 }
 
+static int collect(Publisher *p, Kobject *k, void *userdata)
+{
+        BusGmo *g = userdata;
+
+        g->objects[g->n_objects++] = kobject_ref(k);
+        return 0;
+}
+
+static BusGmo *gmo_free(Publisher *p, BusGmo *g)
+{
+        for (size_t i = g->pos; i < g->n_objects; i++)
+                kobject_unref(p->model, g->objects[i]);
+        free(g->objects);
+        kobject_unref(p->model, g->top);
+        sd_bus_message_unref(g->reply.m);
+        sd_bus_message_unref(g->call);
+        free(g);
+        return NULL;
+}
+
+static void gmo_finish(Publisher *p, BusGmo *g, int r)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        if (r == -E2BIG)
+                r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
+        if (r >= 0)
+                r = sd_bus_message_close_container(g->reply.m);
+        if (r >= 0)
+                r = sd_bus_send(NULL, g->reply.m, NULL);
+        else if (sd_bus_error_is_set(&error))
+                (void) sd_bus_reply_method_error(g->call, &error);
+        else
+                (void) sd_bus_reply_method_errno(g->call, r, NULL);
+        if (r < 0)
+                log_debug_errno(r, "GetManagedObjects failed: %m");
+        p->gmos = g->next;
+        gmo_free(p, g);
+        /* Building it scattered thousands of small allocations over the heap: give the pages back. */
+        if (!p->gmos)
+                (void) malloc_trim(0);
+}
+
+/* One slice of the oldest reply being built: objects appended until the slice's time is spent. */
+static void on_gmo_idle(uv_idle_t *h)
+{
+        Publisher *p = h->data;
+        BusGmo *g = p->gmos;
+        uint64_t start = uv_hrtime() / 1000;
+        int r = 0;
+
+        if (!g) {
+                (void) uv_idle_stop(p->gmo_idle);
+                return;
+        }
+        while (g->pos < g->n_objects && r >= 0) {
+                Kobject *k = g->objects[g->pos++];
+                /* Gone meanwhile: its InterfacesRemoved went out before this reply will. */
+                if (k->linked)
+                        r = append_managed_object(p, k, &g->reply);
+                kobject_unref(p->model, k);
+                if (uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)
+                        break;
+        }
+        if (r < 0 || g->pos == g->n_objects)
+                gmo_finish(p, g, r);
+}
+
+void bus_gmo_cancel(Publisher *p)
+{
+        while (p->gmos) {
+                BusGmo *g = p->gmos;
+                p->gmos = g->next;
+                gmo_free(p, g);
+        }
+}
+
 /*
  * The root answers for every object; a kset, a disk or a device for the objects below it, so that a
  * model too large for one message (10,000 disks with every attribute) can still be read whole, in
- * parts.
+ * parts.  The reply is built in slices while the loop serves everyone else, from the objects there
+ * were when the call came (those added since are announced by their signals, which go out before
+ * the reply, as do the removals of those that went).
  */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default; a bus
          * drops a connection that sends more.  Refuse instead. */
-        Reply reply = {.bound = 64, .limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096, .privileged = privileged};
-        size_t estimate = 64;
+        size_t estimate = 64, limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096;
+        BusGmo *g, **tail;
         int r;
 
         (void) foreach_below(p, top, add_estimate, &estimate);
-        if (estimate > reply.limit)
-                return refuse(p, top, estimate, reply.limit, error);
+        if (estimate > limit)
+                return refuse(p, top, estimate, limit, error);
         log_debug("GetManagedObjects on %s: about %zu bytes.", top ? top->path : BLKMODEL_ROOT_PATH,
                   estimate);
 
-        r = sd_bus_message_new_method_return(msg, &m);
+        g = calloc(1, sizeof(BusGmo));
+        if (!g)
+                return -ENOMEM;
+        g->reply = (Reply){.bound = 64, .limit = limit, .privileged = privileged};
+        g->call = sd_bus_message_ref(msg);
+        g->top = kobject_ref(top);
+        g->objects = calloc(p->model->n_objects + 1, sizeof(Kobject *));
+        r = g->objects ? sd_bus_message_new_method_return(msg, &g->reply.m) : -ENOMEM;
         if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "{oa{sa{sv}}}");
-        reply.m = m;
+                r = sd_bus_message_open_container(g->reply.m, 'a', "{oa{sa{sv}}}");
         /* The root's managed objects: the Manager, then every kobject. */
         if (r >= 0 && !top)
-                r = append_manager(p, &reply);
+                r = append_manager(p, &g->reply);
         if (r >= 0)
-                r = foreach_below(p, top, append_managed_object, &reply);
-        if (r == -E2BIG)
-                r = refuse(p, top, reply.bound, reply.limit, error);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_send(NULL, m, NULL);
-        /* Building it scattered thousands of small allocations over the heap: give the pages back. */
-        m = sd_bus_message_unref(m);
-        (void) malloc_trim(0);
-        return r;
+                r = foreach_below(p, top, collect, g);
+        if (r < 0) {
+                gmo_free(p, g);
+                return r;
+        }
+        for (tail = &p->gmos; *tail; tail = &(*tail)->next)
+                ;
+        *tail = g;
+        (void) uv_idle_start(p->gmo_idle, on_gmo_idle);
+        return 1;
 }

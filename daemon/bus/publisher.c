@@ -11,6 +11,11 @@ static void on_disconnected(BusLoop *loop, void *userdata)
                 p->disconnected(p->userdata);
 }
 
+static void on_idle_closed(uv_handle_t *h)
+{
+        free(h);
+}
+
 static int publisher_register(Publisher *p)
 {
         int r;
@@ -64,6 +69,13 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
                 publisher_free(p);
                 return log_error_errno(r, "Cannot publish the objects: %m");
         }
+        p->gmo_idle = calloc(1, sizeof(uv_idle_t));
+        if (!p->gmo_idle || uv_idle_init(c->loop, p->gmo_idle) < 0) {
+                p->gmo_idle = mfree(p->gmo_idle);
+                publisher_free(p);
+                return -ENOMEM;
+        }
+        p->gmo_idle->data = p;
         r = bus_loop_attach(c->loop, p->bus, on_disconnected, p, &p->bus_loop);
         if (r < 0) {
                 publisher_free(p);
@@ -80,6 +92,9 @@ Publisher *publisher_free(Publisher *p)
         publisher_release_name(p);
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
+        bus_gmo_cancel(p);
+        if (p->gmo_idle)
+                uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
         bus_writes_orphan(p);
         bus_uids_forget(p);
         bus_loop_free(p->bus_loop);

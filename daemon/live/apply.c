@@ -93,14 +93,20 @@ static bool plain_change(const Uevent *u)
         return true;
 }
 
-static void on_pending_check(uv_check_t *h)
+/* No slice of deferred reading keeps the loop longer than this: a storm of changes must not stall
+ * the callers. */
+#define PENDING_SLICE_USEC 4000
+
+static void apply_pending_slice(Live *l, uint64_t budget_usec);
+
+static void on_pending_idle(uv_idle_t *h)
 {
-        live_apply_pending(h->data);
+        apply_pending_slice(h->data, PENDING_SLICE_USEC);
 }
 
 static void defer_change(Live *l, Kobject *k, bool plain)
 {
-        for (size_t i = 0; i < l->n_pending; i++)
+        for (size_t i = l->pending_pos; i < l->n_pending; i++)
                 if (l->pending[i].k == k) {
                         l->pending[i].plain = l->pending[i].plain && plain;
                         return;
@@ -117,38 +123,53 @@ static void defer_change(Live *l, Kobject *k, bool plain)
                 l->n_pending_max = n;
         }
         l->pending[l->n_pending++] = (PendingChange){kobject_ref(k), plain};
-        (void) uv_check_start(&l->pending_check, on_pending_check);
+        (void) uv_idle_start(&l->pending_idle, on_pending_idle);
+}
+
+static void apply_one(Live *l, const PendingChange *c)
+{
+        Kobject *k = c->k;
+
+        if (k->linked) {
+                char **before = stacking_neighbours(l, k);
+                /* A plain change re-reads what such an event alters, and lists the directory; only
+                 * when that moved is the rest read, with what follows the disk. */
+                if (!c->plain || !scan_shape_unchanged(l->sysfs, k) || changes_refresh(l, k, REFRESH_EVENT) != 0)
+                        reread_with_followers(l, k);
+                live_flush(l);
+                stacking_refresh_neighbours(l, k, before);
+        }
+        kobject_unref(l->model, k);
+}
+
+/* Applies deferred changes in arrival order until the queue is empty or the budget is spent. */
+static void apply_pending_slice(Live *l, uint64_t budget_usec)
+{
+        uint64_t start = uv_hrtime() / 1000;
+
+        while (l->pending_pos < l->n_pending) {
+                /* Taken off the queue first: reading may announce, and nothing may see it twice. */
+                PendingChange c = l->pending[l->pending_pos++];
+                apply_one(l, &c);
+                if (budget_usec != UINT64_MAX && uv_hrtime() / 1000 - start >= budget_usec)
+                        return;
+        }
+        l->pending = mfree(l->pending);
+        l->n_pending = l->n_pending_max = l->pending_pos = 0;
+        (void) uv_idle_stop(&l->pending_idle);
 }
 
 void live_apply_pending(Live *l)
 {
-        /* Taken first: reading may announce, and announcing may apply nothing new, but stay safe. */
-        PendingChange *list = TAKE_PTR(l->pending);
-        size_t n = l->n_pending;
-
-        l->n_pending = l->n_pending_max = 0;
-        (void) uv_check_stop(&l->pending_check);
-        for (size_t i = 0; i < n; i++) {
-                Kobject *k = list[i].k;
-
-                if (k->linked) {
-                        char **before = stacking_neighbours(l, k);
-                        /* A plain change re-reads what such an event alters, and lists the directory;
-                         * only when that moved is the rest read, with what follows the disk. */
-                        if (!list[i].plain || !scan_shape_unchanged(l->sysfs, k) ||
-                            changes_refresh(l, k, REFRESH_EVENT) != 0)
-                                reread_with_followers(l, k);
-                        live_flush(l);
-                        stacking_refresh_neighbours(l, k, before);
-                }
-                kobject_unref(l->model, k);
-        }
-        free(list);
+        apply_pending_slice(l, UINT64_MAX);
 }
 
 static void apply(Live *l, const Uevent *u, Applied *a)
 {
         Kobject *k = model_find_devpath(l->model, u->devpath);
+        /* Written into a uevent file (udevadm trigger): the kernel marks it, since 4.13 even without
+         * arguments (SYNTH_UUID=0).  It changed nothing in sysfs: nothing to read again. */
+        bool synthetic = uevent_get(u, "SYNTH_UUID");
 
         /* Ksets, queues, schedulers and devices follow their disk, never an event of their own. */
         if (k && !ktype_is_block_device(k->ktype)) {
@@ -162,7 +183,8 @@ static void apply(Live *l, const Uevent *u, Applied *a)
         case UEVENT_ADD:
                 /* An add for what we have is harmless: the scan may have seen it first. */
                 if (k) {
-                        reread_with_followers(l, k);
+                        if (!synthetic)
+                                reread_with_followers(l, k);
                         a->k = k;
                 } else
                         a->k = add_from_sysfs(l, u->devpath, a);
@@ -178,6 +200,8 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                 Kobject *old = u->devpath_old ? model_find_devpath(l->model, u->devpath_old) : NULL;
                 if (old && ktype_is_block_device(old->ktype))
                         (void) remove_object(l, old, a);
+                /* What the event names may have gone with the old one: the same devpath, or below it. */
+                k = model_find_devpath(l->model, u->devpath);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
                 return;
         }
@@ -194,7 +218,8 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                 }
                 /* Read once this loop iteration's burst is in: a storm of changes of one object
                  * costs one reading. */
-                defer_change(l, k, plain_change(u));
+                if (!synthetic)
+                        defer_change(l, k, plain_change(u));
                 a->k = k;
                 return;
 

@@ -19,7 +19,6 @@ typedef struct ChangeRecord {
         uint64_t slots[];
 } ChangeRecord;
 
-#define FINGERPRINT_UNREADABLE UINT64_C(1)
 #define FINGERPRINT_VOLATILE UINT64_C(0)
 
 static bool slot_typed(const PropertyInfo *p)
@@ -172,8 +171,9 @@ static uint64_t read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRe
 
         if (a->flags & ATTR_VOLATILE)
                 return FINGERPRINT_VOLATILE;
+        /* Signals and GetAll publish an unreadable file as "": that is what a client holds. */
         if (objdir_read_attr(d, iface, a, &v) < 0)
-                return FINGERPRINT_UNREADABLE;
+                v = "";
         rec->value_bytes += 8 + strlen(v);
         return fnv1a(v, strlen(v) + 1, FNV1A_INIT);
 }

@@ -32,11 +32,15 @@ struct Live {
         Kobject **added;
         size_t n_added, n_added_max;
         bool members_changed[2]; /* block, devices kset */
+        /* Disks and queues whose children came or went before their first reading: the clients hold
+         * something older than whatever a reading would find now (live.c). */
+        Kobject **unread_parents;
+        size_t n_unread_parents, n_unread_parents_max;
 
         /* Change events of this loop iteration, applied once per object at its end (apply.c). */
         PendingChange *pending;
-        size_t n_pending, n_pending_max;
-        uv_check_t pending_check;
+        size_t n_pending, n_pending_max, pending_pos;
+        uv_idle_t pending_idle;
 
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;

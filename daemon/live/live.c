@@ -4,19 +4,38 @@
 #include "base/log.h"
 #include "live/live-internal.h"
 
-static void queue_added(Live *l, Kobject *k)
+static void push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
 {
-        if (l->n_added == l->n_added_max) {
-                size_t n = l->n_added_max ? l->n_added_max * 2 : 16;
-                Kobject **t = realloc(l->added, n * sizeof(Kobject *));
+        if (*n == *max) {
+                size_t m = *max ? *max * 2 : 16;
+                Kobject **t = realloc(*list, m * sizeof(Kobject *));
                 if (!t) {
                         log_error("Out of memory: %s will not be announced.", k->path);
                         return;
                 }
-                l->added = t;
-                l->n_added_max = n;
+                *list = t;
+                *max = m;
         }
-        l->added[l->n_added++] = kobject_ref(k);
+        (*list)[(*n)++] = kobject_ref(k);
+}
+
+static void queue_added(Live *l, Kobject *k)
+{
+        push_ref(&l->added, &l->n_added, &l->n_added_max, k);
+}
+
+/*
+ * A partition, queue or scheduler came or went: its parent's Partitions, Queue or Elevator changed.
+ * A parent read before compares with that reading whenever it is read again; one never read (the
+ * warm-up has not come to it) would take the new value as what the clients hold, and the change
+ * would never be told.  It is read, and announced whole, at the next flush.
+ */
+static void note_parent(Live *l, Kobject *k)
+{
+        Kobject *p = k->parent;
+
+        if (p && (p->ktype->id == KTYPE_DISK || p->ktype->id == KTYPE_QUEUE) && !changes_recorded(p))
+                push_ref(&l->unread_parents, &l->n_unread_parents, &l->n_unread_parents_max, p);
 }
 
 static void note_member_change(Live *l, Kobject *k)
@@ -36,6 +55,7 @@ static void on_object_added(Model *m, Kobject *k, void *userdata)
         /* Its children are not linked yet: it is announced once whole, at the next flush. */
         queue_added(l, k);
         note_member_change(l, k);
+        note_parent(l, k);
 }
 
 static void on_object_removed(Model *m, Kobject *k, void *userdata)
@@ -48,6 +68,8 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
                 return;
         l->ops->object_removed(l->userdata, k);
         note_member_change(l, k);
+        if (!k->parent || !k->parent->unlinking)
+                note_parent(l, k);
 }
 
 static const ModelObserver live_observer = {
@@ -83,6 +105,16 @@ void live_flush(Live *l)
                                 l->ops->properties_changed(l->userdata, ksets[i], ksets[i]->ktype->interface,
                                                            NULL, (char **) members);
                 }
+
+        /* Taken first: reading one may flush again. */
+        _cleanup_(freep) Kobject **parents = TAKE_PTR(l->unread_parents);
+        size_t n = l->n_unread_parents;
+        l->n_unread_parents = l->n_unread_parents_max = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (parents[i]->linked && !changes_recorded(parents[i]))
+                        (void) changes_refresh(l, parents[i], REFRESH_STRUCTURE);
+                kobject_unref(l->model, parents[i]);
+        }
 }
 
 int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
@@ -199,12 +231,12 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->rescan_idle.data = l;
         l->n_open_handles = 3;
-        r = uv_check_init(l->loop, &l->pending_check);
+        r = uv_idle_init(l->loop, &l->pending_idle);
         if (r < 0) {
                 live_free(l);
                 return r;
         }
-        l->pending_check.data = l;
+        l->pending_idle.data = l;
         l->n_open_handles = 4;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
@@ -219,16 +251,20 @@ void live_free(Live *l)
         if (!l)
                 return;
         /* Nobody is left to hear about them. */
-        for (size_t j = 0; j < l->n_pending; j++)
+        for (size_t j = l->pending_pos; j < l->n_pending; j++)
                 kobject_unref(l->model, l->pending[j].k);
         l->pending = mfree(l->pending);
-        l->n_pending = l->n_pending_max = 0;
+        l->n_pending = l->n_pending_max = l->pending_pos = 0;
         live_stop(l);
         model_set_observer(l->model, NULL, NULL);
         for (size_t j = 0; j < l->n_added; j++)
                 kobject_unref(l->model, l->added[j]);
         l->added = mfree(l->added);
         l->n_added = 0;
+        for (size_t j = 0; j < l->n_unread_parents; j++)
+                kobject_unref(l->model, l->unread_parents[j]);
+        l->unread_parents = mfree(l->unread_parents);
+        l->n_unread_parents = 0;
         while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
                 changes_forget(k);
         stacking_done(l);
@@ -239,13 +275,20 @@ void live_free(Live *l)
         if (l->n_open_handles >= 3)
                 uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
         if (l->n_open_handles == 4)
-                uv_close((uv_handle_t *) &l->pending_check, on_handle_closed);
+                uv_close((uv_handle_t *) &l->pending_idle, on_handle_closed);
 }
 
 int live_start(Live *l)
 {
+        Kobject *k;
+        size_t i = 0;
         int r;
 
+        /* A reading taken before the start (an event applied before the name was taken, a rescan) is
+         * older than what the clients read at the name: compared with it, a later reading would
+         * announce what they hold already, or miss a value that went back.  The warm-up reads again. */
+        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+                changes_forget(k);
         l->announce = true;
         r = poll_warmup_start(l);
         if (r < 0)

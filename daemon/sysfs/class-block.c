@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+
 #include "base/log.h"
 #include "common/util.h"
 #include "sysfs/class-block.h"
@@ -86,9 +88,17 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
 /* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
 bool class_block_lists(const Sysfs *s, const char *devpath)
 {
-        _cleanup_(freep) char *target = NULL, *resolved = NULL;
-        _cleanup_(closep) int fd = sysfs_open_dir(s, "class/block");
+        _cleanup_(freep) char *target = NULL, *resolved = NULL, *rel = NULL;
+        _cleanup_(closep) int fd = -1;
 
+        /* The scan asks this of every hardware directory it publishes: most names have no link. */
+        rel = path_join("class/block", path_basename(devpath));
+        fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
+        if (fd < 0)
+                return false;
+        (void) close(TAKE_FD(fd));
+
+        fd = sysfs_open_dir(s, "class/block");
         return fd >= 0 && sysfs_readlink(fd, path_basename(devpath), &target) >= 0 &&
                sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
 }
@@ -99,22 +109,3 @@ bool scan_block_device_present(const Sysfs *s, const char *devpath)
 
         return fd >= 0 && class_block_lists(s, devpath);
 }
-
-int scan_disk_device_devpath(const Sysfs *s, const Kobject *disk, char **ret)
-{
-        _cleanup_(freep) char *target = NULL;
-        _cleanup_(closep) int fd = sysfs_open_dir(s, disk->devpath);
-        int r;
-
-        if (fd < 0)
-                return fd;
-        r = sysfs_readlink(fd, "device", &target);
-        if (r == -ENOENT || r == -EINVAL) {
-                *ret = NULL; /* a virtual device */
-                return 0;
-        }
-        if (r < 0)
-                return r;
-        return sysfs_resolve_relative(disk->devpath, target, ret);
-}
-

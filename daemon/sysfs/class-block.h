@@ -24,7 +24,8 @@ int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, Block
  * same name are logged and left out. */
 int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
 
-/* Does class/block list devpath: a link of its name that resolves to it? */
+/* Does class/block list devpath: a link of its name that resolves to it?  One syscall for a name it
+ * has no link of (every hardware device's). */
 bool class_block_lists(const Sysfs *s, const char *devpath);
 
 /*
@@ -34,7 +35,4 @@ bool class_block_lists(const Sysfs *s, const char *devpath);
  * trigger --action=remove), and the device stays.
  */
 bool scan_block_device_present(const Sysfs *s, const char *devpath);
-
-/* Where a disk's `device` link points now, as a devpath; NULL for a virtual disk (no link). */
-int scan_disk_device_devpath(const Sysfs *s, const Kobject *disk, char **ret);
 

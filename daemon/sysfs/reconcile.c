@@ -222,12 +222,13 @@ static int step_follow(Reconcile *r, Kobject *disk)
 
         if (!disk->linked)
                 return 0;
-        k = scan_disk_device_devpath(r->sysfs, disk, &device);
-        /* A link the scan could not follow (dangling, or into the disk itself) is no hardware. */
-        if (k >= 0 && device && (!dir_exists(r->sysfs, device, "") || startswith(device, disk->devpath)))
-                device = mfree(device);
-        if (k >= 0 && !streq_ptr(device, disk->device ? disk->device->devpath : NULL)) {
-                /* Moved to other hardware: another disk as far as anyone can tell. */
+        k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
+        q = kobject_find_child_type(disk, KTYPE_QUEUE);
+        /* Moved to other hardware, or a request queue that came or went (a disk's never does while the
+         * disk lives, so Device and Queue are constant properties): another disk as far as anyone can
+         * tell. */
+        if (k >= 0 && (!streq_ptr(device, disk->device ? disk->device->devpath : NULL) ||
+                       !q != !dir_exists(r->sysfs, disk->devpath, "queue"))) {
                 _cleanup_(freep) char *devpath = strdup(disk->devpath);
                 Kobject *again;
 
@@ -243,16 +244,6 @@ static int step_follow(Reconcile *r, Kobject *disk)
                 return k == -ENOMEM ? k : 0;
         }
 
-        q = kobject_find_child_type(disk, KTYPE_QUEUE);
-        if (q && !dir_exists(r->sysfs, q->devpath, ""))
-                model_unlink(r->model, q);
-        else if (!q && dir_exists(r->sysfs, disk->devpath, "queue")) {
-                k = scan_add_queue(r->sysfs, r->model, disk);
-                if (k == -ENOMEM)
-                        return k;
-                return 0; /* with its scheduler */
-        }
-        q = kobject_find_child_type(disk, KTYPE_QUEUE);
         if (!q)
                 return 0;
         e = kobject_find_child_type(q, KTYPE_ELEVATOR);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 
 #include "base/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "sysfs/scan.h"
 
@@ -219,7 +220,9 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
                         return r;
         }
 
-        r = open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
+        /* A block device's directory (or one below it) is no hardware: taken for some, it would hide
+         * the block device from the scan whenever the link came first. */
+        r = class_block_lists(s, devpath) ? -ENOTDIR : open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
         if (r >= 0) {
                 r = kobject_add_scanned(m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
                                         devpath, fd, &d, NULL, &k);
@@ -328,6 +331,57 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, int dirfd,
         if (rest && (*rest == 0 || *rest == '/'))
                 return -ELOOP;
         return device_get(s, m, resolved, 0, ret);
+}
+
+/* Would device_get() publish devpath as hardware, or find it published?  The same checks, nothing
+ * made. */
+static bool device_followable(const Sysfs *s, const Model *m, const char *devpath)
+{
+        _cleanup_(freep) char *p = strdup(devpath);
+
+        if (!p)
+                return false;
+        for (unsigned depth = 0; !streq(p, "/devices"); depth++) {
+                Kobject *k = model_find_devpath(m, p);
+                int fd;
+
+                if (k)
+                        return k->ktype->id == KTYPE_DEVICE;
+                if (depth > DEVICE_DEPTH_MAX || !startswith(p, "/devices/") || !utf8_is_valid(p))
+                        return false;
+                if (class_block_lists(s, p))
+                        return false;
+                fd = sysfs_open_dir(s, p);
+                if (fd < 0)
+                        return false;
+                (void) close(fd);
+                *strrchr(p, '/') = 0;
+        }
+        return true;
+}
+
+int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk, char **ret)
+{
+        _cleanup_(freep) char *target = NULL, *resolved = NULL;
+        _cleanup_(closep) int fd = sysfs_open_dir(s, disk->devpath);
+        const char *rest;
+        int r;
+
+        if (fd < 0)
+                return fd;
+        *ret = NULL; /* a virtual device, or a link the scan does not follow */
+        r = sysfs_readlink(fd, "device", &target);
+        if (r == -ENOENT || r == -EINVAL)
+                return 0;
+        if (r < 0)
+                return r;
+        if (sysfs_resolve_relative(disk->devpath, target, &resolved) < 0)
+                return 0;
+        rest = startswith(resolved, disk->devpath);
+        if ((rest && (*rest == 0 || *rest == '/')) || !device_followable(s, m, resolved))
+                return 0;
+        *ret = TAKE_PTR(resolved);
+        return 0;
 }
 
 /* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its

@@ -11,6 +11,10 @@
  * missing.  Each such thing is logged and skipped; the rest is published.
  */
 
+/* Where a disk's `device` link points now, as a devpath; NULL for a virtual disk (no link) and for
+ * a link the scan would not follow (dangling, into the disk, to what is no hardware). */
+int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk, char **ret);
+
 /* Enumerates every block device under class/block; returns the number of disks added. */
 int scan_all(const Sysfs *s, Model *m);
 

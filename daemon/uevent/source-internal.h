@@ -8,8 +8,10 @@
 
 #include "uevent/source.h"
 
-/* At most this many datagrams per poll callback: a burst must not starve the bus. */
+/* At most this many datagrams per poll callback, and for at most this long: a burst must not
+ * starve the bus (an add reads a whole disk; 256 of them stalled the loop for most of a second). */
 #define READ_BURST_MAX 256
+#define READ_BURST_USEC 4000
 
 /* As udevd and systemd-udevd-kernel.socket: enough for a coldplug of thousands of disks. */
 #define NETLINK_RCVBUF_DEFAULT (128 * 1024 * 1024)
@@ -35,6 +37,10 @@ typedef enum UeventSourceKind {
 
 struct UeventSource {
         uv_poll_t poll; /* poll.data points back here */
+        /* A burst cut short by its budget goes on at the next turn of the loop: the socket may be empty
+         * by then, and an empty socket never wakes the poll, so only this can tell that it is drained. */
+        uv_idle_t more;
+        unsigned open_handles; /* the memory goes with the last close callback */
         UeventSourceKind kind;
         int fd;
 

@@ -36,6 +36,9 @@ static void on_close(uv_handle_t *handle)
         UeventSource *s = handle->data;
         struct stat st;
 
+        if (--s->open_handles > 0)
+                return;
+
         /* The handle is gone from the loop; only now may the fd go. */
         if (s->fd >= 0)
                 (void) close(s->fd);
@@ -261,12 +264,15 @@ static int read_one(UeventSource *s)
         }
 }
 
+static void on_more(uv_idle_t *handle);
+
 /* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
 static bool read_burst(UeventSource *s)
 {
-        bool progress = false;
+        uint64_t start = uv_hrtime();
+        bool progress = false, drained = false;
 
-        for (unsigned i = 0; i < READ_BURST_MAX; i++) {
+        for (unsigned i = 0; i < READ_BURST_MAX && uv_hrtime() - start < READ_BURST_USEC * 1000; i++) {
                 int r;
 
                 /* A callback may have paused or freed us. */
@@ -275,6 +281,7 @@ static bool read_burst(UeventSource *s)
 
                 r = read_one(s);
                 if (r == 0) {
+                        drained = true;
                         if (s->drained)
                                 s->drained(s, s->userdata);
                         break;
@@ -294,7 +301,30 @@ static bool read_burst(UeventSource *s)
                 }
         }
 
+        if (!drained && !s->paused && !s->closing && !s->dead)
+                (void) uv_idle_start(&s->more, on_more);
         return progress;
+}
+
+/* Only looks: what is queued is the poll's to read, one burst a turn of the loop. */
+static void on_more(uv_idle_t *handle)
+{
+        UeventSource *s = handle->data;
+
+        (void) uv_idle_stop(&s->more);
+        if (s->paused || s->closing || s->dead)
+                return;
+        if (recv(s->fd, NULL, 0, MSG_PEEK | MSG_DONTWAIT) >= 0)
+                return;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (s->drained)
+                        s->drained(s, s->userdata);
+        } else if (errno == ENOBUFS) {
+                /* Taking the error clears it: report it here, then look again. */
+                report_lost(s, "receive buffer overrun");
+                (void) uv_idle_start(&s->more, on_more);
+        } else if (errno == EINTR)
+                (void) uv_idle_start(&s->more, on_more);
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events)
@@ -363,19 +393,28 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
         s->uid = geteuid();
         s->drop_log_window_start = uv_now(loop);
 
-        r = uv_poll_init(loop, &s->poll, fd);
+        r = uv_idle_init(loop, &s->more);
         if (r < 0) {
-                /* Nothing registered yet: a plain free will do. */
                 free(s);
                 return r;
         }
+        s->more.data = s;
+        s->open_handles = 1;
+        r = uv_poll_init(loop, &s->poll, fd);
+        if (r < 0) {
+                s->closing = true;
+                uv_close((uv_handle_t *) &s->more, on_close);
+                return r;
+        }
         s->poll.data = s;
+        s->open_handles = 2;
 
         r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
         if (r < 0) {
                 /* Registered: the memory must wait for the close callback, the fd stays the caller's. */
                 s->closing = true;
                 uv_close((uv_handle_t *) &s->poll, on_close);
+                uv_close((uv_handle_t *) &s->more, on_close);
                 return r;
         }
         s->polling = true;
@@ -411,6 +450,9 @@ void uevent_source_resume(UeventSource *s)
                 return;
         s->paused = false;
         update_polling(s);
+        /* Whoever waits for "drained" must hear it even if nothing comes any more. */
+        if (!s->dead)
+                (void) uv_idle_start(&s->more, on_more);
 }
 
 uint64_t uevent_source_dropped(const UeventSource *s)
@@ -427,6 +469,7 @@ void uevent_source_free(UeventSource *s)
         s->closing = true;
         s->polling = false;
         uv_close((uv_handle_t *) &s->poll, on_close);
+        uv_close((uv_handle_t *) &s->more, on_close);
 }
 
 int source_set_passcred(int fd)

@@ -440,3 +440,38 @@ def parse_uevent(path):
         if sep and k:
             env[k] = v
     return env
+
+
+# ---- comparing whole models ------------------------------------------------
+
+def model_diff(have, want, limit=20):
+    """What differs between two all_objects() results, one line per
+    difference (at most `limit`); "" when they are equal."""
+    out = []
+    for path in sorted(set(have) | set(want)):
+        if path not in want:
+            out.append("only in the first: %s" % path)
+            continue
+        if path not in have:
+            out.append("only in the second: %s" % path)
+            continue
+        for iface in sorted(set(have[path]) | set(want[path])):
+            a, b = have[path].get(iface), want[path].get(iface)
+            if a is None or b is None:
+                out.append("%s: interface %s only in the %s" % (
+                    path, iface, "second" if a is None else "first"))
+                continue
+            for prop in sorted(set(a) | set(b)):
+                if a.get(prop) != b.get(prop):
+                    out.append("%s: %s.%s is %r, %r" % (
+                        path, iface, prop, a.get(prop), b.get(prop)))
+    if len(out) > limit:
+        out = out[:limit] + ["… %d more" % (len(out) - limit)]
+    return "\n".join(out)
+
+
+def fresh_model(sysfs_root, extra_args=()):
+    """What a daemon started now on the tree publishes (all_objects()); the
+    daemon is stopped again, so the bus name must be free."""
+    with Daemon(sysfs_root, extra_args=extra_args) as dm:
+        return dm.all_objects()

@@ -27,7 +27,12 @@ static char *fixture_path(const Fixture *f, const char *rel)
 
 int fixture_new(Fixture *ret)
 {
-        _cleanup_(freep) char *dir = strdup("/tmp/blkmodel-unit-XXXXXX"), *root = NULL, *cmd = NULL;
+        return fixture_new_in("/tmp", ret);
+}
+
+int fixture_new_in(const char *tmpdir, Fixture *ret)
+{
+        _cleanup_(freep) char *dir = path_join(tmpdir, "blkmodel-unit-XXXXXX"), *root = NULL, *cmd = NULL;
         const char *script = getenv("BLKMODEL_MKSYSFS");
         int status;
 
@@ -80,7 +85,8 @@ void fixture_done(Fixture *f)
         *f = (Fixture){};
 }
 
-int fixture_write(const Fixture *f, const char *rel, const char *value)
+/* A new file gets mode; an old one keeps its own. */
+static int write_mode(const Fixture *f, const char *rel, const char *value, mode_t mode)
 {
         _cleanup_(freep) char *p = fixture_path(f, rel);
         size_t l = strlen(value);
@@ -89,7 +95,11 @@ int fixture_write(const Fixture *f, const char *rel, const char *value)
 
         if (!p)
                 return -ENOMEM;
-        fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd >= 0 && fchmod(fd, mode) < 0) {
+                close(fd);
+                return -errno;
+        }
         if (fd < 0)
                 return -errno;
         k = write(fd, value, l);
@@ -99,6 +109,16 @@ int fixture_write(const Fixture *f, const char *rel, const char *value)
         if (k < 0)
                 return (int) k;
         return (size_t) k == l ? 0 : -EIO;
+}
+
+int fixture_write(const Fixture *f, const char *rel, const char *value)
+{
+        _cleanup_(freep) char *p = fixture_path(f, rel);
+        struct stat st;
+
+        if (!p)
+                return -ENOMEM;
+        return write_mode(f, rel, value, lstat(p, &st) >= 0 ? st.st_mode & 07777 : 0644);
 }
 
 /* mkdir -p of the directory that holds path. */
@@ -173,9 +193,15 @@ int fixture_remove(const Fixture *f, const char *rel)
         return rm_rf(p);
 }
 
+/* Modes as the kernel gives them: one attribute has one mode wherever it appears, and the daemon
+ * relies on that (model/shape.h). */
+#define RO 0444
+#define RW 0644
+
 typedef struct FileValue {
         const char *name;
         char *value; /* NULL: out of memory */
+        mode_t mode;
 } FileValue;
 
 static void file_values_free(FileValue *files, size_t n)
@@ -188,7 +214,7 @@ static int write_files(const Fixture *f, const char *dir, const FileValue *files
 {
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(freep) char *rel = path_join(dir, files[i].name);
-                int r = rel && files[i].value ? fixture_write(f, rel, files[i].value) : -ENOMEM;
+                int r = rel && files[i].value ? write_mode(f, rel, files[i].value, files[i].mode) : -ENOMEM;
                 if (r < 0)
                         return r;
         }
@@ -238,16 +264,17 @@ int fixture_add_partition(const Fixture *f, const char *disk_devpath, const char
         FileValue files[] = {
                         {"uevent",
                          strdupf("MAJOR=%u\nMINOR=%u\nDEVNAME=%s\nDEVTYPE=partition\nDISKSEQ=1\nPARTN=%u\n",
-                                 major, minor, name, partn)},
-                        {"alignment_offset", strdupf("0\n")},
-                        {"dev", strdupf("%u:%u\n", major, minor)},
-                        {"discard_alignment", strdupf("0\n")},
-                        {"inflight", strdupf("%8d %8d\n", 0, 0)},
-                        {"partition", strdupf("%u\n", partn)},
-                        {"ro", strdupf("0\n")},
-                        {"size", strdupf("%" PRIu64 "\n", size)},
-                        {"start", strdupf("%" PRIu64 "\n", start)},
-                        {"stat", strdupf("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")},
+                                 major, minor, name, partn),
+                         RW},
+                        {"alignment_offset", strdupf("0\n"), RO},
+                        {"dev", strdupf("%u:%u\n", major, minor), RO},
+                        {"discard_alignment", strdupf("0\n"), RO},
+                        {"inflight", strdupf("%8d %8d\n", 0, 0), RO},
+                        {"partition", strdupf("%u\n", partn), RO},
+                        {"ro", strdupf("0\n"), RO},
+                        {"size", strdupf("%" PRIu64 "\n", size), RO},
+                        {"start", strdupf("%" PRIu64 "\n", start), RO},
+                        {"stat", strdupf("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"), RO},
         };
         int r;
 
@@ -268,22 +295,24 @@ int fixture_add_disk(const Fixture *f, const char *devpath, unsigned major, unsi
         _cleanup_(freep) char *queue = NULL, *holders = NULL, *slaves = NULL, *full = NULL;
         const char *name = basename_of(devpath);
         FileValue files[] = {
-                        {"uevent", strdupf("MAJOR=%u\nMINOR=%u\nDEVNAME=%s\nDEVTYPE=disk\nDISKSEQ=9\n",
-                                           major, minor, name)},
-                        {"dev", strdupf("%u:%u\n", major, minor)},
-                        {"ext_range", strdupf("1\n")},
-                        {"inflight", strdupf("%8d %8d\n", 0, 0)},
-                        {"range", strdupf("1\n")},
-                        {"removable", strdupf("0\n")},
-                        {"ro", strdupf("0\n")},
-                        {"size", strdupf("%" PRIu64 "\n", size)},
-                        {"stat", strdupf("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")},
+                        {"uevent",
+                         strdupf("MAJOR=%u\nMINOR=%u\nDEVNAME=%s\nDEVTYPE=disk\nDISKSEQ=9\n", major, minor,
+                                 name),
+                         RW},
+                        {"dev", strdupf("%u:%u\n", major, minor), RO},
+                        {"ext_range", strdupf("1\n"), RO},
+                        {"inflight", strdupf("%8d %8d\n", 0, 0), RO},
+                        {"range", strdupf("1\n"), RO},
+                        {"removable", strdupf("0\n"), RO},
+                        {"ro", strdupf("0\n"), RO},
+                        {"size", strdupf("%" PRIu64 "\n", size), RO},
+                        {"stat", strdupf("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"), RO},
         };
         FileValue queue_files[] = {
-                        {"logical_block_size", strdupf("512\n")},
-                        {"read_ahead_kb", strdupf("128\n")},
-                        {"rotational", strdupf("0\n")},
-                        {"scheduler", strdupf("none\n")},
+                        {"logical_block_size", strdupf("512\n"), RO},
+                        {"read_ahead_kb", strdupf("128\n"), RW},
+                        {"rotational", strdupf("0\n"), RW},
+                        {"scheduler", strdupf("none\n"), RW},
         };
         int r;
 

@@ -23,8 +23,11 @@ typedef struct Fixture {
 #define FIXTURE_AHCI "/devices/pci0000:00/0000:00:1f.2"
 #define FIXTURE_CCISS "/devices/pci0000:00/0000:00:03.0/cciss0/c0d0/block/cciss!c0d0"
 #define FIXTURE_LOOP0 "/devices/virtual/block/loop0"
+#define FIXTURE_NVME0N1 "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1"
 
 int fixture_new(Fixture *ret);
+/* The same below another directory than /tmp (a tmpfs, for tests that change the tree a lot). */
+int fixture_new_in(const char *tmpdir, Fixture *ret);
 /* Removes the whole tree.  Safe on a fixture that was never made. */
 void fixture_done(Fixture *f);
 

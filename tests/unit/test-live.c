@@ -264,6 +264,15 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
         feed(l, "change", FIXTURE_SDA, "block", NULL);
         CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
 
+        /* A synthetic change (udevadm trigger: the kernel adds SYNTH_UUID) changed nothing in sysfs:
+         * it costs no reading, only its event.  What really changed comes with its own event. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+        feed(l, "add", FIXTURE_SDA, "block", (const char *const[]){"SYNTH_UUID=0", NULL});
+        CHECK(recorded((const char *const[]){"event add " FIXTURE_SDA " " SDA_PATH, NULL}));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
+
         /* A burst of changes of one object in one loop iteration: every event, one reading. */
         CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
         for (int i = 0; i < 3; i++)
@@ -467,6 +476,22 @@ static void test_move(Live *l, const Fixture *f, Model *m)
         CHECK(model_find_name(m, "vdw") != NULL);
 }
 
+/* A move that names as its new devpath what it removes as the old one (root can send anything): the
+ * object goes, and nothing refers to it after. */
+static void test_move_onto_itself(Live *l, const Fixture *f, Model *m)
+{
+        CHECK(fixture_remove(f, "class/block/vdw") == 0);
+        feed(l, "move", VDW, "block", (const char *const[]){"DEVPATH_OLD=" VDW, NULL});
+        CHECK(recorded((const char *const[]){
+                        "removed " BLOCK "/vdw/queue",
+                        "removed " BLOCK "/vdw",
+                        KSET_BLOCK_MEMBERS,
+                        "event move " VDW " " BLOCK "/vdw",
+                        NULL,
+        }));
+        CHECK(model_find_name(m, "vdw") == NULL);
+}
+
 static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
 {
         /* Changed behind our back: a partition added, one removed, a size changed, no event for any. */
@@ -611,6 +636,7 @@ int main(void)
         test_shape_changes(l, &f);
         test_scheduler_write(l, &f, m);
         test_move(l, &f, m);
+        test_move_onto_itself(l, &f, m);
         test_rescan(l, &f, m, &loop);
         test_synthesized_env(log);
 

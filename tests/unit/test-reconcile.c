@@ -167,6 +167,34 @@ int main(void)
         CHECK(model_find_name(m, "vdx") && streq(model_find_name(m, "vdx")->devpath, VDX_ELSEWHERE));
         diffs_clear(&d);
 
+        /* A request queue that goes while its disk stays (a fixture can do that, a kernel only for a
+         * moment in del_gendisk()): a disk's Queue is constant, so the disk goes and comes back without
+         * it, and again when the queue comes back. */
+        CHECK(fixture_remove(&f, VDX_ELSEWHERE "/queue") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 2);
+        CHECK(diffs_are(&d, (const char *const[]){"remove " VDX_ELSEWHERE " " VDX_PATH,
+                                                  "add " VDX_ELSEWHERE " " VDX_PATH, NULL}));
+        CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") == NULL);
+        diffs_clear(&d);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_mkdir(&f, VDX_ELSEWHERE "/queue") == 0);
+        CHECK(fixture_write(&f, VDX_ELSEWHERE "/queue/scheduler", "[none] mq-deadline \n") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 2);
+        CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") != NULL);
+        diffs_clear(&d);
+
+        /* A `device` link the scan does not follow (out of /devices, into another disk): no hardware,
+         * now and at every rescan after, rather than a disk replaced at each. */
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", "class/block") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", FIXTURE_SR0) == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(fixture_link(&f, VDX_ELSEWHERE "/device", FIXTURE_SR0 "/queue") == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        CHECK(d.n == 0);
+        CHECK(model_find_name(m, "vdx") && !model_find_name(m, "vdx")->device);
+        CHECK(fixture_remove(&f, VDX_ELSEWHERE "/device") == 0);
+
         /* A dangling class/block entry is no block device: nothing reported, nothing lost. */
         CHECK(fixture_link(&f, "class/block/ghost", "devices/virtual/block/ghost") == 0);
         n_before = m->n_objects;
@@ -178,6 +206,20 @@ int main(void)
         CHECK(fixture_remove_block_device(&f, FIXTURE_LOOP0, 7, 0) == 0);
         CHECK(reconcile_all(&s, m, NULL, NULL) == 1);
         CHECK(model_find_name(m, "loop0") == NULL);
+
+        /* A `device` link into another block device's directory, met by the scan before that device:
+         * no hardware, and the other device is there all the same (class/block says what is a block
+         * device, whatever files the directory has). */
+        CHECK(fixture_link(&f, FIXTURE_CCISS "/device", FIXTURE_NVME0N1) == 0);
+        CHECK(fixture_remove(&f, FIXTURE_NVME0N1 "/dev") == 0);
+        Model *again = NULL;
+        CHECK(model_new(&again) == 0);
+        CHECK(again && scan_all(&s, again) > 0);
+        CHECK(again && model_find_name(again, "nvme0n1") &&
+              model_find_name(again, "nvme0n1")->ktype->id == KTYPE_DISK);
+        CHECK(again && model_find_name(again, "cciss!c0d0") &&
+              !model_find_name(again, "cciss!c0d0")->device);
+        model_free(again);
 
         /* No class/block at all: an error, and the model is left alone. */
         CHECK(fixture_remove(&f, "class/block") == 0);

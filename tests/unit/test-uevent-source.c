@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "uevent/source.h"
 #include "tests.h"
+#include "uevent/source-internal.h"
 
 /* The devpath of the socket tests' made-up events: nothing on sysfs is touched there. */
 #define LOOP0 "/devices/virtual/block/loop0"
@@ -32,13 +32,15 @@ static char loop_devpath[64], loop_uevent[96];
 
 typedef struct Ctx {
         UeventSource *source;
-        unsigned received;      /* every event handed to us */
+        unsigned received; /* every event handed to us */
         unsigned lost;
         char last_devpath[256];
-        char want_uuid[40];     /* netlink: count only our own synthetic events in `matched` */
+        char want_uuid[40]; /* netlink: count only our own synthetic events in `matched` */
         unsigned matched;
         bool free_on_receive;
         bool pause_on_receive;
+        unsigned slow_usec; /* the handler takes this long, as an add that reads a whole disk */
+        unsigned drained;
 } Ctx;
 
 static void on_event(UeventSource *s, Uevent *u, void *userdata)
@@ -58,6 +60,15 @@ static void on_event(UeventSource *s, Uevent *u, void *userdata)
         }
         if (c->pause_on_receive)
                 uevent_source_pause(s);
+        if (c->slow_usec)
+                (void) usleep(c->slow_usec);
+}
+
+static void on_drained(UeventSource *s, void *userdata)
+{
+        Ctx *c = userdata;
+
+        c->drained++;
 }
 
 static void on_lost(UeventSource *s, void *userdata)
@@ -133,13 +144,13 @@ static int send_to(const char *path, const void *buf, size_t len, const struct u
                 struct cmsghdr h;
                 uint8_t b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
         } control;
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
-        struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
         struct msghdr m = {
-                .msg_name = &addr,
-                .msg_namelen = sizeof(addr),
-                .msg_iov = &iov,
-                .msg_iovlen = 1,
+                        .msg_name = &addr,
+                        .msg_namelen = sizeof(addr),
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
         };
         struct cmsghdr *cm;
         size_t clen = 0;
@@ -230,7 +241,7 @@ static void test_socket_basic(uv_loop_t *loop)
                 abort();
         memset(big, 'A', UEVENT_SIZE_MAX + 100);
         CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
-        CHECK(send_to(path, valid_event, 20, NULL, -1) == 0);         /* too short */
+        CHECK(send_to(path, valid_event, 20, NULL, -1) == 0);            /* too short */
         CHECK(send_to(path, big, UEVENT_SIZE_MAX + 100, NULL, -1) == 0); /* truncated */
         CHECK(send_to(path, udev, sizeof(udev), NULL, -1) == 0);
         CHECK(send_to(path, valid_event, sizeof(valid_event) - 1, NULL, -1) == 0); /* no final NUL */
@@ -252,8 +263,8 @@ static void test_socket_basic(uv_loop_t *loop)
 
 static void test_socket_credentials(uv_loop_t *loop)
 {
-        struct ucred other = { .pid = getpid(), .uid = 12345, .gid = 12345 };
-        struct ucred root = { .pid = getpid(), .uid = 0, .gid = 0 };
+        struct ucred other = {.pid = getpid(), .uid = 12345, .gid = 12345};
+        struct ucred root = {.pid = getpid(), .uid = 0, .gid = 0};
         char path[256];
         unsigned fds_before;
         Ctx c = {};
@@ -322,6 +333,35 @@ static void test_socket_pause(uv_loop_t *loop)
         uevent_source_resume(c.source);
         CHECK(run_until(loop, &c.received, 3, 2000));
         CHECK(c.received == 3);
+
+        uevent_source_free(c.source);
+        settle(loop);
+}
+
+/* The last datagram of a burst uses up its time: nothing else will ever wake the poll, and yet
+ * whoever waits to hear that the socket is empty (a rescan after lost events) must hear it. */
+static void test_socket_drained_after_slow_burst(uv_loop_t *loop)
+{
+        char path[256];
+        Ctx c = {.slow_usec = READ_BURST_USEC + 1000};
+
+        make_path(path, sizeof(path), "drained.sock");
+        CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
+        if (!c.source)
+                return;
+        uevent_source_set_drained_handler(c.source, on_drained);
+
+        for (int i = 0; i < 3; i++)
+                CHECK(send_valid(path) == 0);
+        CHECK(run_until(loop, &c.received, 3, 2000));
+        CHECK(run_until(loop, &c.drained, 1, 2000));
+        CHECK(c.received == 3);
+
+        /* After a pause, too, with the socket empty all along. */
+        c.drained = 0;
+        uevent_source_pause(c.source);
+        uevent_source_resume(c.source);
+        CHECK(run_until(loop, &c.drained, 1, 2000));
 
         uevent_source_free(c.source);
         settle(loop);
@@ -405,7 +445,7 @@ out:
 static void test_socket_paths(uv_loop_t *loop)
 {
         UeventSource *s = (UeventSource *) 0x1, *s2 = NULL;
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
         char path[256], longpath[200];
         Ctx c = {};
         int fd, r;
@@ -470,8 +510,9 @@ static bool make_uuid(char *buf, size_t size)
                 return false;
         }
         close(fd);
-        snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+        snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                 b[15]);
         return true;
 }
 
@@ -586,7 +627,7 @@ static void test_netlink_own(uv_loop_t *loop)
 
 static void test_netlink_handed_over(uv_loop_t *loop)
 {
-        struct sockaddr_nl addr = { .nl_family = AF_NETLINK }, self = {};
+        struct sockaddr_nl addr = {.nl_family = AF_NETLINK}, self = {};
         socklen_t l = sizeof(self);
         UeventSource *s = (UeventSource *) 0x1;
         Ctx c = {};
@@ -633,10 +674,11 @@ static void test_netlink_handed_over(uv_loop_t *loop)
          */
         other = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
         if (other >= 0 && geteuid() == 0) {
-                struct sockaddr_nl to = { .nl_family = AF_NETLINK, .nl_pid = self.nl_pid };
+                struct sockaddr_nl to = {.nl_family = AF_NETLINK, .nl_pid = self.nl_pid};
                 unsigned dropped = 0;
 
-                r = (int) sendto(other, valid_event, sizeof(valid_event), 0, (struct sockaddr *) &to, sizeof(to));
+                r = (int) sendto(other, valid_event, sizeof(valid_event), 0, (struct sockaddr *) &to,
+                                 sizeof(to));
                 CHECK(r == (int) sizeof(valid_event));
                 for (int i = 0; i < 40 && dropped == 0; i++) {
                         run_for(loop, 50);
@@ -695,7 +737,8 @@ out:
         settle(loop);
 }
 
-/* One poll callback reads at most 256 datagrams, so a burst cannot starve the rest of the loop. */
+/* One poll callback reads at most 256 datagrams (and for at most 4 ms), so a burst cannot starve the rest of
+ * the loop. */
 static void test_netlink_burst_cap(uv_loop_t *loop)
 {
         Ctx c = {};
@@ -718,7 +761,8 @@ static void test_netlink_burst_cap(uv_loop_t *loop)
                 printf("SKIP netlink burst: no uevent arrived\n");
                 goto out;
         }
-        CHECK(c.received == 256);
+        /* At most 256; fewer when the burst's time ran out first (a loaded machine, a sanitizer). */
+        CHECK(c.received > 0 && c.received <= READ_BURST_MAX);
         CHECK(run_until(loop, &c.matched, 300, 3000));
         CHECK(c.matched == 300);
         CHECK(c.lost == 0);
@@ -741,6 +785,7 @@ int main(void)
         test_socket_basic(&loop);
         test_socket_credentials(&loop);
         test_socket_pause(&loop);
+        test_socket_drained_after_slow_burst(&loop);
         test_socket_free_in_handler(&loop);
         test_socket_drop_flood(&loop);
         test_socket_paths(&loop);

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Rescan restores what the daemon could not hear (issue 13).  Events can
+no longer take objects out of the published model; a tree changed with no
+event at all can still leave it behind: a queue directory vanishing, a
+scheduler appearing or going, disks and partitions appearing and going, a
+`device` link moving, attributes and groups changing.  After one Rescan
+the model is what a freshly started daemon publishes, and a caching client
+(GDBus's, and a strict one) holds exactly that.  A sysfs root deleted and
+made again (same path, new inode) is read again by the next Rescan."""
+import os
+import shutil
+import unittest
+
+import dbus
+
+import blkmodeltest as bt
+import cachingclient
+import mksysfs
+
+VIRT = "devices/virtual/block"
+SDA = bt.SDA_DEV.lstrip("/") + "/block/sda"
+SR0 = bt.SR0_DEV.lstrip("/") + "/block/sr0"
+NVME0N1 = "devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1"
+P = bt.path_of
+
+
+class Tree:
+    """Changes to a fixture, as the kernel makes them, and no event."""
+
+    def __init__(self, root):
+        self.root = root
+        self.b = mksysfs.Builder(mksysfs.Tree(root))
+
+    def p(self, rel):
+        return os.path.join(self.root, rel)
+
+    def write(self, rel, value):
+        with open(self.p(rel), "w") as f:
+            f.write(value + "\n")
+
+    def remove_block_device(self, rel, devnum):
+        name = os.path.basename(rel)
+        for link in ("class/block/" + name, "block/" + name,
+                     "dev/block/%d:%d" % devnum):
+            if os.path.lexists(self.p(link)):
+                os.unlink(self.p(link))
+        shutil.rmtree(self.p(rel))
+
+    def add_loop(self, n, partitions):
+        name = "loop%d" % n
+        rel = self.b.disk(os.path.join(VIRT, name), name, (7, 16 * n), 131072,
+                          40 + n, "[none] mq-deadline", None, diskseq=40 + n)
+        for p in range(1, partitions + 1):
+            self.b.partition(rel, "%sp%d" % (name, p), (7, 16 * n + p), p,
+                             2048 * p, 2048, 50 + p, diskseq=40 + n)
+
+    def switch_scheduler(self, disk, text, iosched):
+        """The kernel's switch: scheduler rewritten, queue/iosched replaced."""
+        q = os.path.join(disk, "queue")
+        self.write(os.path.join(q, "scheduler"), text)
+        if os.path.isdir(self.p(os.path.join(q, "iosched"))):
+            shutil.rmtree(self.p(os.path.join(q, "iosched")))
+        if iosched:
+            os.mkdir(self.p(os.path.join(q, "iosched")))
+            self.b.t.attrs(os.path.join(q, "iosched"),
+                           mksysfs.IOSCHED[iosched], mksysfs.RW)
+
+
+class RescanRestores(unittest.TestCase):
+    def setUp(self):
+        self.dir = bt.make_fixture()
+        self.sys = os.path.join(self.dir, "sys")
+        self.tree = Tree(self.sys)
+        self.dm = None
+        self.clients = None
+
+    def tearDown(self):
+        if self.clients:
+            self.clients.close()
+        if self.dm:
+            self.dm.stop()
+
+    def start(self):
+        # No poll: what changed is found by the Rescan, or not at all.
+        self.dm = bt.Daemon(self.sys, extra_args=["--poll-interval=0"])
+        self.clients = cachingclient.CachingClients(self.dm)
+
+    def rescan_is_fresh(self):
+        """After a Rescan: the caching clients hold what GetAll says, and
+        the model is what a new daemon publishes."""
+        self.dm.manager("Rescan")
+        why = self.clients.exact()
+        self.assertIsNone(why, why)
+        now = self.dm.all_objects()
+        self.clients.close()
+        self.clients = None
+        self.dm.stop()
+        self.dm = None
+        self.assertEqual(bt.model_diff(now, bt.fresh_model(self.sys)), "")
+
+    def test_changes_without_events(self):
+        self.start()
+        t = self.tree
+        # A queue directory vanishes; another disk's comes back without
+        # its scheduler; a scheduler appears; another goes.
+        shutil.rmtree(t.p(VIRT + "/loop0/queue"))
+        t.switch_scheduler(NVME0N1, "none [mq-deadline]", "mq-deadline")
+        t.switch_scheduler(SDA, "[none] mq-deadline kyber bfq", None)
+        # A disk with partitions appears; a disk and a partition go.
+        t.add_loop(7, partitions=2)
+        os.unlink(t.p(SDA + "/sda2/holders/dm-0"))
+        t.remove_block_device(VIRT + "/dm-0", (253, 0))
+        t.remove_block_device(SDA + "/sda1", (8, 1))
+        # sr0 moves to sda's hardware; attributes and a group change.
+        os.unlink(t.p(SR0 + "/device"))
+        os.symlink("../../../../../../ata1/host0/target0:0:0/0:0:0:0",
+                   t.p(SR0 + "/device"))
+        self.assertTrue(os.path.isdir(t.p(SR0 + "/device/block/sda")))
+        t.write(VIRT + "/md0/md/array_state", "active")
+        t.write(NVME0N1 + "/size", "42")
+        os.mkdir(t.p(NVME0N1 + "/newgroup"))
+        t.write(NVME0N1 + "/newgroup/knob", "1")
+
+        # Nothing told the daemon: its model is behind.
+        objs = self.dm.managed_objects()
+        self.assertIn(P("block", "loop0", "queue"), objs)
+        self.assertIn(P("block", "dm-0"), objs)
+        self.assertNotIn(P("block", "loop7"), objs)
+
+        self.rescan_is_fresh()
+
+    def test_replaced_root(self):
+        self.start()
+        inode = os.stat(self.sys).st_ino
+        before = sorted(self.dm.managed_objects())
+
+        # Gone: the Rescan fails; the objects stay (their values, read at
+        # each Get, are gone with the files), and the daemon answers.
+        shutil.rmtree(self.sys)
+        with self.assertRaises(dbus.DBusException):
+            self.dm.manager("Rescan")
+        self.assertEqual(sorted(self.dm.managed_objects()), before)
+
+        # Made again at the same path, a little different.
+        mksysfs.main([self.dir])
+        self.assertNotEqual(os.stat(self.sys).st_ino, inode)
+        self.tree.add_loop(6, partitions=1)
+        self.tree.remove_block_device(SR0, (11, 0))
+        self.assertEqual(self.dm.manager_prop("SysfsRoot"), self.sys)
+        self.rescan_is_fresh()
+
+
+if __name__ == "__main__":
+    bt.main()

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "common/util.h"
+#include "fixture.h"
+#include "live/live.h"
+#include "sysfs/scan.h"
+#include "tests.h"
+
+/*
+ * The live layer around its start, each case on a live layer of its own over the standard fixture:
+ * what the clients read at the name is what a change is told against, not a reading taken before
+ * it; a rescan before the warm-up has read an object tells every value; a directory gone before its
+ * remove event changes no value that was "" already.  The calls are kept as lines, as test-live
+ * keeps them.
+ */
+
+#define LOOP0_PATH "/org/blkmodel1/block/loop0"
+#define NVME0N1_PATH "/org/blkmodel1/block/nvme0n1"
+#define SDA_PATH "/org/blkmodel1/block/sda"
+
+static char **lines;
+static size_t n_lines;
+
+static void line(const char *fmt, ...) _printf_(1, 2);
+static void line(const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (k < 0 || strv_consume(&lines, &n_lines, s) < 0)
+                abort();
+}
+
+static void lines_clear(void)
+{
+        lines = strv_free(lines);
+        n_lines = 0;
+}
+
+static void op_object(void *userdata, Kobject *k)
+{
+        line("object %s", k->path);
+}
+
+static void op_interfaces(void *userdata, Kobject *k, char *const *interfaces, bool added)
+{
+        line("interfaces %s", k->path);
+}
+
+static void op_properties(void *userdata, Kobject *k, const char *interface, char *const *changed,
+                          char *const *invalidated)
+{
+        /* "properties PATH IFACE ,a,b,": each name between commas, to be looked for as ",name,". */
+        size_t len = 2;
+        char *list, *q;
+
+        for (char *const *c = changed; c && *c; c++)
+                len += strlen(*c) + 1;
+        q = list = malloc(len);
+        if (!list)
+                abort();
+        q = stpcpy(q, ",");
+        for (char *const *c = changed; c && *c; c++)
+                q = stpcpy(stpcpy(q, *c), ",");
+        line("properties %s %s %s", k->path, interface, list);
+        free(list);
+}
+
+static void op_event(void *userdata, const EventRecord *e)
+{
+        line("event %s %s", e->action, e->devpath);
+}
+
+static void op_lost(void *userdata, uint64_t total)
+{
+}
+
+static const LiveOps ops = {
+                .object_added = op_object,
+                .object_removed = op_object,
+                .interfaces_changed = op_interfaces,
+                .properties_changed = op_properties,
+                .event = op_event,
+                .events_lost = op_lost,
+};
+
+/* Was property (of interface, on path) said to change? */
+static bool said(const char *path, const char *interface, const char *property)
+{
+        _cleanup_(freep) char *head = NULL, *name = NULL;
+
+        if (asprintf(&head, "properties %s %s ", path, interface) < 0 ||
+            asprintf(&name, ",%s,", property) < 0)
+                abort();
+        for (size_t i = 0; i < n_lines; i++) {
+                const char *list = startswith(lines[i], head);
+                if (list && strstr(list, name))
+                        return true;
+        }
+        return false;
+}
+
+static bool any_event(void)
+{
+        for (size_t i = 0; i < n_lines; i++)
+                if (startswith(lines[i], "event "))
+                        return true;
+        return false;
+}
+
+typedef struct Instance {
+        Sysfs sysfs;
+        Model *model;
+        EventLog *log;
+        Live *live;
+        uv_loop_t *loop;
+} Instance;
+
+/* A live layer on a fresh scan of the tree, not started. */
+static bool instance_new(Instance *in, const Fixture *f, uv_loop_t *loop)
+{
+        *in = (Instance){.sysfs = {.root_fd = -1}, .loop = loop};
+        CHECK(sysfs_open(f->root, &in->sysfs) == 0);
+        CHECK(model_new(&in->model) == 0);
+        CHECK(eventlog_new(16, &in->log) == 0);
+        if (in->sysfs.root_fd < 0 || !in->model || !in->log)
+                return false;
+        LiveConfig c = {.loop = loop,
+                        .sysfs = &in->sysfs,
+                        .model = in->model,
+                        .events = in->log,
+                        .ops = &ops};
+        CHECK(live_new(&c, &in->live) == 0);
+        CHECK(in->live && scan_all(&in->sysfs, in->model) > 0);
+        lines_clear();
+        return in->live;
+}
+
+static void settle(uv_loop_t *loop)
+{
+        while (uv_loop_alive(loop))
+                (void) uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void instance_free(Instance *in)
+{
+        /* Live goes with its close callbacks: the loop runs before the model goes. */
+        live_free(in->live);
+        settle(in->loop);
+        model_free(in->model);
+        eventlog_free(in->log);
+        sysfs_close(&in->sysfs);
+        lines_clear();
+}
+
+static void feed(Instance *in, const char *action, const char *devpath)
+{
+        char buf[512];
+        int n = snprintf(buf, sizeof(buf), "%s@%s%cACTION=%s%cDEVPATH=%s%cSUBSYSTEM=block%cSEQNUM=1", action,
+                         devpath, 0, action, 0, devpath, 0, 0);
+        Uevent *u = NULL;
+
+        if (n < 0 || (size_t) n >= sizeof(buf) || uevent_parse(buf, (size_t) n + 1, &u) < 0)
+                abort();
+        live_on_uevent(NULL, u, in->live);
+        settle(in->loop);
+}
+
+/* A rescan before the warm-up has read an object: a change made meanwhile without an event is told,
+ * not taken as what the clients hold; nothing known to have changed makes no event. */
+static void test_rescan_before_the_warm_up(const Fixture *f, uv_loop_t *loop)
+{
+        Instance in;
+
+        if (!instance_new(&in, f, loop))
+                goto out;
+        CHECK(live_start(in.live) == 0);
+        CHECK(fixture_write(f, FIXTURE_NVME0N1 "/size", "42\n") == 0);
+        CHECK(live_rescan(in.live) == 0);
+        CHECK(said(NVME0N1_PATH, "org.blkmodel1.Disk", "Size"));
+        CHECK(!any_event());
+out:
+        instance_free(&in);
+}
+
+/* Readings taken before the start (a rescan there, events drained before the name) are no baseline:
+ * a value read by the clients at the name that later goes back is told. */
+static void test_readings_before_the_start(const Fixture *f, uv_loop_t *loop)
+{
+        Instance in;
+
+        if (!instance_new(&in, f, loop))
+                goto out;
+        CHECK(live_rescan(in.live) == 0);
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "1\n") == 0);
+        CHECK(live_start(in.live) == 0);
+        settle(loop);
+        /* What the clients read at the name is 1; it goes back to 0. */
+        CHECK(fixture_write(f, FIXTURE_LOOP0 "/ro", "0\n") == 0);
+        CHECK(live_rescan(in.live) == 1);
+        CHECK(said(LOOP0_PATH, "org.blkmodel1.Disk", "ReadOnly"));
+        CHECK(said(LOOP0_PATH, "org.blkmodel1.Disk", "ro"));
+        lines_clear();
+
+        /* And what they read at the name is not told again. */
+        CHECK(live_rescan(in.live) == 0);
+        CHECK(n_lines == 0);
+out:
+        instance_free(&in);
+}
+
+/* Gone before its remove event: what was "" is published as "" still, and is not said to change. */
+static void test_gone_before_its_remove(const Fixture *f, uv_loop_t *loop)
+{
+        Instance in;
+
+        if (!instance_new(&in, f, loop))
+                goto out;
+        CHECK(live_start(in.live) == 0);
+        settle(loop);
+        CHECK(fixture_remove(f, FIXTURE_SDA) == 0);
+        feed(&in, "change", FIXTURE_SDA);
+        CHECK(said(SDA_PATH, "org.blkmodel1.Disk", "Size"));
+        CHECK(!said(SDA_PATH, "org.blkmodel1.Disk", "events_async"));
+        CHECK(!said(SDA_PATH, "org.blkmodel1.Disk", "events"));
+out:
+        instance_free(&in);
+}
+
+int main(void)
+{
+        Fixture f = {};
+        uv_loop_t loop;
+
+        CHECK(fixture_new(&f) == 0);
+        CHECK(uv_loop_init(&loop) == 0);
+        if (f.root) {
+                test_rescan_before_the_warm_up(&f, &loop);
+                test_readings_before_the_start(&f, &loop);
+                /* Last: it takes sda away. */
+                test_gone_before_its_remove(&f, &loop);
+        }
+        CHECK(uv_loop_close(&loop) == 0);
+        fixture_done(&f);
+        return tests_summary();
+}
