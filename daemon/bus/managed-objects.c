@@ -93,8 +93,8 @@ typedef struct Reply {
 struct BusGmo {
         sd_bus_message *call;
         Reply reply;
-        Kobject *top;         /* a reference; NULL: the root */
-        Kobject **objects;    /* references: what there was when the call came */
+        Kobject *top;      /* a reference; NULL: the root */
+        Kobject **objects; /* references: what there was when the call came */
         size_t n_objects, pos;
         BusGmo *next;
 };
@@ -192,6 +192,7 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 log_debug_errno(r, "GetManagedObjects failed: %m");
         p->gmos = g->next;
         gmo_free(p, g);
+        live_warmup_release(p->live);
         /* Building it scattered thousands of small allocations over the heap: give the pages back. */
         if (!p->gmos)
                 (void) malloc_trim(0);
@@ -228,6 +229,7 @@ void bus_gmo_cancel(Publisher *p)
                 BusGmo *g = p->gmos;
                 p->gmos = g->next;
                 gmo_free(p, g);
+                live_warmup_release(p->live);
         }
 }
 
@@ -275,6 +277,7 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
         for (tail = &p->gmos; *tail; tail = &(*tail)->next)
                 ;
         *tail = g;
+        live_warmup_hold(p->live);
         (void) uv_idle_start(p->gmo_idle, on_gmo_idle);
         return 1;
 }

@@ -48,6 +48,7 @@ struct Live {
         uv_idle_t warmup;
         Kobject **warm;
         size_t n_warm, warm_pos;
+        unsigned warm_holds; /* live_warmup_hold() */
         uv_idle_t rescan_idle;
         struct Rescan *rescan; /* the one running, or NULL */
         struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */

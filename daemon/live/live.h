@@ -60,6 +60,14 @@ int live_start(Live *l);
 /* Nothing more is announced; warm-up and polling stop. */
 void live_stop(Live *l);
 
+/*
+ * A client reads the whole model (GetManagedObjects): every value, as the warm-up does.  Both at
+ * once would double the time to the first complete reading after a start, so the warm-up waits
+ * until as many releases as holds have come.
+ */
+void live_warmup_hold(Live *l);
+void live_warmup_release(Live *l);
+
 /* UeventSource callbacks; userdata is the Live. */
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);
 void live_on_lost(UeventSource *s, void *userdata);

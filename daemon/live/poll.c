@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+
 #include "base/log.h"
 #include "live/live-internal.h"
 
@@ -78,7 +80,20 @@ int poll_warmup_start(Live *l)
         if (r < 0)
                 return r;
         l->warm_pos = 0;
-        return uv_idle_start(&l->warmup, on_warmup);
+        return l->warm_holds > 0 ? 0 : uv_idle_start(&l->warmup, on_warmup);
+}
+
+void live_warmup_hold(Live *l)
+{
+        if (l->warm_holds++ == 0)
+                (void) uv_idle_stop(&l->warmup);
+}
+
+void live_warmup_release(Live *l)
+{
+        assert(l->warm_holds > 0);
+        if (--l->warm_holds == 0 && l->warm_pos < l->n_warm)
+                (void) uv_idle_start(&l->warmup, on_warmup);
 }
 
 void poll_warmup_stop(Live *l)
