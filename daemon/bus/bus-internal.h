@@ -33,9 +33,9 @@ struct Publisher {
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
         uv_loop_t *loop;
-        BusWrite *writes;              /* Set's writes on the thread pool (write.c) */
-        BusGmo *gmos;                  /* GetManagedObjects replies being built (managed-objects.c) */
-        uv_idle_t *gmo_idle;           /* its own allocation: it goes in its close callback */
+        BusWrite *writes;    /* Set's writes on the thread pool (write.c) */
+        BusGmo *gmos;        /* GetManagedObjects replies being built (managed-objects.c) */
+        uv_idle_t *gmo_idle; /* its own allocation: it goes in its close callback */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -68,8 +68,8 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
                         bool lenient, size_t *bound, sd_bus_error *error);
 /* a{sv}: every property of the interface, equal to what GetAll returns; the attributes only root
  * may read (ATTR_PRIVILEGED) only if privileged. */
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
-                                size_t *bound);
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                bool privileged, size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it. */
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound);
@@ -89,7 +89,8 @@ void bus_gmo_cancel(Publisher *p);
 
 /* ---- introspect.c ---- */
 
-int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret);
+/* The XML of an object: the interfaces' part cached per ktype and shape, checked to be UTF-8 once. */
+int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_t *ret_len);
 void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
@@ -137,7 +138,8 @@ void bus_uids_forget(Publisher *p);
 
 /* Writes value to rel below the object's directory (dirfd) on libuv's thread pool, then reads back
  * what the kernel stored, announces it and answers msg.  1 (answered later), or negative errno. */
-int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel, const char *value);
+int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel,
+                    const char *value);
 /* At exit: writes still in flight answer nobody. */
 void bus_writes_orphan(Publisher *p);
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdio.h>
 
+#include "base/log.h"
 #include "bus/bus-internal.h"
+#include "common/utf8.h"
 
 #define INTROSPECT_DOCTYPE                                                                                  \
         "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"                \
@@ -143,6 +146,14 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
                 free(c);
                 return NULL;
         }
+        /* Names from sysfs are sanitized into D-Bus member names, so this holds; checked once here
+         * because the reply's string is not checked again (method_introspect()). */
+        if (!utf8_is_valid(c->xml)) {
+                log_error("The introspection XML of %s is not UTF-8; not served.", k->path);
+                free(c->xml);
+                free(c);
+                return NULL;
+        }
         c->key = TAKE_PTR(key);
         c->shape = shape_ref(k->shape);
         if (hashmap_put(&p->introspect_cache, c->key, c) < 0) {
@@ -162,32 +173,40 @@ void bus_introspect_cache_clear(Publisher *p)
         hashmap_deinit(&p->introspect_cache);
 }
 
-int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret)
+#define CHILD_HEAD " <node name=\""
+#define CHILD_TAIL "\"/>\n"
+#define NODE_TAIL "</node>\n"
+
+int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_t *ret_len)
 {
         _cleanup_(freep) Kobject **children = NULL;
-        size_t n_children = 0, size = 0;
+        size_t n_children = 0, len;
         const char *ifaces;
-        char *buf = NULL;
-        FILE *f;
+        char *buf, *q;
         int r;
 
         ifaces = cached_interfaces_xml(p, k);
         if (!ifaces)
                 return -ENOMEM;
-        f = open_memstream(&buf, &size);
-        if (!f)
-                return -ENOMEM;
-        fputs(INTROSPECT_DOCTYPE, f);
-        fprintf(f, "<node name=\"%s\">\n", path);
-        fputs(ifaces, f);
         r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
-        for (size_t i = 0; r >= 0 && i < n_children; i++)
-                fprintf(f, " <node name=\"%s\"/>\n", strrchr(children[i]->path, '/') + 1);
-        fputs("</node>\n", f);
-        if (fclose(f) != 0 || r < 0) {
-                free(buf);
-                return r < 0 ? r : -ENOMEM;
-        }
+        if (r < 0)
+                return r;
+
+        /* Measured, then copied: a memstream and a printf per child were a fifth of a call. */
+        len = strlen(INTROSPECT_DOCTYPE) + strlen("<node name=\"\">\n") + strlen(path) + strlen(ifaces) +
+              strlen(NODE_TAIL);
+        for (size_t i = 0; i < n_children; i++)
+                len += strlen(CHILD_HEAD) + strlen(strrchr(children[i]->path, '/') + 1) + strlen(CHILD_TAIL);
+        q = buf = malloc(len + 1);
+        if (!buf)
+                return -ENOMEM;
+        q = stpcpy(stpcpy(stpcpy(stpcpy(q, INTROSPECT_DOCTYPE), "<node name=\""), path), "\">\n");
+        q = stpcpy(q, ifaces);
+        for (size_t i = 0; i < n_children; i++)
+                q = stpcpy(stpcpy(stpcpy(q, CHILD_HEAD), strrchr(children[i]->path, '/') + 1), CHILD_TAIL);
+        q = stpcpy(q, NODE_TAIL);
+        assert((size_t) (q - buf) == len);
         *ret = buf;
+        *ret_len = len;
         return 0;
 }

@@ -8,15 +8,28 @@
 /* Values are at most a page: kernfs takes nothing longer in one write. */
 #define VALUE_MAX 4095
 
+/*
+ * Appended as an iovec: sd_bus_message_append_basic() checks a string's UTF-8 byte by byte, three
+ * quarters of an Introspect's CPU for 5 KiB of XML.  The XML is made of the cached part (checked
+ * when cached), the object path (checked by sd-bus) and children's path elements ([A-Za-z0-9_]).
+ */
 static int method_introspect(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(freep) char *xml = NULL;
+        struct iovec iov;
         int r;
 
-        r = bus_introspect(p, sd_bus_message_get_path(msg), k, &xml);
+        r = bus_introspect(p, sd_bus_message_get_path(msg), k, &xml, &iov.iov_len);
         if (r < 0)
                 return r;
-        return sd_bus_reply_method_return(msg, "s", xml);
+        iov.iov_base = xml;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_string_iovec(reply, &iov, 1);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        return r < 0 ? r : 1;
 }
 
 /* The object a call is about, looked up again when its answer comes later. */
