@@ -14,15 +14,18 @@ typedef struct RescanWaiter {
 
 typedef struct Rescan {
         Reconcile *reconcile; /* first: block devices and what follows them */
-        Kobject **objects;    /* then: every object read again (references) */
-        size_t n_objects, pos;
+        /* Then every object read again, depth first: what is still to be visited, the next on top
+         * (references: an event may remove any of them before its turn). */
+        Kobject **stack;
+        size_t n_stack, n_stack_max;
         int changes;
         RescanWaiter *waiters;
         size_t n_waiters;
 } Rescan;
 
 /* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file, and our mark. */
-static int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path, Kobject *k)
+static int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path,
+                           Kobject *k)
 {
         _cleanup_(strv_freep) char **keys = NULL, **values = NULL, **pairs = NULL;
         _cleanup_(freep) char *text = NULL, *rel = NULL;
@@ -42,7 +45,8 @@ static int live_synthesize(Live *l, const char *action, const char *devpath, con
                 r = strv_extend(&values, &n_values, "block");
         if (r >= 0 && k && k->ktype->has_uevent) {
                 rel = path_join(k->devpath, "uevent");
-                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 && parse_uevent_file(text, &pairs) >= 0)
+                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 &&
+                    parse_uevent_file(text, &pairs) >= 0)
                         for (char **p = pairs; r >= 0 && p[0] && p[1]; p += 2) {
                                 r = strv_extend(&keys, &n_keys, p[0]);
                                 if (r >= 0)
@@ -58,8 +62,8 @@ static int live_synthesize(Live *l, const char *action, const char *devpath, con
         return live_publish_event(l, action, devpath, object_path, n_keys, keys, values);
 }
 
-static void on_reconcile_diff(void *userdata, const char *action, const char *devpath, const char *object_path,
-                              Kobject *k)
+static void on_reconcile_diff(void *userdata, const char *action, const char *devpath,
+                              const char *object_path, Kobject *k)
 {
         Live *l = userdata;
 
@@ -80,39 +84,38 @@ static void rescan_ignore(int result, void *userdata)
 static void rescan_free(Live *l, Rescan *s)
 {
         reconcile_free(s->reconcile);
-        for (size_t i = s->pos; i < s->n_objects; i++)
-                kobject_unref(l->model, s->objects[i]);
-        free(s->objects);
+        for (size_t i = 0; i < s->n_stack; i++)
+                kobject_unref(l->model, s->stack[i]);
+        free(s->stack);
         free(s->waiters);
         free(s);
 }
 
+static int push(Rescan *s, Kobject *k)
+{
+        if (s->n_stack == s->n_stack_max) {
+                size_t n = MAX(s->n_stack_max * 2, (size_t) 64);
+                Kobject **t = realloc(s->stack, n * sizeof(Kobject *));
+                if (!t)
+                        return -ENOMEM;
+                s->stack = t;
+                s->n_stack_max = n;
+        }
+        s->stack[s->n_stack++] = kobject_ref(k);
+        return 0;
+}
+
 /* Depth first, each level sorted by name: a disk before its partitions, and the same order every
- * time.  Sorting level by level: one sort of 91,000 paths at once stalled the loop for tens of ms. */
-static int snapshot_below(Rescan *s, Kobject *k)
+ * time.  One object's children a step: listing all 91,000 objects at once stalled the loop 30 ms. */
+static int push_children(Rescan *s, Kobject *k)
 {
         _cleanup_(freep) Kobject **children = NULL;
         size_t n = 0;
         int r;
 
         r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                s->objects[s->n_objects++] = kobject_ref(children[i]);
-                r = snapshot_below(s, children[i]);
-        }
-        return r;
-}
-
-static int snapshot_objects(Live *l, Rescan *s)
-{
-        int r;
-
-        s->objects = calloc(l->model->n_objects + 1, sizeof(Kobject *));
-        if (!s->objects)
-                return -ENOMEM;
-        r = snapshot_below(s, l->model->block_kset);
-        if (r >= 0)
-                r = snapshot_below(s, l->model->devices_kset);
+        for (size_t i = n; r >= 0 && i > 0; i--)
+                r = push(s, children[i - 1]);
         return r;
 }
 
@@ -148,14 +151,20 @@ static int rescan_step(Live *l, Rescan *s)
                         return r;
                 s->changes += reconcile_changes(s->reconcile);
                 s->reconcile = reconcile_free(s->reconcile);
-                r = snapshot_objects(l, s);
+                /* The ksets are not read again, only what is below them; block first. */
+                r = push(s, l->model->devices_kset);
+                if (r >= 0)
+                        r = push(s, l->model->block_kset);
                 return r < 0 ? r : 1;
         }
-        if (s->pos < s->n_objects) {
-                Kobject *k = s->objects[s->pos++];
-                reread_one(l, s, k);
+        if (s->n_stack > 0) {
+                Kobject *k = s->stack[--s->n_stack];
+                /* Gone meanwhile: so are its children, as the signals already said. */
+                r = k->linked ? push_children(s, k) : 0;
+                if (r >= 0 && k->ktype->id != KTYPE_KSET)
+                        reread_one(l, s, k);
                 kobject_unref(l->model, k);
-                return 1;
+                return r < 0 ? r : 1;
         }
         return 0;
 }

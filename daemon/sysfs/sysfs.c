@@ -102,6 +102,27 @@ void sysfs_entries_free(SysfsEntry *e, size_t n)
         free(e);
 }
 
+int sysfs_entry_type(int dirfd, const struct dirent *de)
+{
+        /* kernfs fills d_type; the stat is for trees on file systems that don't.
+         * No stat per file otherwise: a scan of 10,000 disks lists a million. */
+        unsigned char dt = de->d_type;
+        struct stat st;
+
+        if (dt == DT_UNKNOWN) {
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                dt = S_ISREG(st.st_mode)   ? DT_REG
+                     : S_ISDIR(st.st_mode) ? DT_DIR
+                     : S_ISLNK(st.st_mode) ? DT_LNK
+                                           : DT_FIFO;
+        }
+        return dt == DT_REG   ? SYSFS_ENTRY_FILE
+               : dt == DT_DIR ? SYSFS_ENTRY_DIR
+               : dt == DT_LNK ? SYSFS_ENTRY_LINK
+                              : SYSFS_ENTRY_OTHER;
+}
+
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
 {
         SysfsEntry *e = NULL;
@@ -122,27 +143,13 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         rewinddir(d);
 
         while ((errno = 0, de = readdir(d))) {
-                SysfsEntryType type;
-                struct stat st;
+                int type;
 
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-
-                /* kernfs fills d_type; the stat is for trees on file systems that don't.
-                 * No stat per file otherwise: a scan of 10,000 disks lists a million. */
-                unsigned char dt = de->d_type;
-                if (dt == DT_UNKNOWN) {
-                        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                continue; /* vanished meanwhile */
-                        dt = S_ISREG(st.st_mode)   ? DT_REG
-                             : S_ISDIR(st.st_mode) ? DT_DIR
-                             : S_ISLNK(st.st_mode) ? DT_LNK
-                                                   : DT_FIFO;
-                }
-                type = dt == DT_REG   ? SYSFS_ENTRY_FILE
-                       : dt == DT_DIR ? SYSFS_ENTRY_DIR
-                       : dt == DT_LNK ? SYSFS_ENTRY_LINK
-                                      : SYSFS_ENTRY_OTHER;
+                type = sysfs_entry_type(dirfd, de);
+                if (type < 0)
+                        continue; /* vanished meanwhile */
 
                 if (n >= allocated) {
                         size_t na = allocated ? allocated * 2 : 32;
@@ -159,7 +166,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
                         r = -ENOMEM;
                         goto fail;
                 }
-                e[n].type = type;
+                e[n].type = (SysfsEntryType) type;
                 n++;
         }
         if (errno != 0) {

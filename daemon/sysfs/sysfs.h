@@ -48,6 +48,9 @@ int sysfs_open_subdir(int dirfd, const char *name);
 
 /* Lists a directory, sorted by name; "." and ".." left out. */
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
+/* What a directory entry read from dirfd is; negative errno when it vanished meanwhile. */
+struct dirent;
+int sysfs_entry_type(int dirfd, const struct dirent *de);
 void sysfs_entries_free(SysfsEntry *e, size_t n);
 bool sysfs_has_file(int dirfd, const char *name);
 /* Permission bits of a file in dirfd, or negative errno. */
