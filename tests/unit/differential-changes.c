@@ -153,10 +153,8 @@ static void add_disk(World *w, const Devs *d, Rng *rng)
         }
         if (fixture_add_disk(&f, devpath, slots[i].major, slots[i].minor, 4096) < 0)
                 abort();
-        if (rng_percent(rng, 50)) {
-                _cleanup_(freep) char *queue = sub(devpath, "queue");
+        if (rng_percent(rng, 50))
                 make_queue(w, devpath, rng);
-        }
         if (slots[i].device) {
                 _cleanup_(freep) char *link = sub(devpath, "device");
                 (void) fixture_link(&f, link, slots[i].device);
