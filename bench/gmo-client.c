@@ -33,48 +33,6 @@ static double now(void)
         return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Reads every basic value of the message, entering every container. */
-static int read_all(sd_bus_message *m, unsigned long *values)
-{
-        int depth = 0, r;
-
-        for (;;) {
-                char type;
-                const char *contents;
-
-                r = sd_bus_message_peek_type(m, &type, &contents);
-                if (r < 0)
-                        return r;
-                if (r == 0) {
-                        if (depth == 0)
-                                return 0;
-                        r = sd_bus_message_exit_container(m);
-                        if (r < 0)
-                                return r;
-                        depth--;
-                        continue;
-                }
-                if (type == SD_BUS_TYPE_ARRAY || type == SD_BUS_TYPE_VARIANT || type == SD_BUS_TYPE_STRUCT ||
-                    type == SD_BUS_TYPE_DICT_ENTRY) {
-                        r = sd_bus_message_enter_container(m, type, contents);
-                        if (r < 0)
-                                return r;
-                        depth++;
-                        continue;
-                }
-                union {
-                        uint64_t u64;
-                        const char *s;
-                        int b;
-                        double d;
-                } v;
-                r = sd_bus_message_read_basic(m, type, &v);
-                if (r < 0)
-                        return r;
-                (*values)++;
-        }
-}
-
 static int count(sd_bus_message *m, unsigned long *objects, unsigned long *ifaces, unsigned long *props)
 {
         int r;
@@ -190,7 +148,7 @@ int main(int argc, char *argv[])
                         fprintf(stderr, "GetManagedObjects: %s\n", error.message ? error.message : strerror(-r));
                         return 1;
                 }
-                r = read_all(reply, &values);
+                r = gmo_read_values(reply, &values);
                 t2 = now();
                 if (r < 0) {
                         fprintf(stderr, "reading the reply: %s\n", strerror(-r));

@@ -91,9 +91,9 @@ static void fail(Reader *rd, int r, const char *what, const char *path, const sd
                 rd->error_text = NULL;
 }
 
-/* Reads every basic value below the current position, entering every container; counts the
- * dictionary entries whose key is read first. */
-static int read_all(sd_bus_message *m)
+/* Reads every basic value below the current position, entering every container; counts them in
+ * *values when given. */
+int gmo_read_values(sd_bus_message *m, unsigned long *values)
 {
         int depth = 0, r;
 
@@ -130,6 +130,8 @@ static int read_all(sd_bus_message *m)
                 r = sd_bus_message_read_basic(m, type, &v);
                 if (r < 0)
                         return r;
+                if (values)
+                        (*values)++;
         }
 }
 
@@ -146,7 +148,7 @@ static int read_props(Reader *rd, sd_bus_message *m)
                 rd->stats->properties++;
                 r = sd_bus_message_read_basic(m, 's', &name);
                 if (r >= 0)
-                        r = read_all(m);
+                        r = gmo_read_values(m, NULL);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);
                 if (r < 0)

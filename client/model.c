@@ -167,29 +167,6 @@ static int copy_key(json_object *to, json_object *from, const char *key)
         return 0;
 }
 
-/* The typed properties of one of the model's interfaces, in the model's order (common/interfaces.c keeps
- * its own lookup to itself); NULL for any other interface. */
-static const PropertyInfo *typed_properties(const char *iface)
-{
-        static const struct {
-                const char *interface;
-                const PropertyInfo *properties;
-        } table[] = {
-                        {BLKMODEL_IFACE_KOBJECT, kobject_properties},
-                        {BLKMODEL_IFACE_KSET, kset_properties},
-                        {BLKMODEL_IFACE_DISK, disk_properties},
-                        {BLKMODEL_IFACE_PARTITION, partition_properties},
-                        {BLKMODEL_IFACE_QUEUE, queue_properties},
-                        {BLKMODEL_IFACE_ELEVATOR, elevator_properties},
-                        {BLKMODEL_IFACE_DEVICE, device_properties},
-        };
-
-        for (size_t i = 0; iface && i < ELEMENTSOF(table); i++)
-                if (streq(table[i].interface, iface))
-                        return table[i].properties;
-        return NULL;
-}
-
 json_object *model_ordered_properties(const char *iface, json_object *props)
 {
         _cleanup_(json_object_putp) json_object *out = json_object_new_object();
@@ -198,7 +175,7 @@ json_object *model_ordered_properties(const char *iface, json_object *props)
 
         if (!out || !(keys = object_keys(props, &n)))
                 return NULL;
-        for (const PropertyInfo *p = typed_properties(iface); p && p->name; p++)
+        for (const PropertyInfo *p = interface_properties(iface); p && p->name; p++)
                 if (json_object_object_get_ex(props, p->name, NULL) && copy_key(out, props, p->name) < 0)
                         return NULL;
         qsort(keys, n, sizeof(char *), compare_strings);

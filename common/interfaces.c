@@ -85,8 +85,7 @@ static const struct {
                 {BLKMODEL_IFACE_DEVICE, device_properties},
 };
 
-/* The typed properties of one of the model's interfaces (Kobject included); NULL for any other name. */
-static const PropertyInfo *interface_properties(const char *interface)
+const PropertyInfo *interface_properties(const char *interface)
 {
         for (size_t i = 0; interface && i < ELEMENTSOF(interface_table); i++)
                 if (streq(interface_table[i].interface, interface))

@@ -243,23 +243,6 @@ out:
         instance_free(&in);
 }
 
-static void test_warm_up_after_the_reading(const Fixture *f, uv_loop_t *loop)
-{
-        Instance in;
-
-        if (!instance_new(&in, f, loop))
-                goto out;
-        live_warmup_hold(in.live);
-        CHECK(live_start(in.live) == 0);
-        settle(loop);
-        live_warmup_release(in.live);
-        settle(loop);
-        CHECK(live_rescan(in.live) == 0);
-        CHECK(n_lines == 0);
-out:
-        instance_free(&in);
-}
-
 /* Gone before its remove event: what was "" is published as "" still, and is not said to change. */
 static void test_gone_before_its_remove(const Fixture *f, uv_loop_t *loop)
 {
@@ -289,7 +272,6 @@ int main(void)
                 test_rescan_before_the_warm_up(&f, &loop);
                 test_readings_before_the_start(&f, &loop);
                 test_warm_up_waits_for_a_reading(&f, &loop);
-                test_warm_up_after_the_reading(&f, &loop);
                 /* Last: it takes sda away. */
                 test_gone_before_its_remove(&f, &loop);
         }
