@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <systemd/sd-bus.h>
+#include <time.h>
 
 #include "gmo-parts.h"
 
@@ -119,17 +119,18 @@ int main(int argc, char *argv[])
 
                 t0 = now();
                 r = sd_bus_call_method(bus, "org.blkmodel1", "/org/blkmodel1",
-                                       "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", &error, &reply,
-                                       NULL);
+                                       "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", &error,
+                                       &reply, NULL);
                 t1 = now();
                 if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_LIMITS_EXCEEDED)) {
                         GmoStats st;
                         char *err = NULL;
-                        r = gmo_read_all(bus, "org.blkmodel1", "/org/blkmodel1", 64, 600 * 1000000ULL, NULL, NULL,
-                                         &st, &err);
+                        r = gmo_read_all(bus, "org.blkmodel1", "/org/blkmodel1", 64, 600 * 1000000ULL, NULL,
+                                         NULL, &st, &err);
                         t2 = now();
                         if (r < 0) {
-                                fprintf(stderr, "GetManagedObjects in parts: %s\n", err ? err : strerror(-r));
+                                fprintf(stderr, "GetManagedObjects in parts: %s\n",
+                                        err ? err : strerror(-r));
                                 return 1;
                         }
                         printf("{\"mode\": \"parts\", \"call\": %.6f, \"walk\": 0, \"refused_after\": %.6f, "
@@ -145,7 +146,8 @@ int main(int argc, char *argv[])
                         continue;
                 }
                 if (r < 0) {
-                        fprintf(stderr, "GetManagedObjects: %s\n", error.message ? error.message : strerror(-r));
+                        fprintf(stderr, "GetManagedObjects: %s\n",
+                                error.message ? error.message : strerror(-r));
                         return 1;
                 }
                 r = gmo_read_values(reply, &values);
@@ -159,7 +161,8 @@ int main(int argc, char *argv[])
                         fprintf(stderr, "counting: %s\n", strerror(-r));
                         return 1;
                 }
-                printf("{\"mode\": \"whole\", \"call\": %.6f, \"walk\": %.6f, \"values\": %lu, \"objects\": %lu, "
+                printf("{\"mode\": \"whole\", \"call\": %.6f, \"walk\": %.6f, \"values\": %lu, \"objects\": "
+                       "%lu, "
                        "\"interfaces\": %lu, \"properties\": %lu}\n",
                        t1 - t0, t2 - t1, values, objects, ifaces, props);
                 fflush(stdout);

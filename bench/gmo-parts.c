@@ -86,8 +86,9 @@ static void fail(Reader *rd, int r, const char *what, const char *path, const sd
         if (rd->error)
                 return;
         rd->error = r < 0 ? r : -EIO;
-        if (asprintf(&rd->error_text, "%s %s: %s%s%s", what, path, e && e->name ? e->name : strerror(-rd->error),
-                     e && e->message ? ": " : "", e && e->message ? e->message : "") < 0)
+        if (asprintf(&rd->error_text, "%s %s: %s%s%s", what, path,
+                     e && e->name ? e->name : strerror(-rd->error), e && e->message ? ": " : "",
+                     e && e->message ? e->message : "") < 0)
                 rd->error_text = NULL;
 }
 
@@ -346,7 +347,8 @@ static void pump(Reader *rd)
                 case REQ_SELF:
                         rd->stats->introspect_calls++;
                         r = sd_bus_message_new_method_call(rd->bus, &m, rd->dest, q.path,
-                                                           "org.freedesktop.DBus.Introspectable", "Introspect");
+                                                           "org.freedesktop.DBus.Introspectable",
+                                                           "Introspect");
                         break;
                 default:
                         rd->stats->getall_calls++;
@@ -380,13 +382,13 @@ int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_fl
                  GmoObjectFunc on_object, void *userdata, GmoStats *stats, char **error_text)
 {
         Reader rd = {
-                .bus = bus,
-                .dest = dest,
-                .timeout = timeout_usec,
-                .on_object = on_object,
-                .userdata = userdata,
-                .stats = stats,
-                .max_in_flight = in_flight ? in_flight : 1,
+                        .bus = bus,
+                        .dest = dest,
+                        .timeout = timeout_usec,
+                        .on_object = on_object,
+                        .userdata = userdata,
+                        .stats = stats,
+                        .max_in_flight = in_flight ? in_flight : 1,
         };
         int r;
 

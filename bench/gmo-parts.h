@@ -19,9 +19,9 @@
 #include <systemd/sd-bus.h>
 
 typedef struct GmoStats {
-        uint64_t objects;     /* object paths seen (GMO entries + part roots) */
-        uint64_t interfaces;  /* interface entries */
-        uint64_t properties;  /* property entries */
+        uint64_t objects;    /* object paths seen (GMO entries + part roots) */
+        uint64_t interfaces; /* interface entries */
+        uint64_t properties; /* property entries */
         uint64_t gmo_calls, gmo_refused, introspect_calls, getall_calls;
 } GmoStats;
 
