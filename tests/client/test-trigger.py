@@ -9,12 +9,12 @@ event from before it started, one of another action or one for another
 object, and must return as soon as the last matching Uevent arrived.
 settle must not return while events are still flowing and, when it does,
 the daemon has applied every event sent.  As root, with a loop device of
-the test's own (losetup -f on an image, detached afterwards), the same
-against the real kernel."""
+the test's own (created on an index nobody uses, attached to an image,
+detached and deleted afterwards: `losetup -f` would take loop0, somebody
+else's), the same against the real kernel."""
 import json
 import os
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -22,6 +22,7 @@ import unittest
 
 import blkmodeltest as bt
 import clienttest as ct
+import loopdev
 
 SDA = bt.SDA_DEV + "/block/sda"
 
@@ -150,13 +151,10 @@ class TriggerKernel(unittest.TestCase):
         os.close(fd)
         self.addCleanup(os.unlink, self.img)
         os.truncate(self.img, 8 << 20)
-        p = subprocess.run(["losetup", "-f", "--show", self.img],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            self.skipTest("losetup: " + p.stderr.strip())
-        self.dev = p.stdout.strip()
-        self.addCleanup(subprocess.run, ["losetup", "-d", self.dev],
-                        timeout=60)
+        loop = loopdev.LoopDevice()
+        self.addCleanup(loop.remove)
+        loop.attach(self.img)
+        self.dev = loop.dev
         self.dm = bt.Daemon("/sys", no_uevents=False)
         self.addCleanup(self.dm.stop)
 
