@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <stdint.h>
 
 #include "base/log.h"
 #include "common/util.h"
@@ -17,32 +18,32 @@ void block_devs_free(BlockDev *l, size_t n)
         free(l);
 }
 
-/* A class/block entry: a link to the device's directory, which must carry the same name. */
-int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, BlockDev *ret)
+/* A class/block entry: a link to the device's directory, which must carry the same name; logged and
+ * negative when unusable. */
+static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, BlockDev *ret)
 {
         _cleanup_(freep) char *target = NULL, *devpath = NULL, *name = NULL;
         int fd, r;
 
-        if (e->type != SYSFS_ENTRY_LINK) {
-                log_warning("class/block/%s is not a link, skipped.", e->name);
+        if (type != SYSFS_ENTRY_LINK) {
+                log_warning("class/block/%s is not a link, skipped.", entry);
                 return -ENOLINK;
         }
-        r = sysfs_readlink(classfd, e->name, &target);
+        r = sysfs_readlink(classfd, entry, &target);
         if (r >= 0)
                 r = sysfs_resolve_relative("/class/block", target, &devpath);
         if (r < 0)
-                return log_warning_errno(r, "class/block/%s: unusable link, skipped: %m", e->name);
-        if (!streq(path_basename(devpath), e->name)) {
-                log_warning("class/block/%s points to %s, a different name; skipped.", e->name, devpath);
+                return log_warning_errno(r, "class/block/%s: unusable link, skipped: %m", entry);
+        if (!streq(path_basename(devpath), entry)) {
+                log_warning("class/block/%s points to %s, a different name; skipped.", entry, devpath);
                 return -EXDEV;
         }
         fd = sysfs_open_dir(s, devpath);
         if (fd < 0)
-                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", e->name,
-                                         devpath);
+                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry, devpath);
         ret->partition = sysfs_has_file(fd, "partition");
         (void) close(fd);
-        name = strdup(e->name);
+        name = strdup(entry);
         if (!name)
                 return -ENOMEM;
         ret->name = TAKE_PTR(name);
@@ -50,38 +51,94 @@ int block_dev_read_entry(const Sysfs *s, int classfd, const SysfsEntry *e, Block
         return 0;
 }
 
+struct BlockDevReader {
+        const Sysfs *sysfs;
+        int fd;
+        DIR *dir;
+};
+
+BlockDevReader *block_dev_reader_free(BlockDevReader *r)
+{
+        if (!r)
+                return NULL;
+        if (r->dir)
+                (void) closedir(r->dir);
+        if (r->fd >= 0)
+                (void) close(r->fd);
+        free(r);
+        return NULL;
+}
+
+int block_dev_reader_open(const Sysfs *s, BlockDevReader **ret)
+{
+        _cleanup_(block_dev_reader_freep) BlockDevReader *r = NULL;
+        int k;
+
+        r = calloc(1, sizeof(BlockDevReader));
+        if (!r)
+                return -ENOMEM;
+        *r = (BlockDevReader){.sysfs = s, .fd = -1};
+        r->fd = sysfs_open_dir(s, "class/block");
+        if (r->fd < 0)
+                return r->fd;
+        k = sysfs_opendir(r->fd, &r->dir);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t *n, size_t *n_max)
+{
+        for (size_t i = 0; i < max; i++) {
+                SysfsEntryType type;
+                const char *entry;
+                int k;
+
+                k = sysfs_readdir(r->dir, &entry, &type);
+                if (k <= 0)
+                        return k;
+                if (*n == *n_max) {
+                        size_t m = MAX(*n_max * 2, (size_t) 64);
+                        BlockDev *t = realloc(*devs, m * sizeof(BlockDev));
+                        if (!t)
+                                return -ENOMEM;
+                        *devs = t;
+                        *n_max = m;
+                }
+                k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
+                if (k == -ENOMEM)
+                        return k;
+                if (k >= 0)
+                        (*n)++;
+        }
+        return 1;
+}
+
+static int block_dev_cmp(const void *a, const void *b)
+{
+        return strcmp(((const BlockDev *) a)->name, ((const BlockDev *) b)->name);
+}
+
 int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
 {
-        _cleanup_(closep) int fd = -1;
-        SysfsEntry *e = NULL;
-        BlockDev *l;
-        size_t n = 0, k = 0;
-        int r;
+        _cleanup_(block_dev_reader_freep) BlockDevReader *r = NULL;
+        BlockDev *l = NULL;
+        size_t n = 0, n_max = 0;
+        int k;
 
-        fd = sysfs_open_dir(s, "class/block");
-        if (fd < 0)
-                return fd;
-        r = sysfs_list(fd, &e, &n);
-        if (r < 0)
-                return r;
-        l = calloc(n + 1, sizeof(BlockDev));
-        if (!l) {
-                sysfs_entries_free(e, n);
-                return -ENOMEM;
+        k = block_dev_reader_open(s, &r);
+        if (k < 0)
+                return k;
+        k = block_dev_reader_next(r, SIZE_MAX, &l, &n, &n_max);
+        if (k < 0) {
+                block_devs_free(l, n);
+                return k;
         }
-        for (size_t i = 0; i < n; i++) {
-                r = block_dev_read_entry(s, fd, &e[i], &l[k]);
-                if (r == -ENOMEM) {
-                        sysfs_entries_free(e, n);
-                        block_devs_free(l, k);
-                        return r;
-                }
-                if (r >= 0)
-                        k++;
-        }
-        sysfs_entries_free(e, n);
+        if (n > 1)
+                qsort(l, n, sizeof(BlockDev), block_dev_cmp);
         *ret = l;
-        *ret_n = k;
+        *ret_n = n;
         return 0;
 }
 

@@ -7,6 +7,9 @@
 #include "sysfs/reconcile.h"
 #include "sysfs/scan.h"
 
+/* A readlink, an open and a stat each: about half a millisecond a step. */
+#define CLASS_BLOCK_PER_STEP 32
+
 typedef struct Gone {
         char *devpath;
         char *path;
@@ -86,10 +89,7 @@ struct Reconcile {
         ReconcileDiff diff;
         void *userdata;
         Phase phase;
-        int class_fd;
-        /* class/block read a few entries a step, in the directory's own order: 50,000 entries at
-         * once (and their sort) stalled the loop for 36 ms. */
-        DIR *class_dir;
+        BlockDevReader *class_block; /* read CLASS_BLOCK_PER_STEP entries a step */
         size_t n_devs_max;
         BlockDev *devs;
         size_t n_devs;
@@ -128,10 +128,7 @@ Reconcile *reconcile_free(Reconcile *r)
                 return NULL;
         release_disks(r);
         block_devs_free(r->devs, r->n_devs);
-        if (r->class_dir)
-                (void) closedir(r->class_dir);
-        if (r->class_fd >= 0)
-                (void) close(r->class_fd);
+        block_dev_reader_free(r->class_block);
         free(r);
         return NULL;
 }
@@ -139,63 +136,17 @@ Reconcile *reconcile_free(Reconcile *r)
 int reconcile_new(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata, Reconcile **ret)
 {
         _cleanup_(reconcile_freep) Reconcile *r = NULL;
-        int fd, k;
+        int k;
 
         r = calloc(1, sizeof(Reconcile));
         if (!r)
                 return -ENOMEM;
-        *r = (Reconcile){.sysfs = s, .model = m, .diff = diff, .userdata = userdata, .class_fd = -1};
-        r->class_fd = sysfs_open_dir(s, "class/block");
-        if (r->class_fd < 0)
-                return r->class_fd;
-        fd = fcntl(r->class_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        r->class_dir = fdopendir(fd);
-        if (!r->class_dir) {
-                k = -errno;
-                (void) close(fd);
+        *r = (Reconcile){.sysfs = s, .model = m, .diff = diff, .userdata = userdata};
+        k = block_dev_reader_open(s, &r->class_block);
+        if (k < 0)
                 return k;
-        }
         *ret = TAKE_PTR(r);
         return 0;
-}
-
-#define LIST_ENTRIES_PER_STEP 32
-
-/* Up to LIST_ENTRIES_PER_STEP entries of class/block: 1 while there are more, 0 at the end. */
-static int list_some(Reconcile *r)
-{
-        for (unsigned i = 0; i < LIST_ENTRIES_PER_STEP; i++) {
-                struct dirent *de;
-                int type, k;
-
-                errno = 0;
-                de = readdir(r->class_dir);
-                if (!de)
-                        return errno > 0 ? -errno : 0;
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                type = sysfs_entry_type(r->class_fd, de);
-                if (type < 0)
-                        continue; /* gone meanwhile */
-                if (r->n_devs == r->n_devs_max) {
-                        size_t n = MAX(r->n_devs_max * 2, (size_t) 64);
-                        BlockDev *t = realloc(r->devs, n * sizeof(BlockDev));
-                        if (!t)
-                                return -ENOMEM;
-                        r->devs = t;
-                        r->n_devs_max = n;
-                }
-                k = block_dev_read_entry(r->sysfs, r->class_fd,
-                                         &(SysfsEntry){.name = de->d_name, .type = (SysfsEntryType) type},
-                                         &r->devs[r->n_devs]);
-                if (k == -ENOMEM)
-                        return k;
-                if (k >= 0)
-                        r->n_devs++;
-        }
-        return 1;
 }
 
 /* A block device of the model: gone from sysfs?  Then it goes from the model, reported. */
@@ -309,7 +260,8 @@ int reconcile_step(Reconcile *r)
 
         switch (r->phase) {
         case PHASE_LIST:
-                k = list_some(r);
+                k = block_dev_reader_next(r->class_block, CLASS_BLOCK_PER_STEP, &r->devs, &r->n_devs,
+                                          &r->n_devs_max);
                 if (k != 0)
                         return k;
                 r->pos = 0;

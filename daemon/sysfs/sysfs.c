@@ -102,7 +102,8 @@ void sysfs_entries_free(SysfsEntry *e, size_t n)
         free(e);
 }
 
-int sysfs_entry_type(int dirfd, const struct dirent *de)
+/* What an entry is; negative errno when it vanished meanwhile. */
+static int entry_type(int dirfd, const struct dirent *de)
 {
         /* kernfs fills d_type; the stat is for trees on file systems that don't.
          * No stat per file otherwise: a scan of 10,000 disks lists a million. */
@@ -123,13 +124,10 @@ int sysfs_entry_type(int dirfd, const struct dirent *de)
                               : SYSFS_ENTRY_OTHER;
 }
 
-int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
+int sysfs_opendir(int dirfd, DIR **ret)
 {
-        SysfsEntry *e = NULL;
-        size_t n = 0, allocated = 0;
-        struct dirent *de;
         DIR *d;
-        int fd, r = 0;
+        int fd, r;
 
         fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
@@ -140,17 +138,46 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
                 close(fd);
                 return r;
         }
+        /* The copy shares the file position with dirfd: start from the beginning whatever it was. */
         rewinddir(d);
+        *ret = d;
+        return 0;
+}
 
-        while ((errno = 0, de = readdir(d))) {
-                int type;
+int sysfs_readdir(DIR *d, const char **ret_name, SysfsEntryType *ret_type)
+{
+        struct dirent *de;
+        int type;
 
+        for (;;) {
+                errno = 0;
+                de = readdir(d);
+                if (!de)
+                        return errno > 0 ? -errno : 0;
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                type = sysfs_entry_type(dirfd, de);
+                type = entry_type(dirfd(d), de);
                 if (type < 0)
                         continue; /* vanished meanwhile */
+                *ret_name = de->d_name;
+                *ret_type = (SysfsEntryType) type;
+                return 1;
+        }
+}
 
+int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
+{
+        SysfsEntry *e = NULL;
+        size_t n = 0, allocated = 0;
+        SysfsEntryType type;
+        const char *name;
+        DIR *d;
+        int r;
+
+        r = sysfs_opendir(dirfd, &d);
+        if (r < 0)
+                return r;
+        while ((r = sysfs_readdir(d, &name, &type)) > 0) {
                 if (n >= allocated) {
                         size_t na = allocated ? allocated * 2 : 32;
                         SysfsEntry *t = realloc(e, na * sizeof(SysfsEntry));
@@ -161,18 +188,16 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
                         e = t;
                         allocated = na;
                 }
-                e[n].name = strdup(de->d_name);
+                e[n].name = strdup(name);
                 if (!e[n].name) {
                         r = -ENOMEM;
                         goto fail;
                 }
-                e[n].type = (SysfsEntryType) type;
+                e[n].type = type;
                 n++;
         }
-        if (errno != 0) {
-                r = -errno;
+        if (r < 0)
                 goto fail;
-        }
         closedir(d);
 
         if (n > 1)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -48,9 +49,12 @@ int sysfs_open_subdir(int dirfd, const char *name);
 
 /* Lists a directory, sorted by name; "." and ".." left out. */
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
-/* What a directory entry read from dirfd is; negative errno when it vanished meanwhile. */
-struct dirent;
-int sysfs_entry_type(int dirfd, const struct dirent *de);
+/* A directory read an entry at a time, for a listing too long to take in one go: opened on a copy of
+ * dirfd, from its start. */
+int sysfs_opendir(int dirfd, DIR **ret);
+/* The next entry, in the directory's own order: 1 with its name (valid until the next call) and
+ * type, 0 at the end, negative errno.  "." and ".." and entries gone meanwhile are left out. */
+int sysfs_readdir(DIR *d, const char **ret_name, SysfsEntryType *ret_type);
 void sysfs_entries_free(SysfsEntry *e, size_t n);
 bool sysfs_has_file(int dirfd, const char *name);
 /* Permission bits of a file in dirfd, or negative errno. */
