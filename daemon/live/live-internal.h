@@ -50,7 +50,7 @@ struct Live {
         size_t n_warm, warm_pos;
         unsigned warm_holds; /* live_warmup_hold() */
         uv_idle_t rescan_idle;
-        struct Rescan *rescan; /* the one running, or NULL */
+        struct Rescan *rescan;             /* the one running, or NULL */
         struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
         size_t n_next_waiters;
 
@@ -67,6 +67,9 @@ void live_apply_pending(Live *l);
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
 
+/* Appends a reference to k to a growable list (*n of them, room for *max); -ENOMEM. */
+int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k);
+
 /* Logs the event, then hands it to ops->event. */
 int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
                        size_t n_env, char *const *keys, char *const *values);
@@ -78,7 +81,7 @@ typedef enum Refresh {
         REFRESH_ALL,       /* read everything; announce what changed */
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
-        REFRESH_EVENT,     /* only what a change event of the object's own can alter (size, ro, uevent …) */
+        REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
 } Refresh;
 
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
@@ -113,4 +116,3 @@ void poll_stop(Live *l);
 
 /* Stops a running rescan; its waiters hear -ECANCELED. */
 void rescan_cancel(Live *l);
-

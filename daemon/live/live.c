@@ -4,24 +4,29 @@
 #include "base/log.h"
 #include "live/live-internal.h"
 
-static void push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
+int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
 {
         if (*n == *max) {
                 size_t m = *max ? *max * 2 : 16;
                 Kobject **t = realloc(*list, m * sizeof(Kobject *));
-                if (!t) {
-                        log_error("Out of memory: %s will not be announced.", k->path);
-                        return;
-                }
+                if (!t)
+                        return -ENOMEM;
                 *list = t;
                 *max = m;
         }
         (*list)[(*n)++] = kobject_ref(k);
+        return 0;
+}
+
+static void push_announced(Kobject ***list, size_t *n, size_t *max, Kobject *k)
+{
+        if (live_push_ref(list, n, max, k) < 0)
+                log_error("Out of memory: %s will not be announced.", k->path);
 }
 
 static void queue_added(Live *l, Kobject *k)
 {
-        push_ref(&l->added, &l->n_added, &l->n_added_max, k);
+        push_announced(&l->added, &l->n_added, &l->n_added_max, k);
 }
 
 /*
@@ -35,7 +40,7 @@ static void note_parent(Live *l, Kobject *k)
         Kobject *p = k->parent;
 
         if (p && (p->ktype->id == KTYPE_DISK || p->ktype->id == KTYPE_QUEUE) && !changes_recorded(p))
-                push_ref(&l->unread_parents, &l->n_unread_parents, &l->n_unread_parents_max, p);
+                push_announced(&l->unread_parents, &l->n_unread_parents, &l->n_unread_parents_max, p);
 }
 
 static void note_member_change(Live *l, Kobject *k)

@@ -93,16 +93,7 @@ static void rescan_free(Live *l, Rescan *s)
 
 static int push(Rescan *s, Kobject *k)
 {
-        if (s->n_stack == s->n_stack_max) {
-                size_t n = MAX(s->n_stack_max * 2, (size_t) 64);
-                Kobject **t = realloc(s->stack, n * sizeof(Kobject *));
-                if (!t)
-                        return -ENOMEM;
-                s->stack = t;
-                s->n_stack_max = n;
-        }
-        s->stack[s->n_stack++] = kobject_ref(k);
-        return 0;
+        return live_push_ref(&s->stack, &s->n_stack, &s->n_stack_max, k);
 }
 
 /* Depth first, each level sorted by name: a disk before its partitions, and the same order every
