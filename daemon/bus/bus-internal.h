@@ -12,6 +12,8 @@
 #define IFACE_PROPERTIES "org.freedesktop.DBus.Properties"
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
 #define IFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
+/* The longest interface or member name D-Bus allows. */
+#define DBUS_NAME_MAX 255
 
 typedef struct Backlog Backlog;
 typedef struct Authorization Authorization;
@@ -28,7 +30,7 @@ struct Publisher {
         const char *uevent_source;
         size_t message_max;
         bool name_taken;
-        sd_bus_slot *object_slot, *manager_slot, *enumerator_slot, *object_manager_slot;
+        sd_bus_slot *object_slot, *manager_slot, *manager_names_slot, *enumerator_slot, *object_manager_slot;
         Backlog *backlog;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
@@ -97,6 +99,10 @@ void bus_introspect_cache_clear(Publisher *p);
 
 /* The fallback handler below the root path: every kobject's methods. */
 int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* Where sd-bus serves properties (the Manager, the root), its error quotes an unknown name whole: a
+ * megabyte of name came back as a megabyte.  No D-Bus name is longer than DBUS_NAME_MAX, so a longer
+ * one names nothing and is refused here, quoted short; anything else is rewound and left to sd-bus. */
+int bus_refuse_overlong_name(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 /* The node enumerator: the children of prefix. */
 int bus_object_enumerator(sd_bus *bus, const char *prefix, void *userdata, char ***ret, sd_bus_error *error);
 

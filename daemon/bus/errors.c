@@ -7,15 +7,46 @@
 #include "bus/errors.h"
 #include "common/util.h"
 
+/* Messages quote what the caller sent, which may be a megabyte: echoing it back whole doubled the cost
+ * of such a call, and the bus carried it twice.  Cut on a character boundary, so it stays UTF-8. */
+#define MESSAGE_MAX 512
+
+static void clip(char *msg)
+{
+        static const char ellipsis[] = "…";
+        size_t n = strlen(msg);
+
+        if (n <= MESSAGE_MAX)
+                return;
+        n = MESSAGE_MAX - (sizeof(ellipsis) - 1);
+        while (n > 0 && ((unsigned char) msg[n] & 0xc0) == 0x80)
+                n--;
+        memcpy(msg + n, ellipsis, sizeof(ellipsis));
+}
+
 _printf_(4, 0) static int set_va(sd_bus_error *error, const char *name, int errnum, const char *fmt,
                                  va_list ap)
 {
         _cleanup_(freep) char *msg = NULL;
+        int r;
 
         if (vasprintf(&msg, fmt, ap) < 0)
                 return -ENOMEM;
-        (void) sd_bus_error_set(error, name, msg);
-        return -errnum;
+        clip(msg);
+        r = sd_bus_error_set(error, name, msg);
+        return errnum ? -errnum : r;
+}
+
+/* sd_bus_error_setf, clipped: returns the errno sd-bus maps name to. */
+_printf_(3, 4) static int setf(sd_bus_error *error, const char *name, const char *fmt, ...)
+{
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = set_va(error, name, 0, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 #define DEFINE_FORMATTED(func, name, errnum)                                                                \
@@ -37,50 +68,50 @@ DEFINE_FORMATTED(bus_error_limits_exceeded, SD_BUS_ERROR_LIMITS_EXCEEDED, ENOBUF
 
 int bus_error_unknown_object(sd_bus_error *error, const char *path)
 {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "No object %s.", path);
+        return setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "No object %s.", path);
 }
 
 int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface)
 {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.",
-                                 path, interface);
+        return setf(error, SD_BUS_ERROR_UNKNOWN_INTERFACE, "Object %s has no interface '%s'.", path,
+                    interface);
 }
 
 int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property)
 {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "Interface %s has no property '%s'.",
-                                 interface, property);
+        return setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "Interface %s has no property '%s'.", interface,
+                    property);
 }
 
 int bus_error_read_only(sd_bus_error *error, const char *what)
 {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is read-only.", what);
+        return setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is read-only.", what);
 }
 
 int bus_error_no_such_object(sd_bus_error *error, const char *spec)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);
+        return setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);
 }
 
 int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
-                                 "Events after %" PRIu64 " are no longer retained (oldest is %" PRIu64
-                                 "); resynchronize with GetManagedObjects.",
-                                 after, oldest);
+        return setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
+                    "Events after %" PRIu64 " are no longer retained (oldest is %" PRIu64
+                    "); resynchronize with GetManagedObjects.",
+                    after, oldest);
 }
 
 int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/%s failed: %s", devpath,
-                                 file, strerror(-r));
+        return setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading %s/%s failed: %s", devpath, file,
+                    strerror(-r));
 }
 
 int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file,
                            int r)
 {
-        return sd_bus_error_setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s",
-                                 value, devpath, file, strerror(-r));
+        return setf(error, BLKMODEL_ERROR_WRITE_FAILED, "Writing '%s' to %s/%s failed: %s", value, devpath,
+                    file, strerror(-r));
 }
 
 int bus_error_errno(sd_bus_error *error, int r, const char *what)

@@ -59,23 +59,15 @@ static int access_denied_read(const Kobject *k, const Iface *iface, const Attr *
 }
 
 /* privileged: the caller is root or the daemon's own user, so may read what others may not. */
-static int get_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const char *interface,
+                        const char *property, bool privileged, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, NULL);
-        const char *interface, *property;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         const Attr *a;
-        Kobject *k = NULL;
         Iface iface;
         int r;
 
-        r = object_of(p, msg, &k, error);
-        if (r < 0)
-                return r;
-        d.k = k;
-        r = sd_bus_message_read(msg, "ss", &interface, &property);
-        if (r < 0)
-                return r;
         if (!kobject_find_iface(k, interface, &iface))
                 return bus_error_unknown_interface(error, k->path, interface);
         a = privileged_attr(&iface, property);
@@ -92,39 +84,51 @@ static int get_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_err
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* Once the caller's uid is known: the object may have gone meanwhile. */
+static int get_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+{
+        const char *interface, *property;
+        Kobject *k = NULL;
+        int r;
+
+        r = object_of(p, msg, &k, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "ss", &interface, &property);
+        if (r < 0)
+                return r;
+        return get_property(p, msg, k, interface, property, privileged, error);
+}
+
+/* The arguments are read once here (sd-bus checks each string's UTF-8, a megabyte costs milliseconds)
+ * and again only for a privileged attribute, whose name is short. */
 static int method_get(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
         const char *interface, *property;
         Iface iface;
         int r;
 
-        /* Only a privileged attribute needs to know who asks: everything else is everyone's. */
         r = sd_bus_message_read(msg, "ss", &interface, &property);
-        if (r >= 0)
-                r = sd_bus_message_rewind(msg, true);
         if (r < 0)
                 return r;
-        if (kobject_find_iface(k, interface, &iface) && privileged_attr(&iface, property))
+        /* Only a privileged attribute needs to know who asks: everything else is everyone's. */
+        if (kobject_find_iface(k, interface, &iface) && privileged_attr(&iface, property)) {
+                r = sd_bus_message_rewind(msg, true);
+                if (r < 0)
+                        return r;
                 return bus_with_caller(p, msg, get_as, error);
-        return get_as(p, msg, false, error);
+        }
+        return get_property(p, msg, k, interface, property, false, error);
 }
 
-static int get_all_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, const char *interface,
+                              bool privileged, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, NULL);
-        const char *interface;
-        Kobject *k = NULL;
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         Iface iface;
         int r;
 
-        r = object_of(p, msg, &k, error);
-        if (r < 0)
-                return r;
-        d.k = k;
-        r = sd_bus_message_read(msg, "s", &interface);
-        if (r < 0)
-                return r;
         if (!kobject_find_iface(k, interface, &iface))
                 return bus_error_unknown_interface(error, k->path, interface);
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -135,6 +139,21 @@ static int get_all_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static int get_all_as(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error)
+{
+        const char *interface;
+        Kobject *k = NULL;
+        int r;
+
+        r = object_of(p, msg, &k, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "s", &interface);
+        if (r < 0)
+                return r;
+        return get_all_properties(p, msg, k, interface, privileged, error);
+}
+
 static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_error *error)
 {
         const char *interface;
@@ -142,13 +161,15 @@ static int method_get_all(Publisher *p, sd_bus_message *msg, Kobject *k, sd_bus_
         int r;
 
         r = sd_bus_message_read(msg, "s", &interface);
-        if (r >= 0)
-                r = sd_bus_message_rewind(msg, true);
         if (r < 0)
                 return r;
-        if (kobject_find_iface(k, interface, &iface) && attr_set_has_flag(iface.attrs, ATTR_PRIVILEGED))
+        if (kobject_find_iface(k, interface, &iface) && attr_set_has_flag(iface.attrs, ATTR_PRIVILEGED)) {
+                r = sd_bus_message_rewind(msg, true);
+                if (r < 0)
+                        return r;
                 return bus_with_caller(p, msg, get_all_as, error);
-        return get_all_as(p, msg, false, error);
+        }
+        return get_all_properties(p, msg, k, interface, false, error);
 }
 
 /* GetManagedObjects: what the caller may read decides what each dictionary holds. */
@@ -312,12 +333,32 @@ static int method_set_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error
         return method_set(p, msg, k, true, error);
 }
 
+int bus_refuse_overlong_name(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        const char *interface = NULL, *property = NULL;
+        int r;
+
+        if (bus_is_call(msg, IFACE_PROPERTIES, "GetAll"))
+                r = sd_bus_message_read(msg, "s", &interface);
+        else if (bus_is_call(msg, IFACE_PROPERTIES, "Get") || bus_is_call(msg, IFACE_PROPERTIES, "Set"))
+                r = sd_bus_message_read(msg, "ss", &interface, &property);
+        else
+                return 0;
+        if (r >= 0 && strlen(interface) > DBUS_NAME_MAX)
+                return bus_error_unknown_interface(error, sd_bus_message_get_path(msg), interface);
+        if (r >= 0 && property && strlen(property) > DBUS_NAME_MAX)
+                return bus_error_unknown_property(error, interface, property);
+        r = sd_bus_message_rewind(msg, true);
+        return r < 0 ? r : 0;
+}
+
 int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Publisher *p = userdata;
         const char *path = sd_bus_message_get_path(msg);
         Kobject *k = NULL;
 
+        /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
         /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
         if (!path || streq(path, BLKMODEL_MANAGER_PATH))
                 return 0;
@@ -326,7 +367,7 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
                 if (bus_is_call(msg, IFACE_OBJECT_MANAGER, "GetManagedObjects"))
                         return bus_check_signature(msg, "", error)
                                                ?: bus_with_caller(p, msg, get_managed_objects_as, error);
-                return 0;
+                return bus_refuse_overlong_name(msg, userdata, error);
         }
 
         k = model_find_path(p->model, path);

@@ -29,6 +29,10 @@ static int publisher_register(Publisher *p)
                                      bus_manager_vtable, p);
         if (r < 0)
                 return r;
+        r = sd_bus_add_object(p->bus, &p->manager_names_slot, BLKMODEL_MANAGER_PATH,
+                              bus_refuse_overlong_name, NULL);
+        if (r < 0)
+                return r;
         /* For sd-bus's introspection of the root: its children are the two ksets (and the Manager,
          * which sd-bus knows). */
         r = sd_bus_add_node_enumerator(p->bus, &p->enumerator_slot, BLKMODEL_ROOT_PATH,
@@ -100,6 +104,7 @@ Publisher *publisher_free(Publisher *p)
         bus_loop_free(p->bus_loop);
         sd_bus_slot_unref(p->object_slot);
         sd_bus_slot_unref(p->manager_slot);
+        sd_bus_slot_unref(p->manager_names_slot);
         sd_bus_slot_unref(p->enumerator_slot);
         sd_bus_slot_unref(p->object_manager_slot);
         backlog_free(p->backlog);

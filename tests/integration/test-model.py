@@ -518,6 +518,37 @@ class Model(unittest.TestCase):
                          dbus.UInt64(1))
         self.assertEqual(self.dm.get(sda, DISK, "Size"), 976773168 * 512)
 
+    def test_errors_do_not_echo_a_megabyte(self):
+        """An error quotes what the caller sent, cut short: a megabyte of
+        name comes back as a message of at most 512 bytes, still UTF-8 (cut
+        between characters), that says what went wrong.  The same where
+        sd-bus serves the properties (the root, the Manager)."""
+        sda = P("block", "sda")
+        for ch in ("x", "é", "𝄞"):
+            name = ch * (1 << 20)
+            calls = [(path, bt.PROPS, m, sig, args)
+                     for path in (sda, bt.ROOT, bt.MANAGER_PATH)
+                     for m, sig, args in (
+                         ("Get", "ss", (DISK, name)),
+                         ("Get", "ss", (name, "Size")),
+                         ("GetAll", "s", (name,)),
+                         ("Set", "ssv", (name, "x", dbus.String(
+                             "y", variant_level=1))))]
+            calls += [(bt.MANAGER_PATH, MANAGER, "Resolve", "s", (name,)),
+                      (bt.MANAGER_PATH, MANAGER, "Trigger", "os",
+                       (dbus.ObjectPath(sda), name))]
+            for path, iface, member, sig, args in calls:
+                with self.subTest(ch=ch, path=path, member=member,
+                                  sig=sig, first=len(args[0])), \
+                        self.assertRaises(dbus.exceptions.DBusException) as cm:
+                    self.dm.bus.call_blocking(bt.BUS_NAME, path, iface,
+                                              member, sig, args)
+                msg = cm.exception.get_dbus_message()
+                self.assertLessEqual(len(msg.encode("utf-8")), 512)
+                self.assertTrue(msg.endswith("…"), msg[-20:])
+                self.assertIn(ch * 8, msg)
+        self.assertEqual(self.dm.get(sda, DISK, "Size"), 976773168 * 512)
+
     def test_unknown_object(self):
         """A path below the root that is no object: UnknownObject, so that
         a client can tell a vanished object from a missing property."""
