@@ -47,9 +47,12 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
         r = sysfs_read_attr(fd, relpath, &value);
         if (r == -ENOMEM)
                 return r;
+        /* Each checked before the next: a realloc that moved the array must be kept. */
         file = strdup(relpath);
+        if (!file)
+                return -ENOMEM;
         t = realloc(d->values, sizeof(ObjDirValue) * (d->n_values + 1));
-        if (!file || !t)
+        if (!t)
                 return -ENOMEM;
         d->values = t;
         d->values[d->n_values++] = (ObjDirValue){
