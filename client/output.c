@@ -88,7 +88,7 @@ struct Table {
         size_t n_columns;
         char **cells; /* n_rows × n_columns */
         size_t n_rows;
-        size_t allocated;
+        size_t allocated; /* cells */
 };
 
 Table *table_new(const TableColumn *columns, size_t n_columns)
@@ -115,15 +115,8 @@ Table *table_free(Table *t)
 
 int table_add_row(Table *t, const char *const *cells)
 {
-        if (t->n_rows == t->allocated) {
-                size_t a = t->allocated ? t->allocated * 2 : 64;
-                char **c = reallocarray(t->cells, a * t->n_columns, sizeof(char *));
-
-                if (!c)
-                        return -ENOMEM;
-                t->cells = c;
-                t->allocated = a;
-        }
+        if (GREEDY_REALLOC(t->cells, t->allocated, (t->n_rows + 1) * t->n_columns) < 0)
+                return -ENOMEM;
 
         char **row = t->cells + t->n_rows * t->n_columns;
         for (size_t i = 0; i < t->n_columns; i++) {

@@ -88,15 +88,8 @@ static int tree_draw_indent(TreeDraw *d, bool last, bool root)
         const char *g = tree_draw_glyph(d, last, root, GLYPH_VERTICAL, GLYPH_BLANK);
         size_t n = strlen(g);
 
-        if (d->indent_len + n + 1 > d->indent_allocated) {
-                size_t a = (d->indent_len + n + 1) * 2;
-                char *b = realloc(d->indent, a);
-
-                if (!b)
-                        return -ENOMEM;
-                d->indent = b;
-                d->indent_allocated = a;
-        }
+        if (GREEDY_REALLOC(d->indent, d->indent_allocated, d->indent_len + n + 1) < 0)
+                return -ENOMEM;
         memcpy(d->indent + d->indent_len, g, n);
         d->indent_len += n;
         d->indent[d->indent_len] = '\0';

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/util.h"
@@ -20,6 +21,24 @@ size_t strv_length(char *const *l)
                 while (l[n])
                         n++;
         return n;
+}
+
+int greedy_realloc(void **p, size_t *allocated, size_t need, size_t size)
+{
+        size_t n;
+        void *t;
+
+        if (need <= *allocated)
+                return 0;
+        if (need > SIZE_MAX / 2 / size)
+                return -ENOMEM;
+        n = MAX(need * 2, (size_t) 16);
+        t = reallocarray(*p, n, size);
+        if (!t)
+                return -ENOMEM;
+        *p = t;
+        *allocated = n;
+        return 0;
 }
 
 int strv_consume(char ***l, size_t *n, char *s)

@@ -102,6 +102,12 @@ static inline void strv_freep(char ***l)
 }
 size_t strv_length(char *const *l);
 
+/* Makes room for need elements of size bytes in *p, which has room for *allocated: grows to twice
+ * need (at least 16), so that n appends cost O(n) copies.  0, or -ENOMEM with *p as it was. */
+int greedy_realloc(void **p, size_t *allocated, size_t need, size_t size);
+#define GREEDY_REALLOC(array, allocated, need)                                                              \
+        greedy_realloc((void **) &(array), &(allocated), (need), sizeof((array)[0]))
+
 /* Appends a copy of s to a growable vector; -ENOMEM on failure. */
 int strv_extend(char ***l, size_t *n, const char *s);
 /* Appends s itself (takes ownership, frees it on failure). */

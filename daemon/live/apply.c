@@ -111,16 +111,10 @@ static void defer_change(Live *l, Kobject *k, bool plain)
                         l->pending[i].plain = l->pending[i].plain && plain;
                         return;
                 }
-        if (l->n_pending == l->n_pending_max) {
-                size_t n = l->n_pending_max ? l->n_pending_max * 2 : 64;
-                PendingChange *t = realloc(l->pending, n * sizeof(PendingChange));
-                if (!t) {
-                        /* Read it now rather than not at all. */
-                        reread_with_followers(l, k);
-                        return;
-                }
-                l->pending = t;
-                l->n_pending_max = n;
+        if (GREEDY_REALLOC(l->pending, l->n_pending_max, l->n_pending + 1) < 0) {
+                /* Read it now rather than not at all. */
+                reread_with_followers(l, k);
+                return;
         }
         l->pending[l->n_pending++] = (PendingChange){kobject_ref(k), plain};
         (void) uv_idle_start(&l->pending_idle, on_pending_idle);
@@ -134,7 +128,8 @@ static void apply_one(Live *l, const PendingChange *c)
                 char **before = stacking_neighbours(l, k);
                 /* A plain change re-reads what such an event alters, and lists the directory; only
                  * when that moved is the rest read, with what follows the disk. */
-                if (!c->plain || !scan_shape_unchanged(l->sysfs, k) || changes_refresh(l, k, REFRESH_EVENT) != 0)
+                if (!c->plain || !scan_shape_unchanged(l->sysfs, k) ||
+                    changes_refresh(l, k, REFRESH_EVENT) != 0)
                         reread_with_followers(l, k);
                 live_flush(l);
                 stacking_refresh_neighbours(l, k, before);

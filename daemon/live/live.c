@@ -6,14 +6,8 @@
 
 int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
 {
-        if (*n == *max) {
-                size_t m = *max ? *max * 2 : 16;
-                Kobject **t = realloc(*list, m * sizeof(Kobject *));
-                if (!t)
-                        return -ENOMEM;
-                *list = t;
-                *max = m;
-        }
+        if (GREEDY_REALLOC(*list, *max, *n + 1) < 0)
+                return -ENOMEM;
         (*list)[(*n)++] = kobject_ref(k);
         return 0;
 }

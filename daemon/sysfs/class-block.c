@@ -98,14 +98,8 @@ int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t
                 k = sysfs_readdir(r->dir, &entry, &type);
                 if (k <= 0)
                         return k;
-                if (*n == *n_max) {
-                        size_t m = MAX(*n_max * 2, (size_t) 64);
-                        BlockDev *t = realloc(*devs, m * sizeof(BlockDev));
-                        if (!t)
-                                return -ENOMEM;
-                        *devs = t;
-                        *n_max = m;
-                }
+                if (GREEDY_REALLOC(*devs, *n_max, *n + 1) < 0)
+                        return -ENOMEM;
                 k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
                 if (k == -ENOMEM)
                         return k;

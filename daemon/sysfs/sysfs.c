@@ -178,15 +178,9 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         if (r < 0)
                 return r;
         while ((r = sysfs_readdir(d, &name, &type)) > 0) {
-                if (n >= allocated) {
-                        size_t na = allocated ? allocated * 2 : 32;
-                        SysfsEntry *t = realloc(e, na * sizeof(SysfsEntry));
-                        if (!t) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        e = t;
-                        allocated = na;
+                if (GREEDY_REALLOC(e, allocated, n + 1) < 0) {
+                        r = -ENOMEM;
+                        goto fail;
                 }
                 e[n].name = strdup(name);
                 if (!e[n].name) {

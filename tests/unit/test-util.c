@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdint.h>
+
+#include "common/util.h"
+#include "tests.h"
+
+static void test_greedy_realloc(void)
+{
+        _cleanup_(freep) int *a = NULL;
+        size_t allocated = 0, n = 0;
+        int *before;
+
+        /* Appends one at a time: each value lands, and the array is moved O(log n) times. */
+        unsigned moves = 0;
+        for (int i = 0; i < 100000; i++) {
+                before = a;
+                if (GREEDY_REALLOC(a, allocated, n + 1) < 0) {
+                        CHECK(false);
+                        return;
+                }
+                moves += a != before;
+                a[n++] = i;
+        }
+        CHECK(allocated >= n);
+        CHECK(moves <= 20);
+        CHECK(a[0] == 0 && a[99999] == 99999);
+
+        /* Room enough: nothing moves, nothing shrinks. */
+        before = a;
+        size_t had = allocated;
+        CHECK(GREEDY_REALLOC(a, allocated, 10) == 0);
+        CHECK(a == before && allocated == had);
+
+        /* Too much to ask: -ENOMEM, and the array and its room stay as they were. */
+        CHECK(GREEDY_REALLOC(a, allocated, SIZE_MAX / 2) == -ENOMEM);
+        CHECK(a == before && allocated == had && a[99999] == 99999);
+
+        /* From nothing, for bytes (a string buffer). */
+        _cleanup_(freep) char *s = NULL;
+        size_t s_allocated = 0;
+        CHECK(GREEDY_REALLOC(s, s_allocated, 3) == 0);
+        CHECK(s && s_allocated >= 3);
+        memcpy(s, "ab", 3);
+        CHECK_STREQ(s, "ab");
+}
+
+int main(void)
+{
+        test_greedy_realloc();
+        return tests_summary();
+}
