@@ -54,15 +54,14 @@ static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntry
 struct BlockDevReader {
         const Sysfs *sysfs;
         int fd;
-        DIR *dir;
+        SysfsDir *dir;
 };
 
 BlockDevReader *block_dev_reader_free(BlockDevReader *r)
 {
         if (!r)
                 return NULL;
-        if (r->dir)
-                (void) closedir(r->dir);
+        sysfs_closedir(r->dir);
         if (r->fd >= 0)
                 (void) close(r->fd);
         free(r);

@@ -103,7 +103,7 @@ void sysfs_entries_free(SysfsEntry *e, size_t n)
 }
 
 /* What an entry is; negative errno when it vanished meanwhile. */
-static int entry_type(int dirfd, const struct dirent *de)
+static int entry_type(int dirfd, const struct dirent64 *de)
 {
         /* kernfs fills d_type; the stat is for trees on file systems that don't.
          * No stat per file otherwise: a scan of 10,000 disks lists a million. */
@@ -124,39 +124,61 @@ static int entry_type(int dirfd, const struct dirent *de)
                               : SYSFS_ENTRY_OTHER;
 }
 
-int sysfs_opendir(int dirfd, DIR **ret)
-{
-        DIR *d;
-        int fd, r;
+/* Not glibc's DIR: fdopendir() on a copy of the fd costs a dup, three fcntl and an fstat per
+ * directory, a third of the scan's system calls (31,500 directories for 1,000 disks). */
+struct SysfsDir {
+        int fd;
+        size_t pos, len;
+        _Alignas(struct dirent64) char buf[32768];
+};
 
-        fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
+int sysfs_opendir(int dirfd, SysfsDir **ret)
+{
+        SysfsDir *d;
+
+        if (lseek(dirfd, 0, SEEK_SET) < 0)
                 return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        /* The copy shares the file position with dirfd: start from the beginning whatever it was. */
-        rewinddir(d);
+        d = malloc(sizeof(SysfsDir));
+        if (!d)
+                return -ENOMEM;
+        d->fd = dirfd;
+        d->pos = d->len = 0;
         *ret = d;
         return 0;
 }
 
-int sysfs_readdir(DIR *d, const char **ret_name, SysfsEntryType *ret_type)
+SysfsDir *sysfs_closedir(SysfsDir *d)
 {
-        struct dirent *de;
-        int type;
+        return mfree(d);
+}
+
+/* 1 with the next raw entry, 0 at the end, negative errno. */
+static int next_entry(SysfsDir *d, struct dirent64 **ret)
+{
+        if (d->pos >= d->len) {
+                ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
+                if (n <= 0)
+                        return n < 0 ? -errno : 0;
+                d->pos = 0;
+                d->len = (size_t) n;
+        }
+        *ret = (struct dirent64 *) (d->buf + d->pos);
+        d->pos += (*ret)->d_reclen;
+        return 1;
+}
+
+int sysfs_readdir(SysfsDir *d, const char **ret_name, SysfsEntryType *ret_type)
+{
+        struct dirent64 *de = NULL;
+        int r, type;
 
         for (;;) {
-                errno = 0;
-                de = readdir(d);
-                if (!de)
-                        return errno > 0 ? -errno : 0;
+                r = next_entry(d, &de);
+                if (r <= 0)
+                        return r;
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                type = entry_type(dirfd(d), de);
+                type = entry_type(d->fd, de);
                 if (type < 0)
                         continue; /* vanished meanwhile */
                 *ret_name = de->d_name;
@@ -171,7 +193,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         size_t n = 0, allocated = 0;
         SysfsEntryType type;
         const char *name;
-        DIR *d;
+        SysfsDir *d;
         int r;
 
         r = sysfs_opendir(dirfd, &d);
@@ -192,7 +214,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         }
         if (r < 0)
                 goto fail;
-        closedir(d);
+        sysfs_closedir(d);
 
         if (n > 1)
                 qsort(e, n, sizeof(SysfsEntry), entry_cmp);
@@ -201,7 +223,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         return 0;
 
 fail:
-        closedir(d);
+        sysfs_closedir(d);
         sysfs_entries_free(e, n);
         return r;
 }

@@ -49,12 +49,14 @@ int sysfs_open_subdir(int dirfd, const char *name);
 
 /* Lists a directory, sorted by name; "." and ".." left out. */
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
-/* A directory read an entry at a time, for a listing too long to take in one go: opened on a copy of
- * dirfd, from its start. */
-int sysfs_opendir(int dirfd, DIR **ret);
+/* A directory read an entry at a time, from its start, with getdents64 on dirfd itself (which it
+ * neither copies nor closes, and whose position it moves). */
+typedef struct SysfsDir SysfsDir;
+int sysfs_opendir(int dirfd, SysfsDir **ret);
 /* The next entry, in the directory's own order: 1 with its name (valid until the next call) and
  * type, 0 at the end, negative errno.  "." and ".." and entries gone meanwhile are left out. */
-int sysfs_readdir(DIR *d, const char **ret_name, SysfsEntryType *ret_type);
+int sysfs_readdir(SysfsDir *d, const char **ret_name, SysfsEntryType *ret_type);
+SysfsDir *sysfs_closedir(SysfsDir *d);
 void sysfs_entries_free(SysfsEntry *e, size_t n);
 bool sysfs_has_file(int dirfd, const char *name);
 /* Permission bits of a file in dirfd, or negative errno. */
