@@ -44,7 +44,7 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
         fd = objdir_fd(d);
         if (fd < 0)
                 return fd;
-        r = sysfs_read_attr(fd, relpath, &value);
+        r = sysfs_read_attr(fd, relpath, d->sysfs->kernfs, &value);
         if (r == -ENOMEM)
                 return r;
         /* Each checked before the next: a realloc that moved the array must be kept. */

@@ -17,7 +17,8 @@
 
 typedef struct Sysfs {
         int root_fd;
-        char *root; /* as given, for messages and the SysfsRoot property */
+        char *root;  /* as given, for messages and the SysfsRoot property */
+        bool kernfs; /* the real sysfs, which refuses to open a file without read bits, even to root */
 } Sysfs;
 
 typedef enum SysfsEntryType {
@@ -63,8 +64,9 @@ bool sysfs_has_file(int dirfd, const char *name);
 int sysfs_file_mode(int dirfd, const char *name);
 
 /* Reads an attribute: at most SYSFS_VALUE_MAX bytes, one trailing newline removed,
- * NUL and invalid UTF-8 escaped as \xNN.  Never blocks on FIFOs. */
-int sysfs_read_attr(int dirfd, const char *name, char **ret);
+ * NUL and invalid UTF-8 escaped as \xNN.  Never blocks on FIFOs.  A file without read permission
+ * bits reads as ""; kernfs: dirfd is on the real sysfs (Sysfs.kernfs), which enforces that itself. */
+int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret);
 /* The same, relative to the root. */
 int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
 
