@@ -203,7 +203,7 @@ int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
         size_t n = 0, allocated = 0;
         SysfsEntryType type;
         const char *name;
-        SysfsDir *d;
+        SysfsDir *d = NULL;
         int r;
 
         r = sysfs_opendir(dirfd, &d);
