@@ -161,9 +161,8 @@ int main(int argc, char *argv[])
                         fprintf(stderr, "counting: %s\n", strerror(-r));
                         return 1;
                 }
-                printf("{\"mode\": \"whole\", \"call\": %.6f, \"walk\": %.6f, \"values\": %lu, \"objects\": "
-                       "%lu, "
-                       "\"interfaces\": %lu, \"properties\": %lu}\n",
+                printf("{\"mode\": \"whole\", \"call\": %.6f, \"walk\": %.6f, \"values\": %lu, "
+                       "\"objects\": %lu, \"interfaces\": %lu, \"properties\": %lu}\n",
                        t1 - t0, t2 - t1, values, objects, ifaces, props);
                 fflush(stdout);
                 sd_bus_message_unref(reply);

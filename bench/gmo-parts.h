@@ -27,12 +27,12 @@ typedef struct GmoStats {
 
 typedef void (*GmoObjectFunc)(const char *path, void *userdata);
 
-/* Reads everything below root (root itself excluded, as GetManagedObjects does).  0 or -errno;
- * on failure error_text (static or malloc'ed into *error_text) says what failed. */
 /* Reads every basic value below the message's current position, entering every container;
  * counts them in *values when given. */
 int gmo_read_values(sd_bus_message *m, unsigned long *values);
 
+/* Reads everything below root (root itself excluded, as GetManagedObjects does).  0 or -errno;
+ * on failure error_text (static or malloc'ed into *error_text) says what failed. */
 int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_flight, uint64_t timeout_usec,
                  GmoObjectFunc on_object, void *userdata, GmoStats *stats, char **error_text);
 

@@ -75,10 +75,10 @@ extern const PropertyInfo queue_properties[];
 extern const PropertyInfo elevator_properties[];
 extern const PropertyInfo device_properties[];
 
-/* One typed property, or NULL: how a raw attribute is told from the model's own properties. */
 /* The typed properties of one of the model's interfaces (Kobject included), in the model's order;
  * NULL for any other name. */
 const PropertyInfo *interface_properties(const char *interface);
+/* One typed property, or NULL: how a raw attribute is told from the model's own properties. */
 const PropertyInfo *interface_find_property(const char *interface, const char *name);
 
 /* "true", "invalidates", "const", "false". */

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <dirent.h>
-#include <fcntl.h>
-
+#include "sysfs/reconcile.h"
 #include "base/log.h"
 #include "common/util.h"
-#include "sysfs/reconcile.h"
 #include "sysfs/scan.h"
 
 /* A readlink, an open and a stat each: about half a millisecond a step. */
