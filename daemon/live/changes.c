@@ -4,22 +4,16 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "live/live-internal.h"
+#include "live/record.h"
 #include "model/iface.h"
 #include "sysfs/scan.h"
 #include "sysfs/typed-value.h"
 
 /*
- * Which properties did an event change?  The values are not kept (SPEC §9: an object costs what
- * its shape costs), only a 64-bit fingerprint per value: one slot per typed property that
- * announces its changes, then one per raw attribute, interface by interface in their order.
+ * Which properties did an event change?  Each object's record (live/record.h) has one slot per
+ * typed property that announces its changes, then one per raw attribute, interface by interface in
+ * their order.
  */
-typedef struct ChangeRecord {
-        size_t n_slots;
-        size_t value_bytes;
-        uint64_t slots[];
-} ChangeRecord;
-
-#define FINGERPRINT_VOLATILE UINT64_C(0)
 
 static bool slot_typed(const PropertyInfo *p)
 {
@@ -144,7 +138,7 @@ static void reading_done(Reading *r)
         strv_free(r->slaves);
 }
 
-static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd, uint64_t *ret)
+static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
 {
         TypedValue v;
         int r;
@@ -152,7 +146,19 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd, ui
         r = typed_value_read(d, l->model, p, &v);
         if (r < 0)
                 return r;
-        *ret = typed_value_hash(&v, FNV1A_INIT);
+        switch (p->signature[0]) {
+        case 'u':
+        case 't':
+        case 'b':
+                record_put_number(rd->record, v.number);
+                break;
+        case 's':
+        case 'o':
+                record_put_string(rd->record, strempty(v.string));
+                break;
+        default:
+                record_put_fingerprint(rd->record, typed_value_hash(&v, FNV1A_INIT));
+        }
         rd->record->value_bytes += typed_value_size(&v);
         if (p->id == PROP_HOLDERS || p->id == PROP_SLAVES) {
                 rd->has_links = true;
@@ -165,32 +171,33 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd, ui
         return 0;
 }
 
-static uint64_t read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord *rec)
+static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord *rec)
 {
         const char *v;
 
-        if (a->flags & ATTR_VOLATILE)
-                return FINGERPRINT_VOLATILE;
+        if (a->flags & ATTR_VOLATILE) {
+                record_put_volatile(rec);
+                return;
+        }
         /* Signals and GetAll publish an unreadable file as "": that is what a client holds. */
         if (objdir_read_attr(d, iface, a, &v) < 0)
                 v = "";
         rec->value_bytes += 8 + strlen(v);
-        return fnv1a(v, strlen(v) + 1, FNV1A_INIT);
+        record_put_string(rec, v);
 }
 
 /* Fills a new reading; what `how` does not re-read is copied from old (which it then requires). */
 static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, Reading *ret)
 {
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
-        size_t n = n_slots(k), s = 0;
+        size_t n = n_slots(k), old_offset = 0;
         Reading rd = {};
         Iface iface;
         int r;
 
-        rd.record = calloc(1, sizeof(ChangeRecord) + n * sizeof(uint64_t));
-        if (!rd.record)
-                return -ENOMEM;
-        rd.record->n_slots = n;
+        r = record_new(n, &rd.record);
+        if (r < 0)
+                return r;
         if (old)
                 rd.record->value_bytes = old->value_bytes;
         if (how == REFRESH_RECORD || how == REFRESH_ALL)
@@ -201,24 +208,27 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 for (const PropertyInfo *p = iface.properties; p->name; p++) {
                         if (!slot_typed(p))
                                 continue;
+                        RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
                         if (typed_read_in(k, &iface, p, how)) {
-                                r = read_typed(l, &d, p, &rd, &rd.record->slots[s]);
+                                r = read_typed(l, &d, p, &rd);
                                 if (r < 0) {
                                         reading_done(&rd);
                                         return r;
                                 }
                         } else
-                                rd.record->slots[s] = old->slots[s];
-                        s++;
+                                record_put_slot(rd.record, was);
                 }
-                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, s++) {
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        rd.record->slots[s] = attr_read_in(k, &iface, a, how)
-                                                              ? read_attr(&d, &iface, a, rd.record)
-                                                              : old->slots[s];
+                        RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
+                        if (attr_read_in(k, &iface, a, how))
+                                read_attr(&d, &iface, a, rd.record);
+                        else
+                                record_put_slot(rd.record, was);
                 }
         }
-        assert(s == n);
+        assert(!old || old_offset == old->size);
+        rd.record = record_finish(rd.record);
         *ret = rd;
         return 0;
 }
@@ -241,7 +251,7 @@ static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const C
         kobject_iface(k, 1, &iface);
         for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++)
                 if (streq(iface.attrs->attrs[j].file, "scheduler"))
-                        return old->slots[s + j] != now->slots[s + j];
+                        return !record_slot_equal(record_slot_at(old, s + j), record_slot_at(now, s + j));
         return false;
 }
 
@@ -252,7 +262,7 @@ static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const C
 static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now,
                     const Shape *only_same_in)
 {
-        size_t s = 0;
+        size_t old_offset = 0, now_offset = 0;
         int count = 0, r;
         Iface iface;
 
@@ -266,16 +276,19 @@ static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRe
                 for (const PropertyInfo *p = iface.properties; p->name; p++) {
                         if (!slot_typed(p))
                                 continue;
-                        if (!skip && (!old || old->slots[s] != now->slots[s])) {
+                        RecordSlot is = record_next(now, &now_offset);
+                        bool same = old && record_slot_equal(record_next(old, &old_offset), is);
+                        if (!skip && !same) {
                                 r = strv_extend(&changed, &n_changed, p->name);
                                 if (r < 0)
                                         return r;
                         }
-                        s++;
                 }
-                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, s++) {
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        if (skip || (a->flags & ATTR_VOLATILE) || (old && old->slots[s] == now->slots[s]))
+                        RecordSlot is = record_next(now, &now_offset);
+                        bool same = old && record_slot_equal(record_next(old, &old_offset), is);
+                        if (skip || (a->flags & ATTR_VOLATILE) || same)
                                 continue;
                         r = strv_extend(&changed, &n_changed, a->member);
                         if (r < 0)
@@ -318,7 +331,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
                 return r;
         /* A tunable written moves what derives from it (discard_max_bytes 0 zeroes
          * discard_granularity): once one watched value changed, read the whole object. */
-        if (how == REFRESH_WATCHED && memcmp(old->slots, now.record->slots, old->n_slots * sizeof(uint64_t)) != 0) {
+        if (how == REFRESH_WATCHED && !record_equal(old, now.record)) {
                 reading_done(&now);
                 r = read_slots(l, k, REFRESH_ALL, old, &now);
                 if (r < 0)
@@ -327,7 +340,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
 
         /* Without an earlier reading every property may have changed: say so rather than miss one. */
         if (how != REFRESH_RECORD && l->announce && k->linked &&
-            (!have_old || memcmp(old->slots, now.record->slots, old->n_slots * sizeof(uint64_t)) != 0))
+            (!have_old || !record_equal(old, now.record)))
                 count = announce(l, k, have_old ? old : NULL, now.record, only_same_in);
         bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);
 
