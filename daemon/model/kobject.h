@@ -22,16 +22,17 @@ typedef struct Model Model;
 
 struct Kobject {
         unsigned n_ref;
+        bool linked;
+        bool unlinking; /* model_unlink() is taking it and its children away */
         const Ktype *ktype;
         char *name;    /* as in sysfs: "cciss!c0d0" */
         char *devpath; /* below the sysfs root: "/devices/…/block/sda" */
         char *path;    /* the object path it is published under */
+        /* (the three strings follow the struct, in its allocation) */
         Kobject *parent;
         Kobject *kset;
         Kobject *device; /* disks: the hardware device of the `device` link, or NULL */
         Shape *shape;
-        bool linked;
-        bool unlinking; /* model_unlink() is taking it and its children away */
 
         /* The observer's own record of the object (the live layer's change fingerprints): set
          * and freed by the observer only, at the latest in its removed(). */
