@@ -81,17 +81,21 @@ void live_flush(Live *l)
         static const char *const members[] = {"Members", NULL};
         Kobject *ksets[2] = {l->model->block_kset, l->model->devices_kset};
 
+        /* Recorded before InterfacesAdded reads the values again: a file that changes in between
+         * then differs from the record, and the next poll or event announces it (to a client that
+         * may hold it already).  Recorded after, the record could hold a value no client ever got,
+         * and its change would never be announced: an iosched directory written file by file while
+         * the poll found it did that. */
+        for (size_t i = 0; i < l->n_added; i++) {
+                Kobject *k = l->added[i];
+                if (k->linked && !changes_recorded(k))
+                        (void) changes_refresh(l, k, REFRESH_RECORD);
+        }
         /* In link order, so parents before children; each with what it has now. */
         for (size_t i = 0; i < l->n_added; i++) {
                 Kobject *k = l->added[i];
                 if (k->linked && l->announce)
                         l->ops->object_added(l->userdata, k);
-        }
-        /* What InterfacesAdded said is what a change must be compared with. */
-        for (size_t i = 0; i < l->n_added; i++) {
-                Kobject *k = l->added[i];
-                if (k->linked && !changes_recorded(k))
-                        (void) changes_refresh(l, k, REFRESH_RECORD);
                 kobject_unref(l->model, k);
         }
         l->n_added = 0;
