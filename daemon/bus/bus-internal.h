@@ -8,6 +8,7 @@
 #include "common/util.h"
 #include "model/iface.h"
 #include "sysfs/objdir.h"
+#include "sysfs/prefetch.h"
 
 #define IFACE_PROPERTIES "org.freedesktop.DBus.Properties"
 #define IFACE_INTROSPECTABLE "org.freedesktop.DBus.Introspectable"
@@ -73,8 +74,11 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
 int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
                                 bool privileged, size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
- * carry it. */
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound);
+ * carry it; read through d (NULL: a directory of its own). */
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged,
+                      size_t *bound);
+/* Adds to b the object and the files bus_append_object() will read of it. */
+int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged);
 /* as: the names of k's interfaces. */
 int bus_append_interface_names(sd_bus_message *m, Kobject *k);
 

@@ -89,6 +89,23 @@ typedef struct Reply {
 /* No slice of building a reply keeps the loop longer than this. */
 #define GMO_SLICE_USEC 4000
 
+/*
+ * The objects' files are read ahead on the thread pool (sysfs/prefetch.h), this many objects per
+ * batch, this many batches at a time: workers read while the loop appends what they read (on 2 CPUs,
+ * 1,000 loop devices: 1, i.e. no overlap, 1.5 s; 2: 1.08 s; 3: 1.00 s; 4 of 16 objects: 0.98 s).
+ */
+#define GMO_BATCH_OBJECTS 32
+#define GMO_BATCHES 3
+
+typedef struct GmoBatch {
+        uv_work_t work;
+        Prefetch *prefetch;
+        Publisher *publisher;
+        BusGmo *gmo;  /* NULL once the reply is gone: the batch then frees itself when read */
+        size_t first; /* the index in gmo->objects of its first object */
+        bool read;
+} GmoBatch;
+
 /* A GetManagedObjects reply being built, in the order the calls came. */
 struct BusGmo {
         sd_bus_message *call;
@@ -96,12 +113,13 @@ struct BusGmo {
         Kobject *top;      /* a reference; NULL: the root */
         Kobject **objects; /* references: what there was when the call came */
         size_t n_objects, pos;
+        GmoBatch *batches[GMO_BATCHES]; /* oldest first */
+        size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
         BusGmo *next;
 };
 
-static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
+static int append_managed_object(Publisher *p, Kobject *k, ObjDir *d, Reply *reply)
 {
-        Reply *reply = userdata;
         int r;
 
         r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
@@ -109,7 +127,7 @@ static int append_managed_object(Publisher *p, Kobject *k, void *userdata)
                 r = sd_bus_message_append(reply->m, "o", k->path);
         reply->bound += 8 + 4 + strlen(k->path) + 1 + 8;
         if (r >= 0)
-                r = bus_append_object(p, reply->m, k, reply->privileged, &reply->bound);
+                r = bus_append_object(p, reply->m, k, d, reply->privileged, &reply->bound);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply->m);
         /* The estimate said it would fit, the values read say otherwise: stop before the bus drops us. */
@@ -162,8 +180,90 @@ static int collect(Publisher *p, Kobject *k, void *userdata)
         return 0;
 }
 
+static void on_gmo_idle(uv_idle_t *h);
+
+static void batch_free(GmoBatch *b)
+{
+        prefetch_free(b->prefetch);
+        free(b);
+}
+
+static void on_batch_work(uv_work_t *w)
+{
+        GmoBatch *b = w->data;
+
+        prefetch_read(b->prefetch);
+}
+
+static void on_batch_read(uv_work_t *w, int status)
+{
+        GmoBatch *b = w->data;
+
+        if (!b->gmo) {
+                batch_free(b);
+                return;
+        }
+        /* Also when cancelled (status < 0): then nothing was read, and the loop reads for itself. */
+        b->read = true;
+        (void) uv_idle_start(b->publisher->gmo_idle, on_gmo_idle);
+}
+
+/* Queues batches for the objects after the last one queued, as many as may be in flight. */
+static void gmo_prefetch(Publisher *p, BusGmo *g)
+{
+        while (g->n_batches < GMO_BATCHES && g->prefetched < g->n_objects) {
+                GmoBatch *b = calloc(1, sizeof(GmoBatch));
+                int r = b ? prefetch_new(p->sysfs, &b->prefetch) : -ENOMEM;
+
+                for (size_t i = g->prefetched;
+                     r >= 0 && i < g->n_objects && i - g->prefetched < GMO_BATCH_OBJECTS; i++)
+                        r = bus_prefetch_object(b->prefetch, g->objects[i], g->reply.privileged);
+                if (r >= 0) {
+                        *b = (GmoBatch){.work.data = b,
+                                        .prefetch = b->prefetch,
+                                        .publisher = p,
+                                        .gmo = g,
+                                        .first = g->prefetched};
+                        r = uv_queue_work(p->loop, &b->work, on_batch_work, on_batch_read);
+                }
+                if (r < 0) {
+                        /* Not read ahead: the loop reads these objects itself, as it always could. */
+                        log_debug_errno(r, "GetManagedObjects: cannot read ahead: %m");
+                        if (b)
+                                batch_free(b);
+                        return;
+                }
+                g->batches[g->n_batches++] = b;
+                g->prefetched += prefetch_n_objects(b->prefetch);
+        }
+}
+
+/* Hands the values read ahead for object i to d: 1 if it did, 0 if i was not read ahead, -EAGAIN
+ * while its batch is being read. */
+static int gmo_take_prefetched(BusGmo *g, size_t i, ObjDir *d)
+{
+        GmoBatch *b = g->n_batches > 0 ? g->batches[0] : NULL;
+
+        if (!b || i < b->first)
+                return 0;
+        if (!b->read)
+                return -EAGAIN;
+        prefetch_hand_over(b->prefetch, i - b->first, d);
+        if (i + 1 == b->first + prefetch_n_objects(b->prefetch)) {
+                batch_free(b);
+                memmove(g->batches, g->batches + 1, --g->n_batches * sizeof(GmoBatch *));
+        }
+        return 1;
+}
+
 static BusGmo *gmo_free(Publisher *p, BusGmo *g)
 {
+        for (size_t i = 0; i < g->n_batches; i++) {
+                if (g->batches[i]->read)
+                        batch_free(g->batches[i]);
+                else
+                        g->batches[i]->gmo = NULL; /* on a worker: it frees itself when read */
+        }
         for (size_t i = g->pos; i < g->n_objects; i++)
                 kobject_unref(p->model, g->objects[i]);
         free(g->objects);
@@ -210,12 +310,22 @@ static void on_gmo_idle(uv_idle_t *h)
                 (void) uv_idle_stop(p->gmo_idle);
                 return;
         }
+        gmo_prefetch(p, g);
         while (g->pos < g->n_objects && r >= 0) {
-                Kobject *k = g->objects[g->pos++];
+                Kobject *k = g->objects[g->pos];
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+
+                if (gmo_take_prefetched(g, g->pos, &d) == -EAGAIN) {
+                        /* Its batch is still being read: on_batch_read() starts the next slice. */
+                        (void) uv_idle_stop(p->gmo_idle);
+                        return;
+                }
+                g->pos++;
                 /* Gone meanwhile: its InterfacesRemoved went out before this reply will. */
                 if (k->linked)
-                        r = append_managed_object(p, k, &g->reply);
+                        r = append_managed_object(p, k, &d, &g->reply);
                 kobject_unref(p->model, k);
+                gmo_prefetch(p, g);
                 if (uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)
                         break;
         }

@@ -2,6 +2,7 @@
 #include "base/log.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
+#include "sysfs/prefetch.h"
 #include "sysfs/typed-value.h"
 
 static int append_object_paths(sd_bus_message *m, char *const *paths)
@@ -114,8 +115,8 @@ static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const 
         return r;
 }
 
-int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
-                                size_t *bound)
+int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
+                                bool privileged, size_t *bound)
 {
         int r;
 
@@ -128,9 +129,11 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileged, size_t *bound)
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *dir, bool privileged,
+                      size_t *bound)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(p->sysfs, k);
+        ObjDir *d = dir ?: &own;
         Iface iface;
         int r;
 
@@ -143,11 +146,43 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, bool privileg
                 if (bound)
                         *bound += 8 + 4 + strlen(iface.name) + 1 + 8;
                 if (r >= 0)
-                        r = bus_append_iface_properties(p, &d, &iface, m, privileged, bound);
+                        r = bus_append_iface_properties(p, d, &iface, m, privileged, bound);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }
         return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged)
+{
+        Iface iface;
+        int r;
+
+        r = prefetch_add_object(b, k->devpath);
+        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++) {
+                        const Attr *a = &iface.attrs->attrs[j];
+                        if (!privileged && (a->flags & ATTR_PRIVILEGED))
+                                continue;
+                        if (!iface.attr_dir) {
+                                r = prefetch_add_file(b, a->file);
+                                continue;
+                        }
+                        _cleanup_(freep) char *rel = iface_attr_relpath(&iface, a);
+                        r = rel ? prefetch_add_file(b, rel) : -ENOMEM;
+                }
+                /* The files typed properties derive from, where they are not attributes too
+                 * (uevent); the links and directories they list are read by the loop. */
+                for (const PropertyInfo *info = iface.properties; r >= 0 && info->name; info++) {
+                        if (!info->source || strpbrk(info->source, "/@"))
+                                continue;
+                        if (streq(info->source, PROPERTY_SOURCE_UEVENT) && !k->ktype->has_uevent)
+                                continue;
+                        r = prefetch_add_file_once(b, info->source);
+                }
+        }
+        return r;
 }
 
 int bus_append_interface_names(sd_bus_message *m, Kobject *k)

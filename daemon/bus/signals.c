@@ -25,7 +25,7 @@ void publisher_object_added(Publisher *p, Kobject *k)
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
-                r = bus_append_object(p, s, k, false, NULL);
+                r = bus_append_object(p, s, k, NULL, false, NULL);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "InterfacesAdded", k->path);

@@ -13,11 +13,12 @@
 #include "common/util.h"
 #include "sysfs/sysfs.h"
 
+/* Read and written from the loop and from workers (Set's writes, prefetches): atomic. */
 static bool have_openat2 = true;
 
 int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks)
 {
-        if (have_openat2) {
+        if (__atomic_load_n(&have_openat2, __ATOMIC_RELAXED)) {
                 struct open_how how = {
                                 .flags = (uint64_t) flags | O_CLOEXEC,
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
@@ -28,7 +29,7 @@ int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlink
                         return fd;
                 if (errno != ENOSYS)
                         return -errno;
-                have_openat2 = false;
+                __atomic_store_n(&have_openat2, false, __ATOMIC_RELAXED);
         }
         if (path[0] == '/' || strstr(path, ".."))
                 return -EXDEV;

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <fcntl.h>
+
+#include "common/util.h"
+#include "sysfs/prefetch.h"
+
+typedef struct PrefetchObject {
+        char *devpath;
+        int fd; /* after prefetch_read(): the directory, or negative errno */
+        ObjDirValue *values;
+        size_t n_values, n_allocated;
+} PrefetchObject;
+
+struct Prefetch {
+        Sysfs root; /* the root fd is a copy: a Rescan may reopen the original meanwhile */
+        PrefetchObject *objects;
+        size_t n_objects, n_allocated;
+        bool read; /* prefetch_read() ran (a cancelled work item never does) */
+};
+
+int prefetch_new(const Sysfs *s, Prefetch **ret)
+{
+        Prefetch *b = calloc(1, sizeof(Prefetch));
+
+        if (!b)
+                return -ENOMEM;
+        b->root.kernfs = s->kernfs;
+        b->root.root_fd = fcntl(s->root_fd, F_DUPFD_CLOEXEC, 3);
+        if (b->root.root_fd < 0) {
+                int r = -errno;
+                free(b);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+Prefetch *prefetch_free(Prefetch *b)
+{
+        if (!b)
+                return NULL;
+        for (size_t i = 0; i < b->n_objects; i++) {
+                PrefetchObject *o = &b->objects[i];
+                for (size_t j = 0; j < o->n_values; j++) {
+                        free(o->values[j].file);
+                        free(o->values[j].value);
+                }
+                free(o->values);
+                free(o->devpath);
+                if (o->fd >= 0)
+                        (void) close(o->fd);
+        }
+        free(b->objects);
+        (void) close(b->root.root_fd);
+        free(b);
+        return NULL;
+}
+
+int prefetch_add_object(Prefetch *b, const char *devpath)
+{
+        char *copy;
+
+        if (GREEDY_REALLOC(b->objects, b->n_allocated, b->n_objects + 1) < 0)
+                return -ENOMEM;
+        copy = strdup(devpath);
+        if (!copy)
+                return -ENOMEM;
+        b->objects[b->n_objects++] = (PrefetchObject){.devpath = copy, .fd = -EBADF};
+        return 0;
+}
+
+int prefetch_add_file(Prefetch *b, const char *relpath)
+{
+        PrefetchObject *o;
+        char *copy;
+
+        assert(b->n_objects > 0);
+        o = &b->objects[b->n_objects - 1];
+        if (GREEDY_REALLOC(o->values, o->n_allocated, o->n_values + 1) < 0)
+                return -ENOMEM;
+        copy = strdup(relpath);
+        if (!copy)
+                return -ENOMEM;
+        o->values[o->n_values++] = (ObjDirValue){.file = copy, .error = -ENODATA};
+        return 0;
+}
+
+int prefetch_add_file_once(Prefetch *b, const char *relpath)
+{
+        const PrefetchObject *o;
+
+        assert(b->n_objects > 0);
+        o = &b->objects[b->n_objects - 1];
+        for (size_t j = 0; j < o->n_values; j++)
+                if (streq(o->values[j].file, relpath))
+                        return 0;
+        return prefetch_add_file(b, relpath);
+}
+
+size_t prefetch_n_objects(const Prefetch *b)
+{
+        return b->n_objects;
+}
+
+void prefetch_read(Prefetch *b)
+{
+        for (size_t i = 0; i < b->n_objects; i++) {
+                PrefetchObject *o = &b->objects[i];
+
+                if (o->n_values == 0)
+                        continue;
+                o->fd = sysfs_open_dir(&b->root, o->devpath);
+                for (size_t j = 0; j < o->n_values; j++) {
+                        ObjDirValue *v = &o->values[j];
+                        v->error = o->fd < 0 ? o->fd
+                                             : sysfs_read_attr(o->fd, v->file, b->root.kernfs, &v->value);
+                        if (v->error < 0)
+                                v->value = NULL;
+                }
+        }
+        b->read = true;
+}
+
+void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
+{
+        PrefetchObject *o;
+
+        assert(i < b->n_objects);
+        assert(d->fd < 0 && d->n_values == 0);
+        if (!b->read)
+                return; /* d reads for itself */
+        o = &b->objects[i];
+        /* A directory that would not open is tried again by whatever reads next: as without this. */
+        if (o->fd >= 0)
+                d->fd = TAKE_FD(o->fd);
+        d->values = TAKE_PTR(o->values);
+        d->n_values = o->n_values;
+        o->n_values = o->n_allocated = 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "sysfs/objdir.h"
+
+/*
+ * Objects' files read ahead on a worker thread, for a request that reads every one of them
+ * (GetManagedObjects).  On the real sysfs the reading is three quarters of such a reply, so a
+ * worker reading the next objects while the loop appends the last ones, and a second one beside it,
+ * cut the reply's time (issue 12).
+ *
+ * The loop thread says what to read (prefetch_new, prefetch_add_object, prefetch_add_file); a worker
+ * reads it (prefetch_read, which touches nothing but the Prefetch: every string is its own copy and
+ * the root its own fd); then the loop thread hands each object's values to the ObjDir that appends
+ * the object (prefetch_hand_over).  The values are as live as the reply's slices make them anyway:
+ * read a few milliseconds before they are appended.
+ */
+
+typedef struct Prefetch Prefetch;
+
+int prefetch_new(const Sysfs *s, Prefetch **ret);
+Prefetch *prefetch_free(Prefetch *b);
+static inline void prefetch_freep(Prefetch **b)
+{
+        prefetch_free(*b);
+}
+
+/* Starts the next object: its directory's path below the root. */
+int prefetch_add_object(Prefetch *b, const char *devpath);
+/* A file of the last object, relative to its directory ("size", "power/control"). */
+int prefetch_add_file(Prefetch *b, const char *relpath);
+/* The same, unless the last object has it already. */
+int prefetch_add_file_once(Prefetch *b, const char *relpath);
+size_t prefetch_n_objects(const Prefetch *b);
+
+/* On the worker: opens each directory and reads each file. */
+void prefetch_read(Prefetch *b);
+
+/* Moves object i's open directory and values into d, which has read nothing yet; nothing if
+ * prefetch_read() never ran. */
+void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <pthread.h>
+
+#include "common/util.h"
+#include "fixture.h"
+#include "sysfs/prefetch.h"
+#include "tests.h"
+
+static void *read_on_a_thread(void *userdata)
+{
+        prefetch_read(userdata);
+        return NULL;
+}
+
+/* What d has for relpath: the value, or "<errno>" when it failed. */
+static char *read_through(ObjDir *d, const char *relpath)
+{
+        const char *v;
+        char *s = NULL;
+        int r = objdir_read(d, relpath, &v);
+
+        if (r >= 0)
+                return strdup(v);
+        CHECK(asprintf(&s, "<%d>", r) >= 0);
+        return s;
+}
+
+static void check_read(ObjDir *d, const char *relpath, const char *want)
+{
+        _cleanup_(freep) char *got = read_through(d, relpath);
+
+        CHECK_STREQ(got, want);
+}
+
+static void test_read_ahead(const Fixture *f)
+{
+        _cleanup_(prefetch_freep) Prefetch *b = NULL;
+        Kobject sda = {.devpath = (char *) FIXTURE_SDA}, loop0 = {.devpath = (char *) FIXTURE_LOOP0},
+                gone = {.devpath = (char *) "/devices/virtual/block/gone"};
+        Sysfs s;
+        pthread_t t;
+
+        CHECK(sysfs_open(f->root, &s) == 0);
+        CHECK(prefetch_new(&s, &b) == 0);
+        CHECK(prefetch_add_object(b, sda.devpath) == 0);
+        CHECK(prefetch_add_file(b, "size") == 0);
+        CHECK(prefetch_add_file(b, "queue/rotational") == 0);
+        CHECK(prefetch_add_file(b, "no-such-file") == 0);
+        CHECK(prefetch_add_file_once(b, "size") == 0); /* had it: not twice */
+        CHECK(prefetch_add_object(b, loop0.devpath) == 0);
+        CHECK(prefetch_add_file(b, "ro") == 0);
+        CHECK(prefetch_add_object(b, gone.devpath) == 0);
+        CHECK(prefetch_add_file(b, "size") == 0);
+        CHECK(prefetch_n_objects(b) == 3);
+
+        /* The batch has its own root: the daemon's may be closed or reopened meanwhile. */
+        sysfs_close(&s);
+        CHECK(sysfs_open(f->root, &s) == 0);
+
+        CHECK(pthread_create(&t, NULL, read_on_a_thread, b) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+
+        /* Written after the reading: the object's values are those read ahead, its other files
+         * are read as they are now, through the directory the worker opened. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1234") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/ro", "1") == 0);
+        {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &sda);
+                prefetch_hand_over(b, 0, &d);
+                CHECK(d.fd >= 0);
+                CHECK(d.n_values == 3);
+                check_read(&d, "size", "976773168");
+                check_read(&d, "queue/rotational", "0");
+                check_read(&d, "no-such-file", "<-2>");
+                check_read(&d, "ro", "1");
+        }
+        {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &loop0);
+                prefetch_hand_over(b, 1, &d);
+                check_read(&d, "ro", "0");
+        }
+        {
+                /* A directory that is not there: each file says so, and nothing is open. */
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &gone);
+                prefetch_hand_over(b, 2, &d);
+                CHECK(d.fd < 0);
+                check_read(&d, "size", "<-2>");
+        }
+        sysfs_close(&s);
+}
+
+static void test_never_read(const Fixture *f)
+{
+        _cleanup_(prefetch_freep) Prefetch *b = NULL;
+        Kobject loop0 = {.devpath = (char *) FIXTURE_LOOP0};
+        Sysfs s;
+
+        /* A work item that was cancelled never read: the ObjDir reads for itself. */
+        CHECK(sysfs_open(f->root, &s) == 0);
+        CHECK(prefetch_new(&s, &b) == 0);
+        CHECK(prefetch_add_object(b, loop0.devpath) == 0);
+        CHECK(prefetch_add_file(b, "ro") == 0);
+        {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &loop0);
+                prefetch_hand_over(b, 0, &d);
+                CHECK(d.fd < 0 && d.n_values == 0);
+                check_read(&d, "ro", "0");
+        }
+        sysfs_close(&s);
+}
+
+int main(void)
+{
+        Fixture f = {};
+
+        CHECK(fixture_new(&f) == 0);
+        test_read_ahead(&f);
+        test_never_read(&f);
+        fixture_done(&f);
+        return tests_summary();
+}
