@@ -183,6 +183,10 @@ int main(int argc, char *argv[])
          * the system when freed.  glibc would otherwise raise the threshold after the first one and take
          * the next from the heap, which the model's small allocations then pin. */
         (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        /* The thread pool's workers (GetManagedObjects' read-ahead, Set's writes) allocate values the
+         * loop frees: with an arena per thread, each worker kept its own heap pages, 0.7 MiB more
+         * RSS after one reply at 1,000 x 4.  Their few small allocations per file share the one. */
+        (void) mallopt(M_ARENA_MAX, 1);
 
         r = uv_loop_init(&loop);
         if (r < 0) {
