@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/hashmap.h"
 #include "model/ktype.h"
@@ -23,7 +24,8 @@ typedef struct Model Model;
 struct Kobject {
         unsigned n_ref;
         bool linked;
-        bool unlinking; /* model_unlink() is taking it and its children away */
+        bool unlinking;                 /* model_unlink() is taking it and its children away */
+        uint32_t n_children, n_members; /* beside n_ref: 8 bytes less per object than two size_t apart */
         const Ktype *ktype;
         char *name;    /* as in sysfs: "cciss!c0d0" */
         char *devpath; /* below the sysfs root: "/devices/…/block/sda" */
@@ -40,10 +42,8 @@ struct Kobject {
 
         /* The tree, for children lookups and introspection. */
         Kobject *first_child, *next_sibling, *prev_sibling;
-        size_t n_children;
         /* Kset membership. */
         Kobject *first_member, *next_member, *prev_member;
-        size_t n_members;
 };
 
 typedef struct ModelObserver {

@@ -132,8 +132,10 @@ static bool compare_shape(Checker *c, const Kobject *k, const Kobject *f)
                                 path_or_none(k->parent), path_or_none(k->kset), path_or_none(k->device),
                                 path_or_none(f->parent), path_or_none(f->kset), path_or_none(f->device));
         if (k->n_children != f->n_children || k->n_members != f->n_members || !k->linked)
-                checker_problem(c, "%s: %zu children and %zu members live, %zu and %zu fresh", k->path,
-                                k->n_children, k->n_members, f->n_children, f->n_members);
+                checker_problem(c,
+                                "%s: %" PRIu32 " children and %" PRIu32 " members live, %" PRIu32
+                                " and %" PRIu32 " fresh",
+                                k->path, k->n_children, k->n_members, f->n_children, f->n_members);
         if (model_find_devpath(c->model, k->devpath) != k ||
             (ktype_is_block_device(k->ktype) && model_find_name(c->model, k->name) != k))
                 checker_problem(c, "%s: not found by its own devpath or name", k->path);
