@@ -211,6 +211,10 @@ static void on_batch_read(uv_work_t *w, int status)
 /* Queues batches for the objects after the last one queued, as many as may be in flight. */
 static void gmo_prefetch(Publisher *p, BusGmo *g)
 {
+        /* After a batch that could not be queued the loop read on by itself: never read ahead what
+         * it appended already, or a batch's first object would not be the one it is handed to. */
+        if (g->n_batches == 0 && g->prefetched < g->pos)
+                g->prefetched = g->pos;
         while (g->n_batches < GMO_BATCHES && g->prefetched < g->n_objects) {
                 GmoBatch *b = calloc(1, sizeof(GmoBatch));
                 int r = b ? prefetch_new(p->sysfs, &b->prefetch) : -ENOMEM;
