@@ -359,7 +359,6 @@ int bus_object_handler(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         Kobject *k = NULL;
 
         /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
-        /* The Manager is sd-bus's to serve: its vtable, and an error for what it lacks. */
         if (!path || streq(path, BLKMODEL_MANAGER_PATH))
                 return 0;
         if (streq(path, BLKMODEL_ROOT_PATH)) {

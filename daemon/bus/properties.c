@@ -115,6 +115,12 @@ static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const 
         return r;
 }
 
+/* Does a caller (privileged or not) see this attribute?  What is appended and what is read ahead. */
+static bool attr_shown(const Attr *a, bool privileged)
+{
+        return privileged || !(a->flags & ATTR_PRIVILEGED);
+}
+
 int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
                                 bool privileged, size_t *bound)
 {
@@ -124,7 +130,7 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
         for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
                 r = append_dict_entry(p, d, iface, info->name, m, bound);
         for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
-                if (privileged || !(iface->attrs->attrs[i].flags & ATTR_PRIVILEGED))
+                if (attr_shown(&iface->attrs->attrs[i], privileged))
                         r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m, bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
@@ -163,7 +169,7 @@ int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged)
                 kobject_iface(k, i, &iface);
                 for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        if (!privileged && (a->flags & ATTR_PRIVILEGED))
+                        if (!attr_shown(a, privileged))
                                 continue;
                         if (!iface.attr_dir) {
                                 r = prefetch_add_file(b, a->file);

@@ -36,7 +36,7 @@ struct Kobject {
         Kobject *device; /* disks: the hardware device of the `device` link, or NULL */
         Shape *shape;
 
-        /* The observer's own record of the object (the live layer's change fingerprints): set
+        /* The observer's own record of the object (the live layer's change record): set
          * and freed by the observer only, at the latest in its removed(). */
         void *observer_data;
 

@@ -2,13 +2,19 @@
 #include "sysfs/objdir.h"
 #include "common/util.h"
 
+void objdir_values_free(ObjDirValue *values, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(values[i].file);
+                free(values[i].value);
+        }
+        free(values);
+}
+
 static void objdir_forget(ObjDir *d)
 {
-        for (size_t i = 0; i < d->n_values; i++) {
-                free(d->values[i].file);
-                free(d->values[i].value);
-        }
-        d->values = mfree(d->values);
+        objdir_values_free(d->values, d->n_values);
+        d->values = NULL;
         d->n_values = 0;
 }
 

@@ -28,6 +28,8 @@ typedef struct ObjDir {
 #define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})
 
 void objdir_done(ObjDir *d);
+/* Frees n values, each with its file name, and the array. */
+void objdir_values_free(ObjDirValue *values, size_t n);
 static inline void objdir_donep(ObjDir *d)
 {
         objdir_done(d);

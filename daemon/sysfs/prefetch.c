@@ -42,11 +42,7 @@ Prefetch *prefetch_free(Prefetch *b)
                 return NULL;
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
-                for (size_t j = 0; j < o->n_values; j++) {
-                        free(o->values[j].file);
-                        free(o->values[j].value);
-                }
-                free(o->values);
+                objdir_values_free(o->values, o->n_values);
                 free(o->devpath);
                 if (o->fd >= 0)
                         (void) close(o->fd);
