@@ -4,65 +4,11 @@
 #include "base/log.h"
 #include "common/utf8.h"
 #include "common/util.h"
+#include "sysfs/listing.h"
 #include "sysfs/scan.h"
 
 /* A device hierarchy deeper than this is a loop or a broken tree, not hardware. */
 #define DEVICE_DEPTH_MAX 64
-
-/* Subdirectories a kind handles itself, or that are link directories or kobject
- * trees outside the model; they are never attribute groups. */
-static const char *const disk_special[] = {"queue", "holders", "slaves", "mq", NULL};
-static const char *const partition_special[] = {"holders", NULL};
-static const char *const queue_special[] = {"iosched", NULL};
-static const char *const no_special[] = {NULL};
-
-static const char *const *special_dirs(KtypeId id)
-{
-        return id == KTYPE_DISK        ? disk_special
-               : id == KTYPE_PARTITION ? partition_special
-               : id == KTYPE_QUEUE     ? queue_special
-                                       : no_special;
-}
-
-static bool strv_contains(const char *const *l, const char *s)
-{
-        for (; *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
-static bool entries_have_file(const SysfsEntry *e, size_t n, const char *name)
-{
-        for (size_t i = 0; i < n; i++)
-                if (e[i].type == SYSFS_ENTRY_FILE && streq(e[i].name, name))
-                        return true;
-        return false;
-}
-
-static const SysfsEntry *entries_find(const SysfsEntry *e, size_t n, const char *name)
-{
-        for (size_t i = 0; i < n; i++)
-                if (streq(e[i].name, name))
-                        return &e[i];
-        return NULL;
-}
-
-typedef struct DirScan {
-        SysfsEntry *entries;
-        size_t n_entries;
-        ShapeBuilder shape;
-        char **kobject_dirs; /* subdirectories with a uevent file: kobjects of their own */
-        size_t n_kobject_dirs;
-} DirScan;
-
-static void dir_scan_done(DirScan *d)
-{
-        sysfs_entries_free(d->entries, d->n_entries);
-        shape_builder_done(&d->shape);
-        strv_free(d->kobject_dirs);
-        *d = (DirScan){};
-}
 
 /* uevent is the Uevent property, never an attribute (SPEC §4). */
 static int builder_add_files(ShapeBuilder *b, const SysfsEntry *e, size_t n, bool group)
@@ -77,78 +23,75 @@ static int builder_add_files(ShapeBuilder *b, const SysfsEntry *e, size_t n, boo
 }
 
 /*
- * Reads one kobject directory: its files become the kind's attributes, a
- * subdirectory without uevent that holds files becomes an attribute group,
- * a subdirectory with uevent is a child kobject (reported to the caller).
+ * The shape one kobject's listing makes: its files become the kind's attributes, a subdirectory
+ * without uevent that holds files becomes an attribute group; a subdirectory with uevent is a
+ * kobject of its own, not part of the shape.
  */
-static int dir_scan(int dirfd, const char *const *special, const char *what, DirScan *ret)
+static int shape_builder_from(const DirListing *l, KtypeId id, ShapeBuilder *ret)
 {
-        DirScan d = {};
+        ShapeBuilder b = {};
         int r;
 
-        r = sysfs_list(dirfd, &d.entries, &d.n_entries);
-        if (r < 0)
-                return r;
-        r = builder_add_files(&d.shape, d.entries, d.n_entries, false);
-        if (r < 0)
-                goto fail;
+        r = builder_add_files(&b, l->entries, l->n_entries, false);
+        for (size_t i = 0; r >= 0 && i < l->n_subdirs; i++) {
+                const DirListing *sub = &l->subdirs[i];
+                bool has_files = false;
 
-        for (size_t i = 0; i < d.n_entries; i++) {
-                const SysfsEntry *e = &d.entries[i];
-                SysfsEntry *sub = NULL;
-                size_t n_sub = 0;
-                int subfd;
-
-                if (e->type != SYSFS_ENTRY_DIR || strv_contains(special, e->name))
+                if (listing_kind_handles(id, sub->name) || listing_is_kobject(sub))
                         continue;
-                subfd = sysfs_open_subdir(dirfd, e->name);
-                if (subfd < 0) {
-                        log_debug_errno(subfd, "%s: cannot open '%s', skipped: %m", what, e->name);
-                        continue;
+                for (size_t j = 0; j < sub->n_entries; j++)
+                        has_files = has_files || sub->entries[j].type == SYSFS_ENTRY_FILE;
+                if (has_files) {
+                        r = shape_builder_add_group(&b, sub->name);
+                        if (r >= 0)
+                                r = builder_add_files(&b, sub->entries, sub->n_entries, true);
                 }
-                r = sysfs_list(subfd, &sub, &n_sub);
-                close(subfd);
-                if (r < 0) {
-                        log_debug_errno(r, "%s: cannot list '%s', skipped: %m", what, e->name);
-                        continue;
-                }
-                /* A partition is a kobject even if its uevent file is missing or unreadable. */
-                if (entries_have_file(sub, n_sub, "uevent") || entries_have_file(sub, n_sub, "partition"))
-                        r = strv_extend(&d.kobject_dirs, &d.n_kobject_dirs, e->name);
-                else {
-                        bool has_files = false;
-                        for (size_t j = 0; j < n_sub; j++)
-                                has_files = has_files || sub[j].type == SYSFS_ENTRY_FILE;
-                        r = has_files ? shape_builder_add_group(&d.shape, e->name) : 0;
-                        if (r >= 0 && has_files)
-                                r = builder_add_files(&d.shape, sub, n_sub, true);
-                }
-                sysfs_entries_free(sub, n_sub);
-                if (r < 0)
-                        goto fail;
         }
-        *ret = d;
+        if (r < 0) {
+                shape_builder_done(&b);
+                return r;
+        }
+        *ret = b;
         return 0;
-
-fail:
-        dir_scan_done(&d);
-        return r;
 }
+
+/* The object's directory, opened only if a new attribute set asks for file modes. */
+typedef struct ModeSource {
+        const Sysfs *sysfs;
+        const char *devpath;
+        int fd; /* not opened yet: -EBADF */
+} ModeSource;
 
 static int mode_at(const char *relpath, void *userdata)
 {
-        return sysfs_file_mode(*(const int *) userdata, relpath);
+        ModeSource *src = userdata;
+
+        if (src->fd == -EBADF)
+                src->fd = sysfs_open_dir(src->sysfs, src->devpath);
+        return src->fd < 0 ? src->fd : sysfs_file_mode(src->fd, relpath);
 }
 
-static int shape_of(Model *m, const Ktype *t, int dirfd, const DirScan *d, const char *devpath, Shape **ret)
+static int shape_of(const Sysfs *s, Model *m, const Ktype *t, const DirListing *l, const char *devpath,
+                    Shape **ret)
 {
-        return shape_get(&m->shapes, &d->shape, t->name, t->properties, mode_at, &dirfd, devpath, ret);
+        ModeSource src = {.sysfs = s, .devpath = devpath, .fd = -EBADF};
+        ShapeBuilder b;
+        int r;
+
+        r = shape_builder_from(l, t->id, &b);
+        if (r < 0)
+                return r;
+        r = shape_get(&m->shapes, &b, t->name, t->properties, mode_at, &src, devpath, ret);
+        shape_builder_done(&b);
+        if (src.fd >= 0)
+                (void) close(src.fd);
+        return r;
 }
 
-/* Creates, shapes and links one kobject from a scanned directory (still open as dirfd). */
-static int kobject_add_scanned(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset,
-                               const char *devpath, int dirfd, const DirScan *d, Kobject *device,
-                               Kobject **ret)
+/* Creates, shapes and links one kobject from its directory's listing. */
+static int kobject_add_listed(const Sysfs *s, Model *m, const Ktype *t, const char *name, Kobject *parent,
+                              Kobject *kset, const char *devpath, const DirListing *l, Kobject *device,
+                              Kobject **ret)
 {
         Kobject *k;
         int r;
@@ -158,7 +101,7 @@ static int kobject_add_scanned(Model *m, const Ktype *t, const char *name, Kobje
                 log_warning("%s: a kobject whose name is not UTF-8 cannot be published, skipped.", devpath);
         if (r < 0)
                 return r;
-        r = shape_of(m, t, dirfd, d, devpath, &k->shape);
+        r = shape_of(s, m, t, l, devpath, &k->shape);
         if (r >= 0) {
                 k->device = kobject_ref(device);
                 r = model_link(m, k);
@@ -173,30 +116,12 @@ static int kobject_add_scanned(Model *m, const Ktype *t, const char *name, Kobje
         return 0;
 }
 
-
-/* Opens and scans a kobject's directory; the fd stays open for kobject_add_scanned(). */
-static int open_and_scan(const Sysfs *s, const char *devpath, KtypeId id, int *ret_fd, DirScan *ret)
-{
-        _cleanup_(closep) int fd = -1;
-        int r;
-
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return fd;
-        r = dir_scan(fd, special_dirs(id), devpath, ret);
-        if (r < 0)
-                return r;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
 /* Returns a new reference to the Device object for devpath, creating it and its ancestors. */
 static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned depth, Kobject **ret)
 {
         _cleanup_(freep) char *parent_devpath = NULL;
-        _cleanup_(closep) int fd = -1;
         Kobject *k, *parent;
-        DirScan d;
+        DirListing l;
         int r;
 
         k = model_find_devpath(m, devpath);
@@ -222,11 +147,11 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
 
         /* A block device's directory (or one below it) is no hardware: taken for some, it would hide
          * the block device from the scan whenever the link came first. */
-        r = class_block_lists(s, devpath) ? -ENOTDIR : open_and_scan(s, devpath, KTYPE_DEVICE, &fd, &d);
+        r = class_block_lists(s, devpath) ? -ENOTDIR : listing_read_at(s, devpath, KTYPE_DEVICE, false, &l);
         if (r >= 0) {
-                r = kobject_add_scanned(m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
-                                        devpath, fd, &d, NULL, &k);
-                dir_scan_done(&d);
+                r = kobject_add_listed(s, m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
+                                       devpath, &l, NULL, &k);
+                listing_done(&l);
         }
         /* The child holds the parent now (or failed and let it go). */
         kobject_unref(m, parent);
@@ -236,94 +161,122 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
         return 0;
 }
 
+static int add_elevator_listed(const Sysfs *s, Model *m, Kobject *queue, const DirListing *l, Kobject **ret)
+{
+        _cleanup_(freep) char *devpath = path_join(queue->devpath, "iosched");
+
+        if (!devpath)
+                return -ENOMEM;
+        return kobject_add_listed(s, m, &ktype_elevator, "iosched", queue, NULL, devpath, l, NULL, ret);
+}
+
 int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret)
 {
         _cleanup_(freep) char *devpath = path_join(queue->devpath, "iosched");
-        _cleanup_(closep) int fd = -1;
-        DirScan d;
+        DirListing l;
         int r;
 
         if (!devpath)
                 return -ENOMEM;
-        r = open_and_scan(s, devpath, KTYPE_ELEVATOR, &fd, &d);
+        r = listing_read_at(s, devpath, KTYPE_ELEVATOR, true, &l);
         if (r == -ENOENT)
                 return 0; /* scheduler "none" */
         if (r < 0)
                 return r;
-        r = kobject_add_scanned(m, &ktype_elevator, "iosched", queue, NULL, devpath, fd, &d, NULL, ret);
-        dir_scan_done(&d);
+        r = add_elevator_listed(s, m, queue, &l, ret);
+        listing_done(&l);
         return r < 0 ? r : 1;
+}
+
+/* A queue's listing holds its scheduler's, unless it has none ("none", or gone meanwhile). */
+static int add_queue_listed(const Sysfs *s, Model *m, Kobject *disk, const DirListing *l)
+{
+        _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
+        const DirListing *iosched;
+        Kobject *q, *e;
+        int r;
+
+        if (!devpath)
+                return -ENOMEM;
+        r = kobject_add_listed(s, m, &ktype_queue, "queue", disk, NULL, devpath, l, NULL, &q);
+        if (r < 0)
+                return r;
+        iosched = listing_subdir(l, "iosched");
+        if (iosched) {
+                r = add_elevator_listed(s, m, q, iosched, &e);
+                if (r < 0)
+                        log_warning_errno(r, "%s/iosched: cannot read the I/O scheduler, skipped: %m",
+                                          devpath);
+        }
+        return 0;
 }
 
 int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
-        _cleanup_(closep) int fd = -1;
-        Kobject *q, *e;
-        DirScan d;
+        DirListing l;
         int r;
 
         if (!devpath)
                 return -ENOMEM;
-        r = open_and_scan(s, devpath, KTYPE_QUEUE, &fd, &d);
+        r = listing_read_at(s, devpath, KTYPE_QUEUE, true, &l);
         if (r < 0)
                 return r;
-        r = kobject_add_scanned(m, &ktype_queue, "queue", disk, NULL, devpath, fd, &d, NULL, &q);
-        dir_scan_done(&d);
-        if (r < 0)
-                return r;
-
-        r = scan_add_elevator(s, m, q, &e);
-        if (r < 0)
-                log_warning_errno(r, "%s/iosched: cannot read the I/O scheduler, skipped: %m", devpath);
-        return 0;
+        r = add_queue_listed(s, m, disk, &l);
+        listing_done(&l);
+        return r;
 }
 
-/* Adds one partition below its disk, which must be in the model. */
-static int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
+/* Adds one partition below its disk, which must be in the model; -ENOTDIR if the kobject listed is
+ * no partition. */
+static int add_partition_listed(const Sysfs *s, Model *m, Kobject *disk, const char *name,
+                                const DirListing *l, Kobject **ret)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, name);
-        _cleanup_(closep) int fd = -1;
+        const SysfsEntry *e = listing_entry(l, "partition");
         Kobject *p;
-        DirScan d;
         int r;
 
         if (!devpath)
                 return -ENOMEM;
         if (model_find_devpath(m, devpath))
                 return -EEXIST;
-        r = open_and_scan(s, devpath, KTYPE_PARTITION, &fd, &d);
-        if (r < 0)
-                return r;
-        if (entries_have_file(d.entries, d.n_entries, "partition"))
-                r = kobject_add_scanned(m, &ktype_partition, name, disk, m->block_kset, devpath, fd, &d,
-                                        NULL, &p);
-        else
-                r = -ENOTDIR;
-        dir_scan_done(&d);
-        if (r < 0)
-                return r;
-        if (ret)
+        if (!e || e->type != SYSFS_ENTRY_FILE)
+                return -ENOTDIR;
+        r = kobject_add_listed(s, m, &ktype_partition, name, disk, m->block_kset, devpath, l, NULL, &p);
+        if (r >= 0 && ret)
                 *ret = p;
-        return 0;
+        return r;
 }
 
-static int disk_device(const Sysfs *s, Model *m, const char *devpath, int dirfd, const DirScan *d,
-                       Kobject **ret)
+static int scan_add_partition(const Sysfs *s, Model *m, Kobject *disk, const char *name, Kobject **ret)
 {
-        _cleanup_(freep) char *target = NULL, *resolved = NULL;
-        const SysfsEntry *e;
+        _cleanup_(freep) char *devpath = path_join(disk->devpath, name);
+        DirListing l;
         int r;
 
-        e = entries_find(d->entries, d->n_entries, "device");
-        if (!e || e->type != SYSFS_ENTRY_LINK) {
-                *ret = NULL; /* a virtual device */
-                return 0;
-        }
-        r = sysfs_readlink(dirfd, "device", &target);
+        if (!devpath)
+                return -ENOMEM;
+        if (model_find_devpath(m, devpath))
+                return -EEXIST;
+        r = listing_read_at(s, devpath, KTYPE_PARTITION, true, &l);
         if (r < 0)
                 return r;
-        r = sysfs_resolve_relative(devpath, target, &resolved);
+        r = add_partition_listed(s, m, disk, name, &l, ret);
+        listing_done(&l);
+        return r;
+}
+
+static int disk_device(const Sysfs *s, Model *m, const char *devpath, const DirListing *l, Kobject **ret)
+{
+        _cleanup_(freep) char *resolved = NULL;
+        int r;
+
+        if (!l->device_link) {
+                *ret = NULL; /* a virtual device */
+                return l->device_error;
+        }
+        r = sysfs_resolve_relative(devpath, l->device_link, &resolved);
         if (r < 0)
                 return r;
         /* The hardware is above the disk, never the disk itself or below it. */
@@ -384,24 +337,19 @@ int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk
         return 0;
 }
 
-/* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its
- * devpath.  -EEXIST if it is already in the model. */
-static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
+/* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its deep
+ * listing.  -EEXIST if it is already in the model. */
+static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const DirListing *l, Kobject **ret)
 {
-        _cleanup_(closep) int fd = -1;
         Kobject *disk, *device = NULL;
         const char *name = path_basename(devpath);
-        DirScan d;
+        const DirListing *queue;
         int r;
 
         if (model_find_devpath(m, devpath) || model_find_name(m, name))
                 return -EEXIST;
 
-        r = open_and_scan(s, devpath, KTYPE_DISK, &fd, &d);
-        if (r < 0)
-                return r;
-
-        r = disk_device(s, m, devpath, fd, &d, &device);
+        r = disk_device(s, m, devpath, l, &device);
         if (r < 0) {
                 /* A dangling or odd `device` link: publish the disk without its hardware. */
                 log_warning_errno(r,
@@ -410,34 +358,51 @@ static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject 
                 device = NULL;
         }
 
-        r = kobject_add_scanned(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath, fd, &d, device,
-                                &disk);
+        r = kobject_add_listed(s, m, &ktype_disk, name, m->block_kset, m->block_kset, devpath, l, device,
+                               &disk);
         kobject_unref(m, device); /* the disk holds it now */
-        if (r < 0) {
-                dir_scan_done(&d);
+        if (r < 0)
                 return r;
-        }
 
-        if (entries_find(d.entries, d.n_entries, "queue")) {
-                r = scan_add_queue(s, m, disk);
-                if (r < 0)
-                        log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m",
-                                          devpath);
-        }
+        queue = listing_subdir(l, "queue");
+        if (queue)
+                r = add_queue_listed(s, m, disk, queue);
+        else if (listing_entry(l, "queue"))
+                r = -EIO; /* there, but it could not be listed */
+        if (r < 0)
+                log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
 
-        for (size_t i = 0; i < d.n_kobject_dirs; i++) {
-                r = scan_add_partition(s, m, disk, d.kobject_dirs[i], NULL);
+        for (size_t i = 0; i < l->n_subdirs; i++) {
+                const DirListing *sub = &l->subdirs[i];
+
+                if (listing_kind_handles(KTYPE_DISK, sub->name) || !listing_is_kobject(sub))
+                        continue;
+                r = add_partition_listed(s, m, disk, sub->name, sub, NULL);
                 if (r == -ENOTDIR)
                         log_debug("%s/%s: a kobject that is not a partition, not published.", devpath,
-                                  d.kobject_dirs[i]);
+                                  sub->name);
                 else if (r < 0)
                         log_warning_errno(r, "%s/%s: cannot read the partition, skipped: %m", devpath,
-                                          d.kobject_dirs[i]);
+                                          sub->name);
         }
-        dir_scan_done(&d);
         if (ret)
                 *ret = disk;
         return 0;
+}
+
+static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
+{
+        DirListing l;
+        int r;
+
+        if (model_find_devpath(m, devpath) || model_find_name(m, path_basename(devpath)))
+                return -EEXIST;
+        r = listing_read_at(s, devpath, KTYPE_DISK, true, &l);
+        if (r < 0)
+                return r;
+        r = add_disk_listed(s, m, devpath, &l, ret);
+        listing_done(&l);
+        return r;
 }
 
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
@@ -506,7 +471,7 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
                 return false;
         expected_dirs = k->shape->n_groups;
         for (Kobject *c = k->first_child; c; c = c->next_sibling)
-                if (!strv_contains(special_dirs(k->ktype->id), c->name))
+                if (!listing_kind_handles(k->ktype->id, c->name))
                         expected_dirs++;
         for (size_t i = 0; same && i < n; i++) {
                 const char *name = e[i].name;
@@ -516,7 +481,7 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
                         same = attr_set_has_file(k->shape->attrs, name);
                         files++;
                 } else if (e[i].type == SYSFS_ENTRY_DIR) {
-                        if (strv_contains(special_dirs(k->ktype->id), name))
+                        if (listing_kind_handles(k->ktype->id, name))
                                 continue;
                         bool group = false;
                         for (size_t g = 0; g < k->shape->n_groups && !group; g++)
@@ -531,15 +496,14 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
 
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
 {
-        _cleanup_(closep) int fd = -1;
-        DirScan d;
+        DirListing l;
         int r;
 
-        r = open_and_scan(s, k->devpath, k->ktype->id, &fd, &d);
+        r = listing_read_at(s, k->devpath, k->ktype->id, false, &l);
         if (r < 0)
                 return r;
-        r = shape_of(m, k->ktype, fd, &d, k->devpath, ret);
-        dir_scan_done(&d);
+        r = shape_of(s, m, k->ktype, &l, k->devpath, ret);
+        listing_done(&l);
         return r;
 }
 
