@@ -35,6 +35,7 @@ void shape_registry_init(ShapeRegistry *r)
 {
         hashmap_init(&r->attr_sets);
         hashmap_init(&r->shapes);
+        hashmap_init(&r->by_names);
 }
 
 void shape_registry_deinit(ShapeRegistry *r)
@@ -42,9 +43,10 @@ void shape_registry_deinit(ShapeRegistry *r)
         /* Every object has dropped its shape before the registry goes. */
         hashmap_deinit(&r->attr_sets);
         hashmap_deinit(&r->shapes);
+        hashmap_deinit(&r->by_names);
 }
 
-static char *join(char *const *names, size_t n, const char *sep)
+static char *join(const char *const *names, size_t n, const char *sep)
 {
         size_t len = 1;
         char *s, *q;
@@ -93,7 +95,7 @@ static void attr_set_free(AttrSet *s)
 }
 
 /* Sorts by member and drops what cannot be published; logs each one left out. */
-static int attr_set_fill(AttrSet *s, char *const *files, size_t n, const PropertyInfo *reserved,
+static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const PropertyInfo *reserved,
                          const char *kind, const char *what)
 {
         bool kind_is_device = streq(kind, BLKMODEL_KTYPE_DEVICE);
@@ -164,7 +166,7 @@ static void attr_set_learn_modes(AttrSet *s, const char *dir, ShapeModeReader mo
         }
 }
 
-static int attr_set_get(ShapeRegistry *r, char *const *files, size_t n, const PropertyInfo *reserved,
+static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, const PropertyInfo *reserved,
                         const char *kind, const char *dir, ShapeModeReader mode_of, void *userdata,
                         const char *what, AttrSet **ret)
 {
@@ -260,6 +262,9 @@ static void shape_free(ShapeRegistry *r, Shape *s)
         }
         free(s->groups);
         attr_set_unref(r, s->attrs);
+        if (s->names_key)
+                hashmap_remove_value(&r->by_names, s->names_key, s);
+        free(s->names_key);
         free(s->key);
         free(s);
 }
@@ -269,12 +274,51 @@ static int group_cmp(const void *a, const void *b)
         return strcmp(((const Group *) a)->interface, ((const Group *) b)->interface);
 }
 
+/* Every name a builder holds, in order: "disk/2/ro/size/1/power/1/control".  A file name never holds
+ * a '/', and the counts say where each list ends, so two different builders never share a key. */
+static char *names_key_of(const ShapeBuilder *b, const char *kind)
+{
+        size_t len = strlen(kind) + 48; /* the two counts */
+        char *key, *q;
+
+        for (size_t i = 0; i < b->n_files; i++)
+                len += strlen(b->files[i]) + 1;
+        for (size_t g = 0; g < b->n_groups; g++) {
+                len += strlen(b->groups[g].dir) + 48;
+                for (size_t i = 0; i < b->groups[g].n_files; i++)
+                        len += strlen(b->groups[g].files[i]) + 1;
+        }
+        key = malloc(len);
+        if (!key)
+                return NULL;
+        q = key + sprintf(key, "%s/%zu", kind, b->n_files);
+        for (size_t i = 0; i < b->n_files; i++)
+                q = stpcpy(stpcpy(q, "/"), b->files[i]);
+        q += sprintf(q, "/%zu", b->n_groups);
+        for (size_t g = 0; g < b->n_groups; g++) {
+                q += sprintf(q, "/%s/%zu", b->groups[g].dir, b->groups[g].n_files);
+                for (size_t i = 0; i < b->groups[g].n_files; i++)
+                        q = stpcpy(stpcpy(q, "/"), b->groups[g].files[i]);
+        }
+        return key;
+}
+
 int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
               ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret)
 {
-        _cleanup_(freep) char *key = NULL;
+        _cleanup_(freep) char *key = NULL, *names_key = NULL;
         Shape *s;
         int k;
+
+        names_key = names_key_of(b, kind);
+        if (!names_key)
+                return -ENOMEM;
+        s = hashmap_get(&r->by_names, names_key);
+        if (s) {
+                s->n_ref++;
+                *ret = s;
+                return 0;
+        }
 
         s = calloc(1, sizeof(Shape));
         if (!s)
@@ -294,10 +338,12 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
                 _cleanup_(freep) char *element = NULL;
                 Group *g = &s->groups[s->n_groups];
 
-                k = member_name_from_file(b->group_dirs[i], &element);
+                const BuilderGroup *bg = &b->groups[i];
+
+                k = member_name_from_file(bg->dir, &element);
                 if (k == -ENAMETOOLONG) {
                         log_warning("%s: group directory name '%s' is too long for D-Bus, not published.",
-                                    what, b->group_dirs[i]);
+                                    what, bg->dir);
                         continue;
                 }
                 if (k < 0)
@@ -307,14 +353,14 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
                         k = -ENOMEM;
                         goto fail;
                 }
-                g->dir = strdup(b->group_dirs[i]);
+                g->dir = strdup(bg->dir);
                 if (!g->dir) {
                         free(g->interface);
                         k = -ENOMEM;
                         goto fail;
                 }
-                k = attr_set_get(r, b->group_files[i], strv_length(b->group_files[i]), NULL, "group",
-                                 b->group_dirs[i], mode_of, userdata, what, &g->attrs);
+                k = attr_set_get(r, bg->files, bg->n_files, NULL, "group", bg->dir, mode_of, userdata, what,
+                                 &g->attrs);
                 if (k < 0) {
                         free(g->interface);
                         free(g->dir);
@@ -352,14 +398,18 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
         Shape *existing = hashmap_get(&r->shapes, key);
         if (existing) {
                 shape_free(r, s);
-                existing->n_ref++;
-                *ret = existing;
-                return 0;
+                s = existing;
+                s->n_ref++;
+        } else {
+                s->key = TAKE_PTR(key);
+                k = hashmap_put(&r->shapes, s->key, s);
+                if (k < 0)
+                        goto fail;
         }
-        s->key = TAKE_PTR(key);
-        k = hashmap_put(&r->shapes, s->key, s);
-        if (k < 0)
-                goto fail;
+        /* Another listing that makes the same shape (groups whose names clash) stays on this slow
+         * path: a shape remembers only the first. */
+        if (!s->names_key && hashmap_put(&r->by_names, names_key, s) >= 0)
+                s->names_key = TAKE_PTR(names_key);
         *ret = s;
         return 0;
 
@@ -385,49 +435,38 @@ void shape_unref(ShapeRegistry *r, Shape *s)
 
 void shape_builder_done(ShapeBuilder *b)
 {
-        strv_free(b->files);
-        strv_free(b->group_dirs);
+        free(b->files);
         for (size_t i = 0; i < b->n_groups; i++)
-                strv_free(b->group_files[i]);
-        free(b->group_files);
+                free(b->groups[i].files);
+        free(b->groups);
         *b = (ShapeBuilder){};
 }
 
 int shape_builder_add_file(ShapeBuilder *b, const char *name)
 {
-        return strv_extend(&b->files, &b->n_files, name);
+        if (GREEDY_REALLOC(b->files, b->n_files_allocated, b->n_files + 1) < 0)
+                return -ENOMEM;
+        b->files[b->n_files++] = name;
+        return 0;
 }
 
 int shape_builder_add_group(ShapeBuilder *b, const char *dir)
 {
-        char ***t;
-        size_t ng = b->n_groups;
-        int r;
-
-        t = realloc(b->group_files, sizeof(char **) * (ng + 1));
-        if (!t)
+        if (GREEDY_REALLOC(b->groups, b->n_groups_allocated, b->n_groups + 1) < 0)
                 return -ENOMEM;
-        b->group_files = t;
-        b->group_files[ng] = calloc(1, sizeof(char *));
-        if (!b->group_files[ng])
-                return -ENOMEM;
-        r = strv_extend(&b->group_dirs, &ng, dir);
-        if (r < 0) {
-                b->group_files[b->n_groups] = mfree(b->group_files[b->n_groups]);
-                return r;
-        }
-        b->n_groups++;
+        b->groups[b->n_groups++] = (BuilderGroup){.dir = dir};
         return 0;
 }
 
 int shape_builder_add_group_file(ShapeBuilder *b, const char *name)
 {
-        char ***files;
-        size_t n;
+        BuilderGroup *g;
 
         if (b->n_groups == 0)
                 return -EINVAL;
-        files = &b->group_files[b->n_groups - 1];
-        n = strv_length(*files);
-        return strv_extend(files, &n, name);
+        g = &b->groups[b->n_groups - 1];
+        if (GREEDY_REALLOC(g->files, g->n_allocated, g->n_files + 1) < 0)
+                return -ENOMEM;
+        g->files[g->n_files++] = name;
+        return 0;
 }

@@ -45,6 +45,7 @@ typedef struct Group {
 typedef struct Shape {
         unsigned n_ref;
         char *key;
+        char *names_key; /* the ShapeBuilder's names that first made it (ShapeRegistry.by_names) */
         AttrSet *attrs;
         size_t n_groups;
         Group *groups; /* sorted by interface */
@@ -53,15 +54,24 @@ typedef struct Shape {
 typedef struct ShapeRegistry {
         Hashmap attr_sets;
         Hashmap shapes;
+        /* The same shapes by the names a directory listed: most objects repeat a listing seen before,
+         * and then need neither their attribute sets built nor their names copied. */
+        Hashmap by_names;
 } ShapeRegistry;
 
-/* What a directory scan found, for shape_get(). */
+typedef struct BuilderGroup {
+        const char *dir;
+        const char **files;
+        size_t n_files, n_allocated;
+} BuilderGroup;
+
+/* What a directory scan found, for shape_get().  The names are borrowed: they must outlive the
+ * builder. */
 typedef struct ShapeBuilder {
-        char **files; /* the kind's attribute files */
-        size_t n_files;
-        char **group_dirs;
-        char ***group_files; /* per group, NULL-terminated */
-        size_t n_groups;
+        const char **files; /* the kind's attribute files */
+        size_t n_files, n_files_allocated;
+        BuilderGroup *groups;
+        size_t n_groups, n_groups_allocated;
 } ShapeBuilder;
 
 /*
