@@ -18,9 +18,11 @@ void block_devs_free(BlockDev *l, size_t n)
         free(l);
 }
 
-/* A class/block entry: a link to the device's directory, which must carry the same name; logged and
- * negative when unusable. */
-static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, BlockDev *ret)
+/* A class/block entry: a link to the device's directory, which must carry the same name (and, if
+ * opened, open as a directory, and say whether it is a partition); logged and negative when
+ * unusable. */
+static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, bool opened,
+                      BlockDev *ret)
 {
         _cleanup_(freep) char *target = NULL, *devpath = NULL, *name = NULL;
         int fd, r;
@@ -38,11 +40,14 @@ static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntry
                 log_warning("class/block/%s points to %s, a different name; skipped.", entry, devpath);
                 return -EXDEV;
         }
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry, devpath);
-        ret->partition = sysfs_has_file(fd, "partition");
-        (void) close(fd);
+        if (opened) {
+                fd = sysfs_open_dir(s, devpath);
+                if (fd < 0)
+                        return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry,
+                                                 devpath);
+                ret->partition = sysfs_has_file(fd, "partition");
+                (void) close(fd);
+        }
         name = strdup(entry);
         if (!name)
                 return -ENOMEM;
@@ -55,6 +60,7 @@ struct BlockDevReader {
         const Sysfs *sysfs;
         int fd;
         SysfsDir *dir;
+        bool open_each; /* a rescan's reader; the start's listing opens each directory anyway */
 };
 
 BlockDevReader *block_dev_reader_free(BlockDevReader *r)
@@ -76,7 +82,7 @@ int block_dev_reader_open(const Sysfs *s, BlockDevReader **ret)
         r = calloc(1, sizeof(BlockDevReader));
         if (!r)
                 return -ENOMEM;
-        *r = (BlockDevReader){.sysfs = s, .fd = -1};
+        *r = (BlockDevReader){.sysfs = s, .fd = -1, .open_each = true};
         r->fd = sysfs_open_dir(s, "class/block");
         if (r->fd < 0)
                 return r->fd;
@@ -99,7 +105,7 @@ int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t
                         return k;
                 if (GREEDY_REALLOC(*devs, *n_max, *n + 1) < 0)
                         return -ENOMEM;
-                k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
+                k = read_entry(r->sysfs, r->fd, entry, type, r->open_each, &(*devs)[*n]);
                 if (k == -ENOMEM)
                         return k;
                 if (k >= 0)
@@ -123,6 +129,7 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
         k = block_dev_reader_open(s, &r);
         if (k < 0)
                 return k;
+        r->open_each = false;
         k = block_dev_reader_next(r, SIZE_MAX, &l, &n, &n_max);
         if (k < 0) {
                 block_devs_free(l, n);

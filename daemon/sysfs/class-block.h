@@ -12,13 +12,14 @@
 typedef struct BlockDev {
         char *name;
         char *devpath;
-        bool partition;
+        bool partition; /* BlockDevReader only: scan_list_block_devs() leaves it to its caller */
 } BlockDev;
 
 void block_devs_free(BlockDev *l, size_t n);
 
-/* What class/block lists now, in name order.  Entries that are not links to a directory of the
- * same name are logged and left out. */
+/* What class/block lists now, in name order.  Entries that are not links to a path of the same name
+ * are logged and left out; whether each opens, and is a partition, is for the caller to find out
+ * (scan_all() does it on its listing threads). */
 int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
 
 /* The same a few entries at a time, in the directory's own order, for a reader that must not keep

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -49,14 +51,45 @@ bool listing_is_kobject(const DirListing *l)
         return has_file(l, "uevent") || has_file(l, "partition");
 }
 
+/* Enough for a disk with its partitions, queue and groups on the real kernel in one block. */
+#define BLOCK_SIZE (16 * 1024)
+
+struct ListingBlock {
+        ListingBlock *next;
+        size_t used, size;
+        _Alignas(max_align_t) char data[];
+};
+
+static void *block_alloc(size_t size, void *userdata)
+{
+        ListingBlock **blocks = userdata, *b = *blocks;
+
+        size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+        if (!b || b->size - b->used < size) {
+                size_t n = size > BLOCK_SIZE ? size : BLOCK_SIZE;
+                b = malloc(sizeof(ListingBlock) + n);
+                if (!b)
+                        return NULL;
+                *b = (ListingBlock){.next = *blocks, .size = n};
+                *blocks = b;
+        }
+        b->used += size;
+        return b->data + b->used - size;
+}
+
+static char *block_strdup(ListingBlock **blocks, const char *s)
+{
+        size_t n = strlen(s) + 1;
+        char *p = block_alloc(n, blocks);
+        return p ? memcpy(p, s, n) : NULL;
+}
+
 void listing_done(DirListing *l)
 {
-        for (size_t i = 0; i < l->n_subdirs; i++)
-                listing_done(&l->subdirs[i]);
-        free(l->subdirs);
-        sysfs_entries_free(l->entries, l->n_entries);
-        free(l->name);
-        free(l->device_link);
+        for (ListingBlock *b = l->blocks, *next; b; b = next) {
+                next = b->next;
+                free(b);
+        }
         *l = (DirListing){};
 }
 
@@ -71,11 +104,13 @@ static KtypeId subdir_kind(KtypeId id, const char *name)
         return _KTYPE_MAX;
 }
 
-static int list_subdirs(int dirfd, KtypeId id, bool deep, DirListing *l);
+static int list_dir(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l);
+static int list_subdirs(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l);
 
 /* Lists one subdirectory; -ENOENT and the like leave it out (it vanished meanwhile, or is no
  * directory we may open), only -ENOMEM fails the whole listing. */
-static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, DirListing *l)
+static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, ListingBlock **blocks,
+                       DirListing *l)
 {
         KtypeId kind = deep ? subdir_kind(id, name) : _KTYPE_MAX;
         DirListing sub = {};
@@ -87,28 +122,25 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, DirLi
         if (fd < 0)
                 return fd == -ENOMEM ? fd : 0;
         if (kind != _KTYPE_MAX)
-                r = listing_read(fd, kind, true, &sub);
+                r = list_dir(fd, kind, true, blocks, &sub);
         else {
-                r = sysfs_list(fd, &sub.entries, &sub.n_entries);
+                r = sysfs_list_alloc(fd, block_alloc, blocks, &sub.entries, &sub.n_entries);
                 /* Below a disk, a kobject is a partition: its own groups are part of the disk's. */
                 if (r >= 0 && deep && id == KTYPE_DISK && listing_is_kobject(&sub))
-                        r = list_subdirs(fd, KTYPE_PARTITION, false, &sub);
+                        r = list_subdirs(fd, KTYPE_PARTITION, false, blocks, &sub);
         }
         (void) close(fd);
         if (r >= 0) {
-                sub.name = strdup(name);
+                sub.name = block_strdup(blocks, name);
                 r = sub.name ? 0 : -ENOMEM;
         }
-        if (r < 0) {
-                listing_done(&sub);
+        if (r < 0) /* what it took stays in the blocks until the whole listing is freed */
                 return r == -ENOMEM ? r : 0;
-        }
         l->subdirs[l->n_subdirs++] = sub;
         return 0;
 }
 
-/* l->subdirs has room for every directory among l->entries. */
-static int list_subdirs(int dirfd, KtypeId id, bool deep, DirListing *l)
+static int list_subdirs(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l)
 {
         size_t n = 0;
         int r;
@@ -117,39 +149,91 @@ static int list_subdirs(int dirfd, KtypeId id, bool deep, DirListing *l)
                 n += l->entries[i].type == SYSFS_ENTRY_DIR;
         if (n == 0)
                 return 0;
-        l->subdirs = calloc(n, sizeof(DirListing));
+        l->subdirs = block_alloc(n * sizeof(DirListing), blocks);
         if (!l->subdirs)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n_entries; i++)
                 if (l->entries[i].type == SYSFS_ENTRY_DIR) {
-                        r = list_subdir(dirfd, id, deep, l->entries[i].name, l);
+                        r = list_subdir(dirfd, id, deep, l->entries[i].name, blocks, l);
                         if (r < 0)
                                 return r;
                 }
         return 0;
 }
 
+static int list_dir(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l)
+{
+        const SysfsEntry *e;
+        char *link = NULL;
+        int r;
+
+        r = sysfs_list_alloc(dirfd, block_alloc, blocks, &l->entries, &l->n_entries);
+        if (r >= 0)
+                r = list_subdirs(dirfd, id, deep, blocks, l);
+        if (r >= 0 && deep && id == KTYPE_DISK && (e = listing_entry(l, "device")) &&
+            e->type == SYSFS_ENTRY_LINK) {
+                l->device_error = sysfs_readlink(dirfd, "device", &link);
+                if (link) {
+                        l->device_link = block_strdup(blocks, link);
+                        free(link);
+                        if (!l->device_link)
+                                r = -ENOMEM;
+                } else if (l->device_error == -ENOMEM)
+                        r = -ENOMEM;
+        }
+        return r;
+}
+
 int listing_read(int dirfd, KtypeId id, bool deep, DirListing *ret)
 {
         DirListing l = {};
-        const SysfsEntry *e;
         int r;
 
-        r = sysfs_list(dirfd, &l.entries, &l.n_entries);
-        if (r >= 0)
-                r = list_subdirs(dirfd, id, deep, &l);
-        if (r >= 0 && deep && id == KTYPE_DISK && (e = listing_entry(&l, "device")) &&
-            e->type == SYSFS_ENTRY_LINK) {
-                l.device_error = sysfs_readlink(dirfd, "device", &l.device_link);
-                if (l.device_error == -ENOMEM)
-                        r = -ENOMEM;
-        }
+        r = list_dir(dirfd, id, deep, &l.blocks, &l);
         if (r < 0) {
                 listing_done(&l);
                 return r;
         }
         *ret = l;
         return 0;
+}
+
+int listing_add_ancestor(const Sysfs *s, DirListing *disk, const char *devpath)
+{
+        DirListing a = {};
+        int fd, r;
+
+        if (disk->n_ancestors == disk->n_ancestors_allocated) {
+                size_t n = disk->n_ancestors_allocated ? 2 * disk->n_ancestors_allocated : 8;
+                DirListing *p = block_alloc(n * sizeof(DirListing), &disk->blocks);
+                if (!p)
+                        return -ENOMEM;
+                if (disk->n_ancestors)
+                        memcpy(p, disk->ancestors, disk->n_ancestors * sizeof(DirListing));
+                disk->ancestors = p;
+                disk->n_ancestors_allocated = n;
+        }
+        fd = sysfs_open_dir(s, devpath);
+        if (fd < 0)
+                return fd;
+        r = list_dir(fd, KTYPE_DEVICE, false, &disk->blocks, &a);
+        (void) close(fd);
+        if (r >= 0) {
+                a.name = block_strdup(&disk->blocks, devpath);
+                r = a.name ? 0 : -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        disk->ancestors[disk->n_ancestors++] = a;
+        return 0;
+}
+
+const DirListing *listing_ancestor(const DirListing *disk, const char *devpath)
+{
+        for (size_t i = 0; disk && i < disk->n_ancestors; i++)
+                if (streq(disk->ancestors[i].name, devpath))
+                        return &disk->ancestors[i];
+        return NULL;
 }
 
 int listing_read_at(const Sysfs *s, const char *devpath, KtypeId id, bool deep, DirListing *ret)

@@ -16,15 +16,22 @@
  * points.
  */
 
+typedef struct ListingBlock ListingBlock;
 typedef struct DirListing DirListing;
 struct DirListing {
-        char *name;          /* in the directory above; NULL for the kobject listed */
+        const char *name;    /* in the directory above; NULL for the kobject listed */
         SysfsEntry *entries; /* sorted by name */
         size_t n_entries;
         DirListing *subdirs; /* sorted by name; a subdirectory that could not be listed is left out */
         size_t n_subdirs;
-        char *device_link; /* a disk's `device` link as read, NULL if none */
-        int device_error;  /* why that link could not be read */
+        const char *device_link; /* a disk's `device` link as read, NULL if none */
+        int device_error;        /* why that link could not be read */
+        DirListing *ancestors;   /* hardware above a disk listed with it; name: the devpath */
+        size_t n_ancestors, n_ancestors_allocated;
+        /* The kobject listed owns the memory of everything above, its subdirectories' included: a
+         * few blocks per disk rather than a malloc per directory, which helper threads would contend
+         * for with the loop thread. */
+        ListingBlock *blocks;
 };
 
 /* Subdirectories a kind handles itself, or that are link directories or kobject trees outside the
@@ -43,4 +50,9 @@ const SysfsEntry *listing_entry(const DirListing *l, const char *name);
 /* A kobject's directory: a uevent file, or a partition's file (which counts even without uevent). */
 bool listing_is_kobject(const DirListing *l);
 
+/* Lists a disk's hardware ancestor at devpath into the disk's listing. */
+int listing_add_ancestor(const Sysfs *s, DirListing *disk, const char *devpath);
+const DirListing *listing_ancestor(const DirListing *disk, const char *devpath);
+
+/* Frees a listing made by listing_read() (not one of its subdirectories). */
 void listing_done(DirListing *l);

@@ -4,7 +4,7 @@
 #include "base/log.h"
 #include "common/utf8.h"
 #include "common/util.h"
-#include "sysfs/listing.h"
+#include "sysfs/listing-ahead.h"
 #include "sysfs/scan.h"
 
 /* A device hierarchy deeper than this is a loop or a broken tree, not hardware. */
@@ -116,12 +116,16 @@ static int kobject_add_listed(const Sysfs *s, Model *m, const Ktype *t, const ch
         return 0;
 }
 
-/* Returns a new reference to the Device object for devpath, creating it and its ancestors. */
-static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned depth, Kobject **ret)
+/* Returns a new reference to the Device object for devpath, creating it and its ancestors, from
+ * the listings of them that came with the disk where there are (a listing helper got there first),
+ * else listed here. */
+static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned depth, const DirListing *disk,
+                      Kobject **ret)
 {
         _cleanup_(freep) char *parent_devpath = NULL;
+        const DirListing *listed;
         Kobject *k, *parent;
-        DirListing l;
+        DirListing l = {};
         int r;
 
         k = model_find_devpath(m, devpath);
@@ -140,17 +144,20 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
         if (streq(parent_devpath, "/devices"))
                 parent = kobject_ref(m->devices_kset);
         else {
-                r = device_get(s, m, parent_devpath, depth + 1, &parent);
+                r = device_get(s, m, parent_devpath, depth + 1, disk, &parent);
                 if (r < 0)
                         return r;
         }
 
         /* A block device's directory (or one below it) is no hardware: taken for some, it would hide
          * the block device from the scan whenever the link came first. */
-        r = class_block_lists(s, devpath) ? -ENOTDIR : listing_read_at(s, devpath, KTYPE_DEVICE, false, &l);
+        listed = listing_ancestor(disk, devpath);
+        r = class_block_lists(s, devpath) ? -ENOTDIR
+            : listed                      ? 0
+                                          : listing_read_at(s, devpath, KTYPE_DEVICE, false, &l);
         if (r >= 0) {
                 r = kobject_add_listed(s, m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
-                                       devpath, &l, NULL, &k);
+                                       devpath, listed ? listed : &l, NULL, &k);
                 listing_done(&l);
         }
         /* The child holds the parent now (or failed and let it go). */
@@ -283,7 +290,7 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, const DirL
         const char *rest = startswith(resolved, devpath);
         if (rest && (*rest == 0 || *rest == '/'))
                 return -ELOOP;
-        return device_get(s, m, resolved, 0, ret);
+        return device_get(s, m, resolved, 0, l, ret);
 }
 
 /* Would device_get() publish devpath as hardware, or find it published?  The same checks, nothing
@@ -509,27 +516,49 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
 
 int scan_all(const Sysfs *s, Model *m)
 {
+        _cleanup_(listing_ahead_freep) ListingAhead *ahead = NULL;
+        _cleanup_(freep) const char **disks = NULL;
         BlockDev *devs = NULL;
-        size_t n = 0;
-        int r, n_disks = 0;
+        size_t n = 0, n_disks = 0;
+        int r, added = 0;
 
         r = scan_list_block_devs(s, &devs, &n);
         if (r < 0)
                 return log_error_errno(r, "Cannot list %s/class/block: %m", s->root);
 
-        for (size_t i = 0; i < n; i++) {
-                /* Partitions are found inside their disk's directory. */
-                if (devs[i].partition)
-                        continue;
-                r = scan_add_disk(s, m, devs[i].devpath, NULL);
+        /* Which are partitions the listing says, on the helpers' threads. */
+        disks = calloc(n ? n : 1, sizeof(char *));
+        if (!disks) {
+                block_devs_free(devs, n);
+                return log_error_errno(-ENOMEM, "Cannot list the disks: %m");
+        }
+        for (size_t i = 0; i < n; i++)
+                disks[n_disks++] = devs[i].devpath;
+        r = listing_ahead_start(s, disks, n_disks, &ahead);
+        if (r < 0) {
+                block_devs_free(devs, n);
+                return log_error_errno(r, "Cannot start listing: %m");
+        }
+
+        for (size_t i = 0; i < n_disks; i++) {
+                DirListing l;
+
+                r = listing_ahead_take(ahead, i, &l);
+                if (r == 0)
+                        continue; /* a partition: its disk brings it along */
+                if (r > 0) {
+                        r = add_disk_listed(s, m, disks[i], &l, NULL);
+                        listing_done(&l);
+                }
                 if (r == -EEXIST)
                         log_warning("%s: a block device of that name or path exists already, skipped.",
-                                    devs[i].devpath);
+                                    disks[i]);
                 else if (r < 0)
-                        log_warning_errno(r, "%s: cannot read the disk, skipped: %m", devs[i].devpath);
+                        log_warning_errno(r, "%s: cannot read the disk, skipped: %m", disks[i]);
                 else
-                        n_disks++;
+                        added++;
         }
+        ahead = listing_ahead_free(ahead);
 
         /* A partition whose disk did not make it stays out; say so rather than vanish silently. */
         for (size_t i = 0; i < n; i++)
@@ -537,5 +566,5 @@ int scan_all(const Sysfs *s, Model *m)
                         log_notice("class/block/%s is not in the model.", devs[i].name);
 
         block_devs_free(devs, n);
-        return n_disks;
+        return added;
 }

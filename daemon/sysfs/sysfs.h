@@ -47,8 +47,12 @@ int sysfs_open_dir(const Sysfs *s, const char *relpath);
 /* Opens a subdirectory of an open directory, following no links. */
 int sysfs_open_subdir(int dirfd, const char *name);
 
-/* Lists a directory, sorted by name; "." and ".." left out. */
+/* Lists a directory, sorted by name; "." and ".." left out.  The names live in the array's own
+ * allocation: sysfs_entries_free() frees both. */
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
+/* The same in memory from alloc (which returns memory aligned for a pointer, or NULL). */
+typedef void *(*SysfsAlloc)(size_t size, void *userdata);
+int sysfs_list_alloc(int dirfd, SysfsAlloc alloc, void *userdata, SysfsEntry **ret, size_t *ret_n);
 /* A directory read an entry at a time, from its start, with getdents64 on dirfd itself (which it
  * neither copies nor closes, and whose position it moves). */
 typedef struct SysfsDir SysfsDir;
