@@ -138,7 +138,7 @@ static int entry_type(int dirfd, const struct dirent64 *de)
 struct SysfsDir {
         int fd;
         size_t pos, len;
-        _Alignas(struct dirent64) char buf[32768];
+        _Alignas(struct dirent64) char buf[8192]; /* a sysfs directory at once; class/block in a few */
 };
 
 static void dir_init(SysfsDir *d, int dirfd)
@@ -232,8 +232,9 @@ static void *heap_alloc(size_t size, void *userdata)
  */
 int sysfs_list_alloc(int dirfd, SysfsAlloc alloc, void *userdata, SysfsEntry **ret, size_t *ret_n)
 {
-        ListedName stack_listed[256];
-        char stack_names[8192];
+        /* Enough for a queue directory; the stack's pages stay resident, so no more. */
+        ListedName stack_listed[128];
+        char stack_names[4096];
         _cleanup_(freep) void *heap_listed = NULL, *heap_names = NULL;
         ListedName *listed = stack_listed;
         char *names = stack_names;
