@@ -7,8 +7,8 @@
 #include "base/hashmap.h"
 
 /* A tombstone keeps probe chains intact after a removal. */
-static const char tombstone[] = "";
-#define TOMBSTONE (tombstone)
+static char tombstone;
+#define TOMBSTONE ((void *) &tombstone)
 
 static uint64_t string_hash(const char *s)
 {
@@ -17,27 +17,32 @@ static uint64_t string_hash(const char *s)
         return h ^ (h >> 29);
 }
 
-void hashmap_init(Hashmap *h)
+void hashmap_init(Hashmap *h, HashmapKeyOf key_of)
 {
-        *h = (Hashmap){};
+        *h = (Hashmap){.key_of = key_of};
 }
 
 void hashmap_deinit(Hashmap *h)
 {
-        free(h->entries);
-        *h = (Hashmap){};
+        free(h->slots);
+        hashmap_init(h, h->key_of);
 }
 
-static size_t probe(const Hashmap *h, const char *key, uint64_t hash, bool *ret_found);
+const char *hashmap_key_self(const void *value)
+{
+        return value;
+}
+
+static size_t probe(const Hashmap *h, const char *key, bool *ret_found);
 
 static int resize(Hashmap *h, size_t n_buckets)
 {
-        HashmapEntry *old = h->entries;
+        void **old = h->slots;
         size_t old_n = h->n_buckets;
 
-        h->entries = calloc(n_buckets, sizeof(HashmapEntry));
-        if (!h->entries) {
-                h->entries = old;
+        h->slots = calloc(n_buckets, sizeof(void *));
+        if (!h->slots) {
+                h->slots = old;
                 return -ENOMEM;
         }
         h->n_buckets = n_buckets;
@@ -45,30 +50,29 @@ static int resize(Hashmap *h, size_t n_buckets)
 
         for (size_t i = 0; i < old_n; i++) {
                 bool found;
-                if (!old[i].key || old[i].key == TOMBSTONE)
+                if (!old[i] || old[i] == TOMBSTONE)
                         continue;
-                size_t j = probe(h, old[i].key, string_hash(old[i].key), &found);
-                h->entries[j] = old[i];
+                h->slots[probe(h, h->key_of(old[i]), &found)] = old[i];
         }
         free(old);
         return 0;
 }
 
 /* Returns the slot holding key, or the first free slot for it. */
-static size_t probe(const Hashmap *h, const char *key, uint64_t hash, bool *ret_found)
+static size_t probe(const Hashmap *h, const char *key, bool *ret_found)
 {
-        size_t mask = h->n_buckets - 1, i = hash & mask, first_free = SIZE_MAX;
+        size_t mask = h->n_buckets - 1, i = string_hash(key) & mask, first_free = SIZE_MAX;
 
         for (;;) {
-                const HashmapEntry *e = &h->entries[i];
-                if (!e->key) {
+                void *v = h->slots[i];
+                if (!v) {
                         *ret_found = false;
                         return first_free != SIZE_MAX ? first_free : i;
                 }
-                if (e->key == TOMBSTONE) {
+                if (v == TOMBSTONE) {
                         if (first_free == SIZE_MAX)
                                 first_free = i;
-                } else if (strcmp(e->key, key) == 0) {
+                } else if (strcmp(h->key_of(v), key) == 0) {
                         *ret_found = true;
                         return i;
                 }
@@ -76,7 +80,7 @@ static size_t probe(const Hashmap *h, const char *key, uint64_t hash, bool *ret_
         }
 }
 
-int hashmap_put(Hashmap *h, const char *key, void *value)
+int hashmap_put(Hashmap *h, void *value)
 {
         bool found;
         size_t i;
@@ -91,12 +95,12 @@ int hashmap_put(Hashmap *h, const char *key, void *value)
                         return r;
         }
 
-        i = probe(h, key, string_hash(key), &found);
+        i = probe(h, h->key_of(value), &found);
         if (found)
                 return -EEXIST;
-        if (h->entries[i].key == TOMBSTONE)
+        if (h->slots[i] == TOMBSTONE)
                 h->n_tombstones--;
-        h->entries[i] = (HashmapEntry){.key = key, .value = value};
+        h->slots[i] = value;
         h->n_entries++;
         return 0;
 }
@@ -108,24 +112,24 @@ void *hashmap_get(const Hashmap *h, const char *key)
 
         if (h->n_entries == 0)
                 return NULL;
-        i = probe(h, key, string_hash(key), &found);
-        return found ? h->entries[i].value : NULL;
+        i = probe(h, key, &found);
+        return found ? h->slots[i] : NULL;
 }
 
-void *hashmap_remove_value(Hashmap *h, const char *key, void *value)
+void *hashmap_remove(Hashmap *h, const void *value)
 {
         bool found;
         size_t i;
 
-        if (h->n_entries == 0)
+        if (h->n_entries == 0 || !value)
                 return NULL;
-        i = probe(h, key, string_hash(key), &found);
-        if (!found || h->entries[i].value != value)
+        i = probe(h, h->key_of(value), &found);
+        if (!found || h->slots[i] != value)
                 return NULL;
-        h->entries[i] = (HashmapEntry){.key = TOMBSTONE};
+        h->slots[i] = TOMBSTONE;
         h->n_entries--;
         h->n_tombstones++;
-        return value;
+        return (void *) value;
 }
 
 size_t hashmap_size(const Hashmap *h)
@@ -133,15 +137,13 @@ size_t hashmap_size(const Hashmap *h)
         return h->n_entries;
 }
 
-void *hashmap_iterate(const Hashmap *h, size_t *i, const char **ret_key)
+void *hashmap_iterate(const Hashmap *h, size_t *i)
 {
         for (; *i < h->n_buckets; (*i)++) {
-                const HashmapEntry *e = &h->entries[*i];
-                if (e->key && e->key != TOMBSTONE) {
+                void *v = h->slots[*i];
+                if (v && v != TOMBSTONE) {
                         (*i)++;
-                        if (ret_key)
-                                *ret_key = e->key;
-                        return e->value;
+                        return v;
                 }
         }
         return NULL;

@@ -212,26 +212,46 @@ static int ask_polkit(Authorization *a)
  */
 #define UIDS_MAX 1024
 
+/* What the uids cache holds: a sender's uid under its unique name. */
+typedef struct KnownUid {
+        uid_t uid;
+        char sender[];
+} KnownUid;
+
+static const char *known_uid_sender(const void *u)
+{
+        return ((const KnownUid *) u)->sender;
+}
+
+void bus_uids_init(Publisher *p)
+{
+        hashmap_init(&p->uids, known_uid_sender);
+}
+
 static void remember_uid(Publisher *p, const char *sender, uid_t uid)
 {
-        char *key;
+        KnownUid *u;
 
         if (!sender || hashmap_get(&p->uids, sender))
                 return;
         if (hashmap_size(&p->uids) >= UIDS_MAX)
                 bus_uids_forget(p);
-        key = strdup(sender);
-        if (!key || hashmap_put(&p->uids, key, (void *) (uintptr_t) (uid + 1)) < 0)
-                free(key);
+        u = malloc(sizeof(KnownUid) + strlen(sender) + 1);
+        if (!u)
+                return;
+        u->uid = uid;
+        strcpy(u->sender, sender);
+        if (hashmap_put(&p->uids, u) < 0)
+                free(u);
 }
 
 void bus_uids_forget(Publisher *p)
 {
-        const char *key;
+        KnownUid *u;
         size_t i = 0;
 
-        while (hashmap_iterate(&p->uids, &i, &key))
-                free((char *) key);
+        while ((u = hashmap_iterate(&p->uids, &i)))
+                free(u);
         hashmap_deinit(&p->uids);
 }
 
@@ -309,8 +329,8 @@ static int authorize(Publisher *p, sd_bus_message *msg, const char *action, cons
                 }
         }
 
-        void *cached = hashmap_get(&p->uids, sender);
-        uid_t cached_uid = cached ? (uid_t) ((uintptr_t) cached - 1) : (uid_t) -1;
+        const KnownUid *cached = hashmap_get(&p->uids, sender);
+        uid_t cached_uid = cached ? cached->uid : (uid_t) -1;
         if (cached && known)
                 return known(p, msg, uid_is_privileged(cached_uid), error);
         if (cached && uid_is_privileged(cached_uid))

@@ -97,6 +97,7 @@ void bus_gmo_cancel(Publisher *p);
 
 /* The XML of an object: the interfaces' part cached per ktype and shape, checked to be UTF-8 once. */
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_t *ret_len);
+void bus_introspect_cache_init(Publisher *p);
 void bus_introspect_cache_clear(Publisher *p);
 
 /* ---- object.c ---- */
@@ -142,6 +143,7 @@ void bus_authorizations_cancel(Publisher *p);
 typedef int (*BusCallerKnown)(Publisher *p, sd_bus_message *msg, bool privileged, sd_bus_error *error);
 int bus_with_caller(Publisher *p, sd_bus_message *msg, BusCallerKnown known, sd_bus_error *error);
 /* Forgets the uids of callers remembered so far: at exit. */
+void bus_uids_init(Publisher *p);
 void bus_uids_forget(Publisher *p);
 
 /* ---- write.c ---- */

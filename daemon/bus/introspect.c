@@ -96,6 +96,16 @@ typedef struct CachedXml {
         char *xml;
 } CachedXml;
 
+static const char *cached_xml_key(const void *c)
+{
+        return ((const CachedXml *) c)->key;
+}
+
+void bus_introspect_cache_init(Publisher *p)
+{
+        hashmap_init(&p->introspect_cache, cached_xml_key);
+}
+
 static int interfaces_xml(Kobject *k, char **ret)
 {
         size_t size = 0;
@@ -156,7 +166,7 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
         }
         c->key = TAKE_PTR(key);
         c->shape = shape_ref(k->shape);
-        if (hashmap_put(&p->introspect_cache, c->key, c) < 0) {
+        if (hashmap_put(&p->introspect_cache, c) < 0) {
                 cache_free_one(p, c);
                 return NULL;
         }
@@ -168,7 +178,7 @@ void bus_introspect_cache_clear(Publisher *p)
         CachedXml *c;
         size_t i = 0;
 
-        while ((c = hashmap_iterate(&p->introspect_cache, &i, NULL)))
+        while ((c = hashmap_iterate(&p->introspect_cache, &i)))
                 cache_free_one(p, c);
         hashmap_deinit(&p->introspect_cache);
 }

@@ -60,7 +60,7 @@ static int foreach_below(Publisher *p, Kobject *top, ObjectFunc f, void *userdat
         int r;
 
         if (!top) {
-                while ((k = hashmap_iterate(&p->model->by_path, &i, NULL)))
+                while ((k = hashmap_iterate(&p->model->by_path, &i)))
                         if ((r = f(p, k, userdata)) < 0)
                                 return r;
                 return 0;

@@ -51,6 +51,8 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
         p = calloc(1, sizeof(Publisher));
         if (!p)
                 return -ENOMEM;
+        bus_uids_init(p);
+        bus_introspect_cache_init(p);
         p->bus = sd_bus_ref(c->bus);
         p->loop = c->loop;
         p->sysfs = c->sysfs;

@@ -103,6 +103,7 @@ void stacking_forget(Live *l, Kobject *k);
 char **stacking_neighbours(Live *l, const Kobject *k);
 /* After an event on k: re-reads the links of what it linked to before and links to now. */
 void stacking_refresh_neighbours(Live *l, Kobject *k, char **before);
+void stacking_init(Live *l);
 void stacking_done(Live *l);
 
 /* ---- poll.c: warm-up and polling ---- */

@@ -211,7 +211,7 @@ int live_new(const LiveConfig *c, Live **ret)
         l->poll_interval_ms = c->poll_interval_ms;
         l->ops = c->ops;
         l->userdata = c->userdata;
-        hashmap_init(&l->stacked);
+        stacking_init(l);
 
         r = uv_idle_init(l->loop, &l->warmup);
         if (r < 0) {
@@ -268,7 +268,7 @@ void live_free(Live *l)
                 kobject_unref(l->model, l->unread_parents[j]);
         l->unread_parents = mfree(l->unread_parents);
         l->n_unread_parents = 0;
-        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+        while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
         stacking_done(l);
 
@@ -290,7 +290,7 @@ int live_start(Live *l)
         /* A reading taken before the start (an event applied before the name was taken, a rescan) is
          * older than what the clients read at the name: compared with it, a later reading would
          * announce what they hold already, or miss a value that went back.  The warm-up reads again. */
-        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+        while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
         l->announce = true;
         r = poll_warmup_start(l);

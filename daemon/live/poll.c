@@ -27,7 +27,7 @@ static int collect(Live *l, bool (*want)(const Kobject *k), Kobject ***ret, size
         list = calloc(l->model->n_objects + 1, sizeof(Kobject *));
         if (!list)
                 return -ENOMEM;
-        while ((k = hashmap_iterate(&l->model->by_path, &i, NULL)))
+        while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 if (want(k))
                         list[n++] = kobject_ref(k);
         *ret = list;

@@ -15,6 +15,16 @@ typedef struct Stacked {
         char **neighbours; /* object paths */
 } Stacked;
 
+static const char *stacked_path(const void *s)
+{
+        return ((const Stacked *) s)->k->path;
+}
+
+void stacking_init(Live *l)
+{
+        hashmap_init(&l->stacked, stacked_path);
+}
+
 static Stacked *stacked_free(Stacked *s)
 {
         if (s) {
@@ -41,7 +51,7 @@ static int strv_extend_all(char ***l, size_t *n, char *const *add)
 
 void stacking_forget(Live *l, Kobject *k)
 {
-        stacked_free(hashmap_remove_value(&l->stacked, k->path, hashmap_get(&l->stacked, k->path)));
+        stacked_free(hashmap_remove(&l->stacked, hashmap_get(&l->stacked, k->path)));
 }
 
 void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slaves)
@@ -62,12 +72,13 @@ void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slave
         }
         if (!s) {
                 s = calloc(1, sizeof(Stacked));
-                if (!s || hashmap_put(&l->stacked, k->path, s) < 0) {
+                if (s)
+                        s->k = k;
+                if (!s || hashmap_put(&l->stacked, s) < 0) {
                         free(s);
                         log_error("Out of memory noting the links of %s.", k->path);
                         return;
                 }
-                s->k = k;
         }
         strv_free(s->neighbours);
         s->neighbours = TAKE_PTR(all);
@@ -111,11 +122,10 @@ void stacking_refresh_neighbours(Live *l, Kobject *k, char **before)
 
 void stacking_done(Live *l)
 {
-        const char *key;
         Stacked *s;
         size_t i = 0;
 
-        while ((s = hashmap_iterate(&l->stacked, &i, &key)))
+        while ((s = hashmap_iterate(&l->stacked, &i)))
                 stacked_free(s);
         hashmap_deinit(&l->stacked);
 }

@@ -77,25 +77,40 @@ void kobject_unref(Model *m, Kobject *k)
         kobject_release(m, k);
 }
 
+static const char *path_of(const void *k)
+{
+        return ((const Kobject *) k)->path;
+}
+
+static const char *devpath_of(const void *k)
+{
+        return ((const Kobject *) k)->devpath;
+}
+
+static const char *name_of(const void *k)
+{
+        return ((const Kobject *) k)->name;
+}
+
 static void index_remove(Model *m, Kobject *k)
 {
-        (void) hashmap_remove_value(&m->by_path, k->path, k);
-        (void) hashmap_remove_value(&m->by_devpath, k->devpath, k);
+        (void) hashmap_remove(&m->by_path, k);
+        (void) hashmap_remove(&m->by_devpath, k);
         if (ktype_is_block_device(k->ktype))
-                (void) hashmap_remove_value(&m->by_name, k->name, k);
+                (void) hashmap_remove(&m->by_name, k);
 }
 
 static int index_add(Model *m, Kobject *k)
 {
         int r;
 
-        r = hashmap_put(&m->by_path, k->path, k);
+        r = hashmap_put(&m->by_path, k);
         if (r < 0)
                 return r;
         /* Two objects can't share a devpath; a clash means a broken tree, and the first one wins. */
-        r = hashmap_put(&m->by_devpath, k->devpath, k);
+        r = hashmap_put(&m->by_devpath, k);
         if (r >= 0 && ktype_is_block_device(k->ktype))
-                r = hashmap_put(&m->by_name, k->name, k);
+                r = hashmap_put(&m->by_name, k);
         if (r < 0)
                 index_remove(m, k);
         return r;
@@ -210,9 +225,9 @@ int model_new(Model **ret)
         if (!m)
                 return -ENOMEM;
         shape_registry_init(&m->shapes);
-        hashmap_init(&m->by_path);
-        hashmap_init(&m->by_devpath);
-        hashmap_init(&m->by_name);
+        hashmap_init(&m->by_path, path_of);
+        hashmap_init(&m->by_devpath, devpath_of);
+        hashmap_init(&m->by_name, name_of);
 
         r = make_kset(m, "block", &m->block_kset);
         if (r >= 0)

@@ -31,11 +31,26 @@ static const char *const volatile_files[] = {
                 "wakeup_prevent_sleep_time_ms",
 };
 
+static const char *attr_set_key_of(const void *s)
+{
+        return ((const AttrSet *) s)->key;
+}
+
+static const char *shape_key_of(const void *s)
+{
+        return ((const Shape *) s)->key;
+}
+
+static const char *shape_names_key_of(const void *s)
+{
+        return ((const Shape *) s)->names_key;
+}
+
 void shape_registry_init(ShapeRegistry *r)
 {
-        hashmap_init(&r->attr_sets);
-        hashmap_init(&r->shapes);
-        hashmap_init(&r->by_names);
+        hashmap_init(&r->attr_sets, attr_set_key_of);
+        hashmap_init(&r->shapes, shape_key_of);
+        hashmap_init(&r->by_names, shape_names_key_of);
 }
 
 void shape_registry_deinit(ShapeRegistry *r)
@@ -203,7 +218,7 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
         attr_set_learn_modes(s, dir, mode_of, userdata);
         s->n_ref = 1;
         s->key = TAKE_PTR(key);
-        k = hashmap_put(&r->attr_sets, s->key, s);
+        k = hashmap_put(&r->attr_sets, s);
         if (k < 0) {
                 attr_set_free(s);
                 return k;
@@ -216,7 +231,7 @@ static void attr_set_unref(ShapeRegistry *r, AttrSet *s)
 {
         if (!s || --s->n_ref > 0)
                 return;
-        hashmap_remove_value(&r->attr_sets, s->key, s);
+        hashmap_remove(&r->attr_sets, s);
         attr_set_free(s);
 }
 
@@ -263,7 +278,7 @@ static void shape_free(ShapeRegistry *r, Shape *s)
         free(s->groups);
         attr_set_unref(r, s->attrs);
         if (s->names_key)
-                hashmap_remove_value(&r->by_names, s->names_key, s);
+                hashmap_remove(&r->by_names, s);
         free(s->names_key);
         free(s->key);
         free(s);
@@ -402,14 +417,17 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
                 s->n_ref++;
         } else {
                 s->key = TAKE_PTR(key);
-                k = hashmap_put(&r->shapes, s->key, s);
+                k = hashmap_put(&r->shapes, s);
                 if (k < 0)
                         goto fail;
         }
         /* Another listing that makes the same shape (groups whose names clash) stays on this slow
          * path: a shape remembers only the first. */
-        if (!s->names_key && hashmap_put(&r->by_names, names_key, s) >= 0)
+        if (!s->names_key) {
                 s->names_key = TAKE_PTR(names_key);
+                if (hashmap_put(&r->by_names, s) < 0)
+                        names_key = TAKE_PTR(s->names_key); /* freed on return */
+        }
         *ret = s;
         return 0;
 
@@ -429,7 +447,7 @@ void shape_unref(ShapeRegistry *r, Shape *s)
 {
         if (!s || --s->n_ref > 0)
                 return;
-        hashmap_remove_value(&r->shapes, s->key, s);
+        hashmap_remove(&r->shapes, s);
         shape_free(r, s);
 }
 

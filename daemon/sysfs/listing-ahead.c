@@ -71,7 +71,7 @@ static bool take_ancestor(ListingAhead *a, const char *devpath)
                 key = strdup(devpath);
                 /* The list owns the key (or freed it), the map borrows it. */
                 if (strv_consume(&a->ancestor_keys, &a->n_ancestor_keys, key) >= 0)
-                        mine = hashmap_put(&a->ancestors, key, key) >= 0;
+                        mine = hashmap_put(&a->ancestors, key) >= 0;
         }
         uv_mutex_unlock(&a->lock);
         return mine;
@@ -203,7 +203,7 @@ int listing_ahead_start(const Sysfs *s, const char *const *devpaths, size_t n, L
         }
         a->devpaths = devpaths;
         a->n = n;
-        hashmap_init(&a->ancestors);
+        hashmap_init(&a->ancestors, hashmap_key_self);
         /* The mutex and conditions of a glibc system cannot fail to initialise. */
         (void) uv_mutex_init(&a->lock);
         (void) uv_cond_init(&a->listed);

@@ -125,14 +125,19 @@ static void client_add(Checker *c, Kobject *k)
                 kobject_iface(k, i, &iface);
                 client_add_iface(c, o, &d, &iface);
         }
-        if (hashmap_put(&c->client, o->path, o) < 0)
+        if (hashmap_put(&c->client, o) < 0)
                 abort();
+}
+
+static const char *client_object_path(const void *o)
+{
+        return ((const ClientObject *) o)->path;
 }
 
 void checker_init(Checker *c, const Sysfs *s, Model *m)
 {
         *c = (Checker){.sysfs = s, .model = m};
-        hashmap_init(&c->client);
+        hashmap_init(&c->client, client_object_path);
 }
 
 void checker_done(Checker *c)
@@ -140,7 +145,7 @@ void checker_done(Checker *c)
         ClientObject *o;
         size_t i = 0;
 
-        while ((o = hashmap_iterate(&c->client, &i, NULL)))
+        while ((o = hashmap_iterate(&c->client, &i)))
                 client_object_free(o);
         hashmap_deinit(&c->client);
         strv_free(c->problems);
@@ -152,7 +157,7 @@ int checker_start(Checker *c)
         Kobject *k;
         size_t i = 0;
 
-        while ((k = hashmap_iterate(&c->model->by_path, &i, NULL)))
+        while ((k = hashmap_iterate(&c->model->by_path, &i)))
                 client_add(c, k);
         c->started = true;
         return 0;
@@ -182,7 +187,6 @@ static void op_object_removed(void *userdata, Kobject *k)
 {
         Checker *c = userdata;
         ClientObject *o = hashmap_get(&c->client, k->path), *other;
-        const char *key;
         size_t i = 0;
 
         c->n_calls++;
@@ -192,12 +196,12 @@ static void op_object_removed(void *userdata, Kobject *k)
                 checker_problem(c, "%s: removed, but never announced", k->path);
                 return;
         }
-        while ((other = hashmap_iterate(&c->client, &i, &key))) {
-                const char *rest = startswith(key, k->path);
+        while ((other = hashmap_iterate(&c->client, &i))) {
+                const char *rest = startswith(other->path, k->path);
                 if (rest && *rest == '/')
-                        checker_problem(c, "%s: removed before %s, which is below it", k->path, key);
+                        checker_problem(c, "%s: removed before %s, which is below it", k->path, other->path);
         }
-        (void) hashmap_remove_value(&c->client, o->path, o);
+        (void) hashmap_remove(&c->client, o);
         client_object_free(o);
 }
 
@@ -384,7 +388,7 @@ void checker_client_leftovers(Checker *c)
         ClientObject *o;
         size_t i = 0;
 
-        while ((o = hashmap_iterate(&c->client, &i, NULL)))
+        while ((o = hashmap_iterate(&c->client, &i)))
                 if (!model_find_path(c->model, o->path))
                         checker_problem(c, "%s: the client holds it, the model does not", o->path);
 }

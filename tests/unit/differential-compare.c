@@ -204,10 +204,10 @@ void checker_compare(Checker *c, Model *fresh)
                                 m->n_objects, hashmap_size(&m->by_path), hashmap_size(&m->by_devpath),
                                 hashmap_size(&m->by_name), fresh->n_objects,
                                 hashmap_size(&fresh->by_devpath), hashmap_size(&fresh->by_name));
-        while ((k = hashmap_iterate(&m->by_path, &i, NULL)))
+        while ((k = hashmap_iterate(&m->by_path, &i)))
                 compare_object(c, k, fresh);
         i = 0;
-        while ((f = hashmap_iterate(&fresh->by_path, &i, NULL)))
+        while ((f = hashmap_iterate(&fresh->by_path, &i)))
                 if (!model_find_path(m, f->path))
                         checker_problem(c, "%s: %s %s in a fresh scan, not live", f->path, f->ktype->name,
                                         f->devpath);
