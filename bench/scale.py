@@ -9,7 +9,7 @@
     bench/scale.py --perf DIR            also perf-record startup and
                                          GetManagedObjects (largest tree)
 
-Needs the programs of bench/meson.build (gmo-client, bus-probe):
+Needs the programs of bench/meson.build (gmo-client, bus-probe, read-floor):
 
     meson setup build-bench --buildtype=release -Dbench=true
     ninja -C build-bench
@@ -20,6 +20,10 @@ For each tree, in one run:
 
 * lsblk --sysroot DIR -J -b -o NAME,MAJ:MIN,SIZE,RO,TYPE,SCHED: wall time,
   median of --runs after one untimed warm-up;
+* the reading floor: bench/read-floor, a bare C program that only opens and
+  reads the files a complete GetManagedObjects is made of (every disk's
+  objects and hardware, bench/read_floor.py), on 1 and on 2 threads: wall
+  and CPU time, median of --runs passes;
 * blkmodeld start -> name taken, on a private dbus-daemon started here
   (`dbus-daemon --session --fork`), daemon args --address=ADDR
   --sysfs-root=DIR/sys --no-uevents (default --poll-interval): median of
@@ -64,6 +68,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import read_floor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -434,6 +440,20 @@ def bench_tree(a, tree, built_in):
     log("  lsblk: %.3f s (median of %s; untimed warm-up %.3f s)"
         % (r["lsblk"], ", ".join("%.3f" % x for x in ts), r["lsblk_warmup"]))
 
+    # The reading floor: the files of every disk's objects, opened and read.
+    dirs, r["floor_objects"] = read_floor.floor_dirs(
+        sysfs, os.listdir(os.path.join(sysfs, "block")))
+    with tempfile.NamedTemporaryFile("w", prefix="floor-dirs-", suffix=".txt") as f:
+        read_floor.write_dirs(f.name, dirs)
+        for n in (1, 2):
+            res = read_floor.run_floor(a.read_floor, sysfs, f.name, n, a.runs)
+            r["floor_%d" % n] = res
+            log("  reading floor, %d thread%s: %.3f s, CPU %.3f s (median of %s; %d "
+                "files in %d directories of %d objects, %d failed)"
+                % (n, "s" if n > 1 else "", res["wall_s"], res["cpu_s"],
+                   ", ".join("%.3f" % x for x in res["passes_wall_s"]), res["files"],
+                   res["dirs"], r["floor_objects"], res["failed"]))
+
     bus = Bus()
     try:
         conn = connect(bus.address)
@@ -754,6 +774,12 @@ def report(a, results):
         out("| lsblk -J -b -o NAME,MAJ:MIN,SIZE,RO,TYPE,SCHED | %.3f s | "
             "runs %s | — | — |" % (r["lsblk"], ", ".join(
                 "%.3f" % x for x in r["lsblk_runs"])))
+        f1, f2 = r["floor_1"], r["floor_2"]
+        out("| reading floor (2 threads): `bench/read-floor`, a bare C program "
+            "opening and reading the files of the reply | %.3f s | %.3f × lsblk; "
+            "complete GetManagedObjects = %.2f × this; %d files | — | — |"
+            % (f2["wall_s"], f2["wall_s"] / r["lsblk"], r["gmo"] / f2["wall_s"],
+               f2["files"]))
         for name, value, detail, target, ok in verdicts(r):
             out("| %s | %s | %s | %s | %s |" % (
                 name, value, detail, target,
@@ -787,6 +813,16 @@ def report(a, results):
                    c["interfaces"], c["properties"], r["gmo_python"],
                    "%.3f s" % r["gmo_busctl_json"]
                    if r["gmo_busctl_json"] is not None else "failed"))
+        det.append("reading floor: 1 thread %.3f s (CPU %.3f s; %.3f × lsblk; passes "
+                   "%s s), 2 threads %.3f s (CPU %.3f s; passes %s s); %d files (%d not "
+                   "readable) in %d directories of %d objects (`bench/read_floor.py`), "
+                   "%d bytes read"
+                   % (f1["wall_s"], f1["cpu_s"], f1["wall_s"] / r["lsblk"],
+                      ", ".join("%.3f" % x for x in f1["passes_wall_s"]),
+                      f2["wall_s"], f2["cpu_s"],
+                      ", ".join("%.3f" % x for x in f2["passes_wall_s"]),
+                      f2["files"], f2["failed"], f2["dirs"], r["floor_objects"],
+                      f2["bytes"]))
         det.append("busctl tree runs %s s" % ", ".join(
             "%.3f" % x for x in r["busctl_tree_runs"]))
         det.append("RSS %.1f MiB after start (peak %.1f), %.1f MiB after the "
@@ -873,10 +909,11 @@ def main():
     a.blkmodeld = a.blkmodeld or os.path.join(a.build, "daemon", "blkmodeld")
     a.gmo_client = os.path.join(a.build, "bench", "gmo-client")
     a.probe = os.path.join(a.build, "bench", "bus-probe")
+    a.read_floor = os.path.join(a.build, "bench", "read-floor")
     if os.path.exists(os.path.join(a.build, "build.ninja")):
         subprocess.run(["ninja", "-C", a.build], check=True,
                        stdout=subprocess.DEVNULL)
-    for exe in (a.blkmodeld, a.gmo_client, a.probe):
+    for exe in (a.blkmodeld, a.gmo_client, a.probe, a.read_floor):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not executable; build it: meson setup build-bench "
                      "--buildtype=release -Dbench=true && ninja -C "
@@ -943,8 +980,10 @@ def main():
 
     print()
     for r in results:
-        print("%d disks, %d objects; lsblk %.3f s"
-              % (r["disks"], r["objects"], r["lsblk"]))
+        print("%d disks, %d objects; lsblk %.3f s; reading floor %.3f s (1 thread), "
+              "%.3f s (2 threads), %d files"
+              % (r["disks"], r["objects"], r["lsblk"], r["floor_1"]["wall_s"],
+                 r["floor_2"]["wall_s"], r["floor_2"]["files"]))
         for name, value, detail, target, ok in verdicts(r):
             print("  %-48s %-10s %-40s target %-15s %s"
                   % (name, value, detail, target,

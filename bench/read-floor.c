@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The reading floor of bench/real-kernel and bench/scale.py: what the kernel alone takes to open
+ * and read the attribute files a complete GetManagedObjects of blkmodeld reports, measured in the
+ * same run as the daemon and lsblk, as a reference no daemon that reads every value live can beat.
+ *
+ *   read-floor [--threads N] [--repeat R] ROOT < DIRS
+ *
+ * DIRS (stdin) lists directories, one per line, relative to ROOT (a sysfs root: /sys, or a
+ * fixture's DIR/sys); bench/read_floor.py makes the list the daemon would read.  One pass: each
+ * directory is opened (O_DIRECTORY) and listed with getdents64, and every regular file in it
+ * (d_type DT_REG; DT_UNKNOWN is asked with fstatat) is opened relative to it
+ * (O_RDONLY|O_CLOEXEC|O_NOFOLLOW), read once (up to 4096 bytes: kernfs hands over a whole
+ * attribute in one read) and closed.  Nothing else: no parsing, no copying, no allocation.
+ *
+ * The directories are shared out over N threads (default 1; the main thread is one of them) by
+ * an atomic index, one directory at a time.  --repeat R makes R passes (default 1).
+ *
+ * Prints one line of JSON: threads, repeat, dirs (listed in DIRS), dirs_failed (could not be
+ * opened or listed), files (regular files found), failed (of those, could not be opened or read:
+ * kernfs refuses to open write-only attributes, some attributes fail their read with EIO), bytes
+ * (read), wall_s and cpu_s of the median pass by wall time (the lower median for an even R;
+ * CPU time is CLOCK_PROCESS_CPUTIME_ID: all threads), and every pass's wall_s in passes_wall_s.
+ * Counts are those of the median pass.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DENTS_BUF (64 * 1024)
+#define READ_BUF 4096
+
+typedef struct Counts {
+        uint64_t dirs_failed, files, failed, bytes;
+} Counts;
+
+typedef struct Pass {
+        int root_fd;
+        char **dirs;
+        size_t n_dirs;
+        atomic_size_t next;
+} Pass;
+
+typedef struct Worker {
+        Pass *pass;
+        pthread_t thread;
+        char *dents; /* DENTS_BUF bytes, for getdents64 */
+        Counts counts;
+        int error; /* pthread_create's, if it failed */
+} Worker;
+
+static void read_file(int dir_fd, const char *name, Counts *c)
+{
+        char buf[READ_BUF];
+        ssize_t n;
+        int fd;
+
+        c->files++;
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+                c->failed++;
+                return;
+        }
+        n = read(fd, buf, sizeof buf);
+        if (n < 0)
+                c->failed++;
+        else
+                c->bytes += (uint64_t) n;
+        (void) close(fd);
+}
+
+static void read_dir(int root_fd, const char *dir, char *dents, Counts *c)
+{
+        int fd = openat(root_fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0) {
+                c->dirs_failed++;
+                return;
+        }
+        for (;;) {
+                ssize_t n = getdents64(fd, dents, DENTS_BUF);
+                if (n < 0) {
+                        c->dirs_failed++;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                for (ssize_t off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (dents + off);
+                        off += de->d_reclen;
+                        if (de->d_type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                                    !S_ISREG(st.st_mode))
+                                        continue;
+                        } else if (de->d_type != DT_REG)
+                                continue;
+                        read_file(fd, de->d_name, c);
+                }
+        }
+        (void) close(fd);
+}
+
+static void *worker_run(void *userdata)
+{
+        Worker *w = userdata;
+        Pass *p = w->pass;
+
+        w->counts = (Counts){};
+        for (;;) {
+                size_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+                if (i >= p->n_dirs)
+                        break;
+                read_dir(p->root_fd, p->dirs[i], w->dents, &w->counts);
+        }
+        return NULL;
+}
+
+static double now_s(clockid_t clock)
+{
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+typedef struct Result {
+        double wall_s, cpu_s;
+        Counts counts;
+} Result;
+
+/* One pass over all directories on n_workers threads (workers[0] is the calling thread). */
+static int run_pass(Pass *p, Worker *workers, unsigned n_workers, Result *ret)
+{
+        double wall0, cpu0;
+        int r = 0;
+
+        atomic_store(&p->next, 0);
+        wall0 = now_s(CLOCK_MONOTONIC);
+        cpu0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+        for (unsigned i = 1; i < n_workers; i++)
+                workers[i].error = pthread_create(&workers[i].thread, NULL, worker_run, &workers[i]);
+        worker_run(&workers[0]);
+        for (unsigned i = 1; i < n_workers; i++)
+                if (workers[i].error == 0)
+                        (void) pthread_join(workers[i].thread, NULL);
+        ret->wall_s = now_s(CLOCK_MONOTONIC) - wall0;
+        ret->cpu_s = now_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+
+        ret->counts = (Counts){};
+        for (unsigned i = 0; i < n_workers; i++) {
+                Counts *c = &workers[i].counts;
+                if (workers[i].error != 0)
+                        r = -workers[i].error;
+                ret->counts.dirs_failed += c->dirs_failed;
+                ret->counts.files += c->files;
+                ret->counts.failed += c->failed;
+                ret->counts.bytes += c->bytes;
+        }
+        return r;
+}
+
+static int read_dirs(FILE *f, char ***ret, size_t *ret_n)
+{
+        char **dirs = NULL, *line = NULL;
+        size_t n = 0, cap = 0, len = 0;
+        ssize_t k;
+
+        while ((k = getline(&line, &len, f)) > 0) {
+                const char *s = line;
+                while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == ' '))
+                        line[--k] = 0;
+                if (k == 0)
+                        continue;
+                /* Relative to ROOT, whether or not the line starts with a slash ("/" is ROOT). */
+                while (*s == '/')
+                        s++;
+                if (*s == 0)
+                        s = ".";
+                if (n == cap) {
+                        char **d;
+                        cap = cap ? cap * 2 : 1024;
+                        d = realloc(dirs, cap * sizeof(char *));
+                        if (!d)
+                                return -ENOMEM;
+                        dirs = d;
+                }
+                dirs[n] = strdup(s);
+                if (!dirs[n])
+                        return -ENOMEM;
+                n++;
+        }
+        free(line);
+        *ret = dirs;
+        *ret_n = n;
+        return 0;
+}
+
+static int cmp_wall(const void *a, const void *b)
+{
+        const Result *x = a, *y = b;
+
+        return x->wall_s < y->wall_s ? -1 : x->wall_s > y->wall_s ? 1 : 0;
+}
+
+static void usage(const char *argv0)
+{
+        fprintf(stderr, "usage: %s [--threads N] [--repeat R] ROOT < DIRS\n", argv0);
+        exit(2);
+}
+
+int main(int argc, char *argv[])
+{
+        unsigned threads = 1, repeat = 1;
+        Pass pass = {};
+        Worker *workers;
+        Result *results, *sorted, *med;
+        int i, r;
+
+        for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+                if (i + 1 >= argc)
+                        usage(argv[0]);
+                if (strcmp(argv[i], "--threads") == 0)
+                        threads = (unsigned) atoi(argv[++i]);
+                else if (strcmp(argv[i], "--repeat") == 0)
+                        repeat = (unsigned) atoi(argv[++i]);
+                else
+                        usage(argv[0]);
+        }
+        if (argc - i != 1 || threads < 1 || threads > 1024 || repeat < 1 || repeat > 100000)
+                usage(argv[0]);
+
+        pass.root_fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pass.root_fd < 0) {
+                fprintf(stderr, "read-floor: %s: %s\n", argv[i], strerror(errno));
+                return 1;
+        }
+        r = read_dirs(stdin, &pass.dirs, &pass.n_dirs);
+        if (r < 0) {
+                fprintf(stderr, "read-floor: reading the directory list: %s\n", strerror(-r));
+                return 1;
+        }
+
+        workers = calloc(threads, sizeof(Worker));
+        results = calloc(repeat, sizeof(Result));
+        sorted = calloc(repeat, sizeof(Result));
+        if (!workers || !results || !sorted) {
+                fprintf(stderr, "read-floor: out of memory\n");
+                return 1;
+        }
+        for (unsigned t = 0; t < threads; t++) {
+                workers[t].pass = &pass;
+                workers[t].dents = malloc(DENTS_BUF);
+                if (!workers[t].dents) {
+                        fprintf(stderr, "read-floor: out of memory\n");
+                        return 1;
+                }
+        }
+
+        for (unsigned k = 0; k < repeat; k++) {
+                r = run_pass(&pass, workers, threads, &results[k]);
+                if (r < 0) {
+                        fprintf(stderr, "read-floor: pthread_create: %s\n", strerror(-r));
+                        return 1;
+                }
+        }
+        memcpy(sorted, results, repeat * sizeof(Result));
+        qsort(sorted, repeat, sizeof(Result), cmp_wall);
+        med = &sorted[(repeat - 1) / 2];
+
+        printf("{\"threads\": %u, \"repeat\": %u, \"dirs\": %zu, \"dirs_failed\": %" PRIu64
+               ", \"files\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"bytes\": %" PRIu64
+               ", \"wall_s\": %.6f, \"cpu_s\": %.6f, \"passes_wall_s\": [",
+               threads, repeat, pass.n_dirs, med->counts.dirs_failed, med->counts.files, med->counts.failed,
+               med->counts.bytes, med->wall_s, med->cpu_s);
+        for (unsigned k = 0; k < repeat; k++)
+                printf("%s%.6f", k ? ", " : "", results[k].wall_s);
+        printf("]}\n");
+
+        for (unsigned t = 0; t < threads; t++)
+                free(workers[t].dents);
+        for (size_t k = 0; k < pass.n_dirs; k++)
+                free(pass.dirs[k]);
+        free(pass.dirs);
+        free(workers);
+        free(results);
+        free(sorted);
+        (void) close(pass.root_fd);
+        return fflush(stdout) == 0 ? 0 : 1;
+}
