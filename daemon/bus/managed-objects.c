@@ -326,8 +326,11 @@ static void on_gmo_idle(uv_idle_t *h)
                 }
                 g->pos++;
                 /* Gone meanwhile: its InterfacesRemoved went out before this reply will. */
-                if (k->linked)
+                if (k->linked) {
                         r = append_managed_object(p, k, &d, &g->reply);
+                        if (r >= 0)
+                                live_record_reading(p->live, k, &d);
+                }
                 kobject_unref(p->model, k);
                 gmo_prefetch(p, g);
                 if (uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)

@@ -186,10 +186,12 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord
         record_put_string(rec, v);
 }
 
-/* Fills a new reading; what `how` does not re-read is copied from old (which it then requires). */
-static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, Reading *ret)
+/* Fills a new reading, from what d read already and what it reads now (NULL: a directory of its
+ * own); what `how` does not re-read is copied from old (which it then requires). */
+static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, ObjDir *given, Reading *ret)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(l->sysfs, k);
+        ObjDir *d = given ?: &own;
         size_t n = n_slots(k), old_offset = 0;
         Reading rd = {};
         Iface iface;
@@ -210,7 +212,7 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                                 continue;
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
                         if (typed_read_in(k, &iface, p, how)) {
-                                r = read_typed(l, &d, p, &rd);
+                                r = read_typed(l, d, p, &rd);
                                 if (r < 0) {
                                         reading_done(&rd);
                                         return r;
@@ -222,7 +224,7 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
                         if (attr_read_in(k, &iface, a, how))
-                                read_attr(&d, &iface, a, rd.record);
+                                read_attr(d, &iface, a, rd.record);
                         else
                                 record_put_slot(rd.record, was);
                 }
@@ -317,7 +319,7 @@ static void scheduler_switched(Live *l, Kobject *queue)
         (void) changes_refresh(l, queue, REFRESH_STRUCTURE);
 }
 
-static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
+static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, ObjDir *given)
 {
         ChangeRecord *old = k->observer_data;
         bool have_old = old && old->n_slots == n_slots(k);
@@ -326,14 +328,14 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
 
         if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_EVENT) && !have_old)
                 how = REFRESH_ALL; /* nothing to keep: read everything once */
-        r = read_slots(l, k, how, have_old ? old : NULL, &now);
+        r = read_slots(l, k, how, have_old ? old : NULL, given, &now);
         if (r < 0)
                 return r;
         /* A tunable written moves what derives from it (discard_max_bytes 0 zeroes
          * discard_granularity): once one watched value changed, read the whole object. */
         if (how == REFRESH_WATCHED && !record_equal(old, now.record)) {
                 reading_done(&now);
-                r = read_slots(l, k, REFRESH_ALL, old, &now);
+                r = read_slots(l, k, REFRESH_ALL, old, NULL, &now);
                 if (r < 0)
                         return r;
         }
@@ -359,7 +361,13 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in)
 
 int changes_refresh(Live *l, Kobject *k, Refresh how)
 {
-        return refresh(l, k, how, NULL);
+        return refresh(l, k, how, NULL, NULL);
+}
+
+void live_record_reading(Live *l, Kobject *k, ObjDir *d)
+{
+        if (k->linked && !changes_recorded(k) && k->ktype->id != KTYPE_KSET)
+                (void) refresh(l, k, REFRESH_RECORD, NULL, d);
 }
 
 bool changes_recorded(const Kobject *k)
@@ -411,7 +419,7 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
         }
 
         /* What stays is compared as usual; what goes is announced gone, what comes with its values. */
-        changed = refresh(l, k, REFRESH_ALL, shape);
+        changed = refresh(l, k, REFRESH_ALL, shape, NULL);
         r = ifaces_not_in(k, shape, &gone);
         k->shape = shape;
         if (r >= 0)
@@ -425,7 +433,7 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
                 if (came)
                         l->ops->interfaces_changed(l->userdata, k, came, true);
         }
-        (void) refresh(l, k, REFRESH_RECORD, NULL);
+        (void) refresh(l, k, REFRESH_RECORD, NULL, NULL);
         return changed < 0 ? changed : changed + 1;
 }
 

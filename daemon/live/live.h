@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "model/kobject.h"
+#include "sysfs/objdir.h"
 #include "sysfs/sysfs.h"
 #include "uevent/eventlog.h"
 #include "uevent/source.h"
@@ -67,6 +68,9 @@ void live_stop(Live *l);
  */
 void live_warmup_hold(Live *l);
 void live_warmup_release(Live *l);
+/* What such a client was sent of k, read into d: unless k has a reading, k's first (the warm-up's
+ * for it), so that a change from it is announced, and the warm-up need not read k again. */
+void live_record_reading(Live *l, Kobject *k, ObjDir *d);
 
 /* UeventSource callbacks; userdata is the Live. */
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);

@@ -227,6 +227,57 @@ static bool all_recorded(const Model *m)
         return true;
 }
 
+/* A client reads k and what is below it, as GetManagedObjects does. */
+static void client_reads(Live *l, const Sysfs *s, Kobject *k)
+{
+        ObjDir d = OBJDIR_INIT(s, k);
+
+        for (Kobject *c = k->first_child; c; c = c->next_sibling)
+                client_reads(l, s, c);
+        live_record_reading(l, k, &d);
+        objdir_done(&d);
+}
+
+/* What a client was sent (a GetManagedObjects, while the warm-up waits for it) is an object's first
+ * reading: a change from it is announced alone, not as a change of everything. */
+static void test_client_reading(Live *l, const Fixture *f, Model *m, const Sysfs *s)
+{
+        Kobject *sda = model_find_name(m, "sda");
+        _cleanup_(freep) char *was = NULL;
+        ObjDir d;
+        const char *v;
+
+        CHECK(sda && live_object_value_bytes(sda) == 0);
+        if (!sda)
+                return;
+        live_warmup_hold(l);
+        /* The disk's value as the client got it, read before the file changes. */
+        d = OBJDIR_INIT(s, sda);
+        CHECK(objdir_read(&d, "size", &v) == 0);
+        CHECK(asprintf(&was, "%s\n", v) > 0);
+        for (Kobject *c = sda->first_child; c; c = c->next_sibling)
+                client_reads(l, s, c);
+        live_record_reading(l, sda, &d);
+        objdir_done(&d);
+        CHECK(live_object_value_bytes(sda) > 0);
+
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", was) == 0);
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        CHECK(recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        }));
+        live_warmup_release(l);
+}
+
 static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
 {
         uint64_t seq;
@@ -627,6 +678,7 @@ int main(void)
          * as many iterations as a loaded machine needs. */
         CHECK(live_start(l) == 0);
         CHECK(!all_recorded(m));
+        test_client_reading(l, &f, m, &s);
         for (int i = 0; i < 100000 && !all_recorded(m); i++)
                 (void) uv_run(&loop, UV_RUN_NOWAIT);
         CHECK(all_recorded(m));
