@@ -68,10 +68,35 @@ static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bu
         return r;
 }
 
+static int append_attr(ObjDir *d, const Iface *iface, const Attr *a, sd_bus_message *m, bool lenient,
+                       size_t *bound, sd_bus_error *error)
+{
+        const char *value = "";
+        int r;
+
+        r = objdir_read_attr(d, iface, a, &value);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
+                if (!lenient)
+                        return bus_error_read_failed(error, d->k->devpath, rel ? rel : a->file, r);
+                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
+                value = "";
+        }
+        if (bound)
+                *bound += entry_bound(a->member, "s", 4 + strlen(value) + 1);
+        r = sd_bus_message_open_container(m, 'v', "s");
+        if (r >= 0)
+                r = sd_bus_message_append_basic(m, 's', value);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
 int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char *member, sd_bus_message *m,
                         bool lenient, size_t *bound, sd_bus_error *error)
 {
-        const char *value = "";
         const Attr *a;
         int r;
 
@@ -84,32 +109,22 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
         a = iface->attrs ? attr_set_find(iface->attrs, member) : NULL;
         if (!a)
                 return 0;
-        r = objdir_read_attr(d, iface, a, &value);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
-                if (!lenient)
-                        return bus_error_read_failed(error, d->k->devpath, rel ? rel : a->file, r);
-                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
-                value = "";
-        }
-        if (bound)
-                *bound += entry_bound(member, "s", 4 + strlen(value) + 1);
-        r = sd_bus_message_append(m, "v", "s", value);
+        r = append_attr(d, iface, a, m, lenient, bound, error);
         return r < 0 ? r : 1;
 }
 
-static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const char *member,
-                             sd_bus_message *m, size_t *bound)
+/* One {sv} of a whole interface's dictionary: a typed property (info) or an attribute (a). */
+static int append_dict_entry(Publisher *p, ObjDir *d, const Iface *iface, const PropertyInfo *info,
+                             const Attr *a, sd_bus_message *m, size_t *bound)
 {
         int r;
 
         r = sd_bus_message_open_container(m, 'e', "sv");
         if (r >= 0)
-                r = sd_bus_message_append(m, "s", member);
+                r = sd_bus_message_append_basic(m, 's', info ? info->name : a->member);
         if (r >= 0)
-                r = bus_append_property(p, d, iface, member, m, true, bound, NULL);
+                r = info ? append_typed(p, d, info, m, bound)
+                         : append_attr(d, iface, a, m, true, bound, NULL);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
@@ -128,10 +143,10 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
         for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
-                r = append_dict_entry(p, d, iface, info->name, m, bound);
+                r = append_dict_entry(p, d, iface, info, NULL, m, bound);
         for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
                 if (attr_shown(&iface->attrs->attrs[i], privileged))
-                        r = append_dict_entry(p, d, iface, iface->attrs->attrs[i].member, m, bound);
+                        r = append_dict_entry(p, d, iface, NULL, &iface->attrs->attrs[i], m, bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "sysfs/objdir.h"
+#include <limits.h>
+#include <stdio.h>
+
 #include "common/util.h"
+#include "sysfs/objdir.h"
 
 void objdir_values_free(ObjDirValue *values, size_t n)
 {
@@ -15,7 +18,7 @@ static void objdir_forget(ObjDir *d)
 {
         objdir_values_free(d->values, d->n_values);
         d->values = NULL;
-        d->n_values = 0;
+        d->n_values = d->next = 0;
 }
 
 void objdir_done(ObjDir *d)
@@ -33,19 +36,35 @@ int objdir_fd(ObjDir *d)
         return d->fd;
 }
 
+/* The value read of relpath, if any.  A reply reads an object's files in the order they were read
+ * ahead (sysfs/prefetch.h): looking after the last one found first makes that one step each. */
+static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
+{
+        for (size_t n = 0, i = d->next; n < d->n_values; n++, i++) {
+                if (i >= d->n_values)
+                        i = 0;
+                if (streq(d->values[i].file, relpath)) {
+                        d->next = i + 1;
+                        return &d->values[i];
+                }
+        }
+        return NULL;
+}
+
 int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 {
         _cleanup_(freep) char *file = NULL, *value = NULL;
+        const ObjDirValue *v;
         ObjDirValue *t;
         int fd, r;
 
-        for (size_t i = 0; i < d->n_values; i++)
-                if (streq(d->values[i].file, relpath)) {
-                        if (!d->values[i].value)
-                                return d->values[i].error;
-                        *ret = d->values[i].value;
-                        return 0;
-                }
+        v = objdir_find(d, relpath);
+        if (v) {
+                if (!v->value)
+                        return v->error;
+                *ret = v->value;
+                return 0;
+        }
 
         fd = objdir_fd(d);
         if (fd < 0)
@@ -74,12 +93,11 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
 {
-        _cleanup_(freep) char *rel = NULL;
+        char rel[2 * NAME_MAX + 2];
 
         if (!iface->attr_dir)
                 return objdir_read(d, a->file, ret);
-        rel = iface_attr_relpath(iface, a);
-        if (!rel)
-                return -ENOMEM;
+        if ((size_t) snprintf(rel, sizeof(rel), "%s/%s", iface->attr_dir, a->file) >= sizeof(rel))
+                return -ENAMETOOLONG;
         return objdir_read(d, rel, ret);
 }

@@ -23,6 +23,7 @@ typedef struct ObjDir {
         int fd;
         ObjDirValue *values;
         size_t n_values;
+        size_t next; /* where the next lookup starts */
 } ObjDir;
 
 #define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})
