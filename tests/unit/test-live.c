@@ -227,6 +227,19 @@ static bool all_recorded(const Model *m)
         return true;
 }
 
+/* Writes sda's size and feeds its change event: were the event and exactly Size and size told? */
+static bool sda_size_change_told(const Fixture *f, Live *l, const char *value)
+{
+        if (fixture_write(f, FIXTURE_SDA "/size", value) < 0)
+                return false;
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+        return recorded((const char *const[]){
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        NULL,
+        });
+}
+
 /* A client reads k and what is below it, as GetManagedObjects does. */
 static void client_reads(Live *l, const Sysfs *s, Kobject *k)
 {
@@ -261,20 +274,8 @@ static void test_client_reading(Live *l, const Fixture *f, Model *m, const Sysfs
         objdir_done(&d);
         CHECK(live_object_value_bytes(sda) > 0);
 
-        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
-        feed(l, "change", FIXTURE_SDA, "block", NULL);
-        CHECK(recorded((const char *const[]){
-                        "event change " FIXTURE_SDA " " SDA_PATH,
-                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
-                        NULL,
-        }));
-        CHECK(fixture_write(f, FIXTURE_SDA "/size", was) == 0);
-        feed(l, "change", FIXTURE_SDA, "block", NULL);
-        CHECK(recorded((const char *const[]){
-                        "event change " FIXTURE_SDA " " SDA_PATH,
-                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
-                        NULL,
-        }));
+        CHECK(sda_size_change_told(f, l, "1953525000\n"));
+        CHECK(sda_size_change_told(f, l, was));
         live_warmup_release(l);
 }
 
@@ -337,13 +338,7 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
                         "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
                         NULL,
         }));
-        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525168\n") == 0);
-        feed(l, "change", FIXTURE_SDA, "block", NULL);
-        CHECK(recorded((const char *const[]){
-                        "event change " FIXTURE_SDA " " SDA_PATH,
-                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
-                        NULL,
-        }));
+        CHECK(sda_size_change_told(f, l, "1953525168\n"));
 
         /* The partition goes: it leaves, its disk says so, and the event names the object it was. */
         CHECK(fixture_remove_block_device(f, FIXTURE_SDA "/sda4", 8, 4) == 0);
