@@ -193,12 +193,18 @@ int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged)
                         _cleanup_(freep) char *rel = iface_attr_relpath(&iface, a);
                         r = rel ? prefetch_add_file(b, rel) : -ENOMEM;
                 }
-                /* The files typed properties derive from, where they are not attributes too
-                 * (uevent); the links and directories they list are read by the loop. */
+                /* What typed properties derive from, where it is not an attribute too: uevent,
+                 * the link directories (holders/) and links (subsystem@). */
                 for (const PropertyInfo *info = iface.properties; r >= 0 && info->name; info++) {
-                        if (!info->source || strpbrk(info->source, "/@"))
+                        if (!info->source)
                                 continue;
                         if (streq(info->source, PROPERTY_SOURCE_UEVENT) && !k->ktype->has_uevent)
+                                continue;
+                        /* Most are an attribute of the interface, added above. */
+                        const Attr *a = !iface.attr_dir && iface.attrs
+                                                        ? attr_set_find(iface.attrs, info->source)
+                                                        : NULL;
+                        if (a && streq(a->file, info->source) && attr_shown(a, privileged))
                                 continue;
                         r = prefetch_add_file_once(b, info->source);
                 }

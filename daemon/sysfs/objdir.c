@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <limits.h>
-#include <stdio.h>
 
 #include "common/util.h"
 #include "sysfs/objdir.h"
@@ -69,7 +68,7 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
         fd = objdir_fd(d);
         if (fd < 0)
                 return fd;
-        r = sysfs_read_attr(fd, relpath, d->sysfs->kernfs, &value);
+        r = sysfs_read_source(fd, relpath, d->sysfs->kernfs, &value);
         if (r == -ENOMEM)
                 return r;
         /* Each checked before the next: a realloc that moved the array must be kept. */
@@ -94,10 +93,16 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
 {
         char rel[2 * NAME_MAX + 2];
+        size_t ld, lf;
 
         if (!iface->attr_dir)
                 return objdir_read(d, a->file, ret);
-        if ((size_t) snprintf(rel, sizeof(rel), "%s/%s", iface->attr_dir, a->file) >= sizeof(rel))
+        ld = strlen(iface->attr_dir);
+        lf = strlen(a->file);
+        if (ld + 1 + lf >= sizeof(rel))
                 return -ENAMETOOLONG;
+        memcpy(rel, iface->attr_dir, ld);
+        rel[ld] = '/';
+        memcpy(rel + ld + 1, a->file, lf + 1);
         return objdir_read(d, rel, ret);
 }

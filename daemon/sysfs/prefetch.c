@@ -110,7 +110,7 @@ void prefetch_read(Prefetch *b)
                 for (size_t j = 0; j < o->n_values; j++) {
                         ObjDirValue *v = &o->values[j];
                         v->error = o->fd < 0 ? o->fd
-                                             : sysfs_read_attr(o->fd, v->file, b->root.kernfs, &v->value);
+                                             : sysfs_read_source(o->fd, v->file, b->root.kernfs, &v->value);
                         if (v->error < 0)
                                 v->value = NULL;
                 }

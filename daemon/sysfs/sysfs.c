@@ -384,6 +384,56 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
         return r;
 }
 
+static int read_link_names(int dirfd, const char *name, char **ret)
+{
+        SysfsEntry *e = NULL;
+        size_t n = 0, size = 1;
+        char *s, *p;
+        int fd = sysfs_open_subdir(dirfd, name);
+
+        if (fd >= 0) {
+                if (sysfs_list(fd, &e, &n) < 0)
+                        n = 0;
+                (void) close(fd);
+        }
+        for (size_t i = 0; i < n; i++)
+                size += strlen(e[i].name) + 1;
+        s = p = malloc(size);
+        for (size_t i = 0; s && i < n; i++)
+                p = stpcpy(stpcpy(p, e[i].name), i + 1 < n ? "\n" : "");
+        if (s)
+                *p = 0;
+        sysfs_entries_free(e, n);
+        *ret = s;
+        return s ? 0 : -ENOMEM;
+}
+
+static int read_link_basename(int dirfd, const char *name, char **ret)
+{
+        _cleanup_(freep) char *target = NULL;
+        const char *base = "";
+
+        if (sysfs_readlink(dirfd, name, &target) >= 0)
+                base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+        *ret = strdup(base);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret)
+{
+        size_t l = strlen(source);
+        char name[NAME_MAX + 1];
+
+        if (l < 2 || (source[l - 1] != '/' && source[l - 1] != '@'))
+                return sysfs_read_attr(dirfd, source, kernfs, ret);
+        if (l - 1 > NAME_MAX)
+                return -ENAMETOOLONG;
+        memcpy(name, source, l - 1);
+        name[l - 1] = 0;
+        return source[l - 1] == '/' ? read_link_names(dirfd, name, ret)
+                                    : read_link_basename(dirfd, name, ret);
+}
+
 int sysfs_write_attr(int dirfd, const char *name, const char *value)
 {
         size_t l = strlen(value);

@@ -73,6 +73,15 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret);
 /* The same, relative to the root. */
 int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
 
+/*
+ * What a value is read from, relative to an object's directory: an attribute ("size",
+ * "power/control"), as sysfs_read_attr(); a link directory ("holders/"): the names of its entries,
+ * sorted, one per line ("" when there is no such directory); or a link ("subsystem@"): the basename
+ * of its target ("" when there is none).  So that an object's links are read, and kept for the
+ * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
+ */
+int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
+
 /* One write() of the whole value, no link followed; -EIO on a short write. */
 int sysfs_write_attr(int dirfd, const char *name, const char *value);
 

@@ -63,36 +63,33 @@ static int read_members(ObjDir *d, TypedValue *v)
 }
 
 /* holders/ and slaves/ hold one link per stacked device, named by its kernel name. */
-static int read_link_dir(ObjDir *d, const Model *m, TypedValue *v, const char *dir)
+static int read_link_dir(ObjDir *d, const Model *m, TypedValue *v, const char *source)
 {
-        SysfsEntry *e = NULL;
+        const char *names = "";
         size_t n = 0, k = 0;
-        int fd, r = 0;
+        int r = 0;
 
-        fd = objdir_fd(d);
-        if (fd >= 0) {
-                int subfd = sysfs_open_subdir(fd, dir);
-                if (subfd >= 0) {
-                        if (sysfs_list(subfd, &e, &n) < 0)
-                                n = 0;
-                        (void) close(subfd);
-                }
-        }
+        if (objdir_read(d, source, &names) < 0)
+                names = "";
+        for (const char *p = names; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0))
+                n++;
         v->strv = calloc(n + 1, sizeof(char *));
         if (!v->strv)
-                r = -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                Kobject *o = model_find_name(m, e[i].name);
-                if (!o) {
-                        log_debug("%s/%s/%s: not a published block device, left out.", d->k->devpath, dir,
-                                  e[i].name);
-                        continue;
-                }
-                v->strv[k] = strdup(o->path);
-                if (!v->strv[k++])
+                return -ENOMEM;
+        for (const char *p = names; r >= 0 && *p;) {
+                size_t l = strcspn(p, "\n");
+                _cleanup_(freep) char *name = strndup(p, l);
+                Kobject *o = name ? model_find_name(m, name) : NULL;
+
+                p += l + (p[l] != 0);
+                if (!name)
+                        r = -ENOMEM;
+                else if (!o)
+                        log_debug("%s/%s%s: not a published block device, left out.", d->k->devpath, source,
+                                  name);
+                else if (!(v->strv[k++] = strdup(o->path)))
                         r = -ENOMEM;
         }
-        sysfs_entries_free(e, n);
         return r;
 }
 
@@ -147,17 +144,12 @@ static int child_path(ObjDir *d, TypedValue *v, KtypeId id)
         return set_string(v, c ? c->path : "/");
 }
 
-/* The basename of a link of the object's directory ("subsystem" → "scsi"), "" when there is none. */
-static int read_link_name(ObjDir *d, TypedValue *v, const char *link)
+/* The basename of a link of the object's directory ("subsystem@" → "scsi"), "" when there is none. */
+static int read_link_name(ObjDir *d, TypedValue *v, const char *source)
 {
-        _cleanup_(freep) char *target = NULL;
-        const char *slash;
-        int fd = objdir_fd(d);
+        const char *name;
 
-        if (fd < 0 || sysfs_readlink(fd, link, &target) < 0)
-                return set_string(v, "");
-        slash = strrchr(target, '/');
-        return set_string(v, slash ? slash + 1 : target);
+        return set_string(v, objdir_read(d, source, &name) >= 0 ? name : "");
 }
 
 static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
@@ -195,9 +187,9 @@ static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
         case PROP_PARTITIONS:
                 return read_children(d, v, KTYPE_PARTITION);
         case PROP_HOLDERS:
-                return read_link_dir(d, m, v, "holders");
+                return read_link_dir(d, m, v, PROPERTY_SOURCE_HOLDERS);
         case PROP_SLAVES:
-                return read_link_dir(d, m, v, "slaves");
+                return read_link_dir(d, m, v, PROPERTY_SOURCE_SLAVES);
         case PROP_QUEUE:
                 return child_path(d, v, KTYPE_QUEUE);
         case PROP_ELEVATOR:
@@ -213,9 +205,9 @@ static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
         case PROP_MEMBERS:
                 return read_members(d, v);
         case PROP_SUBSYSTEM:
-                return read_link_name(d, v, "subsystem");
+                return read_link_name(d, v, PROPERTY_SOURCE_SUBSYSTEM);
         case PROP_DRIVER:
-                return read_link_name(d, v, "driver");
+                return read_link_name(d, v, PROPERTY_SOURCE_DRIVER);
         case _PROP_MAX:
                 break;
         }

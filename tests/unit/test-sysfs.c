@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "common/util.h"
 #include "sysfs/sysfs.h"
 #include "tests.h"
-#include "common/util.h"
 
 static char root[] = "/tmp/test-sysfs-XXXXXX";
 
@@ -50,9 +50,9 @@ int main(void)
         check_escape("a\0b", 3, "a\\x00b");
         check_escape("\xff\xfe", 2, "\\xff\\xfe");
         check_escape("\xc3\xa9", 2, "\xc3\xa9");
-        check_escape("\xc0\xaf", 2, "\\xc0\\xaf");         /* overlong '/' */
+        check_escape("\xc0\xaf", 2, "\\xc0\\xaf");          /* overlong '/' */
         check_escape("\xed\xa0\x80", 3, "\\xed\\xa0\\x80"); /* a surrogate */
-        check_escape("\xe2\x82", 2, "\\xe2\\x82");         /* truncated */
+        check_escape("\xe2\x82", 2, "\\xe2\\x82");          /* truncated */
 
         /* Link targets resolve lexically and never climb out of the root. */
         check_resolve("/class/block", "../../devices/virtual/block/loop0", "/devices/virtual/block/loop0");
@@ -128,6 +128,31 @@ int main(void)
         sysfs_entries_free(e, n);
         CHECK(sysfs_has_file(fd, "uevent"));
         CHECK(!sysfs_has_file(fd, "fifo"));
+
+        /* What typed properties derive from, read as values are: an attribute; a link directory's
+         * names, sorted, a line each; a link's basename; "" for what is not there. */
+        {
+                _cleanup_(freep) char *h = path_join(root, "dev/holders"),
+                                      *dm1 = path_join(root, "dev/holders/dm-1"),
+                                      *dm0 = path_join(root, "dev/holders/dm-0"),
+                                      *sub = path_join(root, "dev/subsystem");
+                CHECK(mkdir(h, 0755) == 0);
+                CHECK(symlink("../../dm-1", dm1) == 0 && symlink("../../dm-0", dm0) == 0);
+                CHECK(symlink("../../../class/block", sub) == 0);
+        }
+        const struct {
+                const char *source, *value;
+        } sources[] = {
+                        {"size", "2048"}, {"holders/", "dm-0\ndm-1"},
+                        {"slaves/", ""},  {"subsystem@", "block"},
+                        {"driver@", ""},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
+                v = NULL;
+                CHECK(sysfs_read_source(fd, sources[i].source, false, &v) == 0);
+                CHECK_STREQ(v, sources[i].value);
+                free(v);
+        }
         close(fd);
         sysfs_close(&s);
 
