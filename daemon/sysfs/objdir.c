@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <limits.h>
-
-#include "common/util.h"
 #include "sysfs/objdir.h"
+#include "common/util.h"
 
 void objdir_values_free(ObjDirValue *values, size_t n)
 {
@@ -92,17 +90,12 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
 {
-        char rel[2 * NAME_MAX + 2];
-        size_t ld, lf;
+        _cleanup_(freep) char *rel = NULL;
 
         if (!iface->attr_dir)
                 return objdir_read(d, a->file, ret);
-        ld = strlen(iface->attr_dir);
-        lf = strlen(a->file);
-        if (ld + 1 + lf >= sizeof(rel))
-                return -ENAMETOOLONG;
-        memcpy(rel, iface->attr_dir, ld);
-        rel[ld] = '/';
-        memcpy(rel + ld + 1, a->file, lf + 1);
+        rel = iface_attr_relpath(iface, a);
+        if (!rel)
+                return -ENOMEM;
         return objdir_read(d, rel, ret);
 }

@@ -411,10 +411,12 @@ static int read_link_names(int dirfd, const char *name, char **ret)
 static int read_link_basename(int dirfd, const char *name, char **ret)
 {
         _cleanup_(freep) char *target = NULL;
-        const char *base = "";
+        const char *base = "", *slash;
 
-        if (sysfs_readlink(dirfd, name, &target) >= 0)
-                base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+        if (sysfs_readlink(dirfd, name, &target) >= 0) {
+                slash = strrchr(target, '/');
+                base = slash ? slash + 1 : target;
+        }
         *ret = strdup(base);
         return *ret ? 0 : -ENOMEM;
 }

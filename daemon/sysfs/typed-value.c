@@ -71,8 +71,10 @@ static int read_link_dir(ObjDir *d, const Model *m, TypedValue *v, const char *s
 
         if (objdir_read(d, source, &names) < 0)
                 names = "";
-        for (const char *p = names; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0))
-                n++;
+        /* One name a line, no trailing newline. */
+        for (const char *p = names; *p; p++)
+                n += *p == '\n';
+        n += *names != 0;
         v->strv = calloc(n + 1, sizeof(char *));
         if (!v->strv)
                 return -ENOMEM;
