@@ -51,45 +51,15 @@ bool listing_is_kobject(const DirListing *l)
         return has_file(l, "uevent") || has_file(l, "partition");
 }
 
-/* Enough for a disk with its partitions, queue and groups on the real kernel in one block. */
-#define BLOCK_SIZE (16 * 1024)
-
-struct ListingBlock {
-        ListingBlock *next;
-        size_t used, size;
-        _Alignas(max_align_t) char data[];
-};
-
-static void *block_alloc(size_t size, void *userdata)
+/* sysfs_list_alloc()'s allocator: a listing's entries live as long as the listing. */
+static void *listing_alloc(size_t size, void *userdata)
 {
-        ListingBlock **blocks = userdata, *b = *blocks;
-
-        size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-        if (!b || b->size - b->used < size) {
-                size_t n = size > BLOCK_SIZE ? size : BLOCK_SIZE;
-                b = malloc(sizeof(ListingBlock) + n);
-                if (!b)
-                        return NULL;
-                *b = (ListingBlock){.next = *blocks, .size = n};
-                *blocks = b;
-        }
-        b->used += size;
-        return b->data + b->used - size;
-}
-
-static char *block_strdup(ListingBlock **blocks, const char *s)
-{
-        size_t n = strlen(s) + 1;
-        char *p = block_alloc(n, blocks);
-        return p ? memcpy(p, s, n) : NULL;
+        return pool_alloc(userdata, size);
 }
 
 void listing_done(DirListing *l)
 {
-        for (ListingBlock *b = l->blocks, *next; b; b = next) {
-                next = b->next;
-                free(b);
-        }
+        pool_free(&l->pool);
         *l = (DirListing){};
 }
 
@@ -104,12 +74,12 @@ static KtypeId subdir_kind(KtypeId id, const char *name)
         return _KTYPE_MAX;
 }
 
-static int list_dir(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l);
-static int list_subdirs(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l);
+static int list_dir(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l);
+static int list_subdirs(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l);
 
 /* Lists one subdirectory; -ENOENT and the like leave it out (it vanished meanwhile, or is no
  * directory we may open), only -ENOMEM fails the whole listing. */
-static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, ListingBlock **blocks,
+static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool *pool,
                        DirListing *l)
 {
         KtypeId kind = deep ? subdir_kind(id, name) : _KTYPE_MAX;
@@ -122,25 +92,25 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Listi
         if (fd < 0)
                 return fd == -ENOMEM ? fd : 0;
         if (kind != _KTYPE_MAX)
-                r = list_dir(fd, kind, true, blocks, &sub);
+                r = list_dir(fd, kind, true, pool, &sub);
         else {
-                r = sysfs_list_alloc(fd, block_alloc, blocks, &sub.entries, &sub.n_entries);
+                r = sysfs_list_alloc(fd, listing_alloc, pool, &sub.entries, &sub.n_entries);
                 /* Below a disk, a kobject is a partition: its own groups are part of the disk's. */
                 if (r >= 0 && deep && id == KTYPE_DISK && listing_is_kobject(&sub))
-                        r = list_subdirs(fd, KTYPE_PARTITION, false, blocks, &sub);
+                        r = list_subdirs(fd, KTYPE_PARTITION, false, pool, &sub);
         }
         (void) close(fd);
         if (r >= 0) {
-                sub.name = block_strdup(blocks, name);
+                sub.name = pool_strdup(pool, name);
                 r = sub.name ? 0 : -ENOMEM;
         }
-        if (r < 0) /* what it took stays in the blocks until the whole listing is freed */
+        if (r < 0) /* what it took stays in the pool until the whole listing is freed */
                 return r == -ENOMEM ? r : 0;
         l->subdirs[l->n_subdirs++] = sub;
         return 0;
 }
 
-static int list_subdirs(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l)
+static int list_subdirs(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l)
 {
         size_t n = 0;
         int r;
@@ -149,32 +119,32 @@ static int list_subdirs(int dirfd, KtypeId id, bool deep, ListingBlock **blocks,
                 n += l->entries[i].type == SYSFS_ENTRY_DIR;
         if (n == 0)
                 return 0;
-        l->subdirs = block_alloc(n * sizeof(DirListing), blocks);
+        l->subdirs = pool_alloc(pool, n * sizeof(DirListing));
         if (!l->subdirs)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n_entries; i++)
                 if (l->entries[i].type == SYSFS_ENTRY_DIR) {
-                        r = list_subdir(dirfd, id, deep, l->entries[i].name, blocks, l);
+                        r = list_subdir(dirfd, id, deep, l->entries[i].name, pool, l);
                         if (r < 0)
                                 return r;
                 }
         return 0;
 }
 
-static int list_dir(int dirfd, KtypeId id, bool deep, ListingBlock **blocks, DirListing *l)
+static int list_dir(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l)
 {
         const SysfsEntry *e;
         char *link = NULL;
         int r;
 
-        r = sysfs_list_alloc(dirfd, block_alloc, blocks, &l->entries, &l->n_entries);
+        r = sysfs_list_alloc(dirfd, listing_alloc, pool, &l->entries, &l->n_entries);
         if (r >= 0)
-                r = list_subdirs(dirfd, id, deep, blocks, l);
+                r = list_subdirs(dirfd, id, deep, pool, l);
         if (r >= 0 && deep && id == KTYPE_DISK && (e = listing_entry(l, "device")) &&
             e->type == SYSFS_ENTRY_LINK) {
                 l->device_error = sysfs_readlink(dirfd, "device", &link);
                 if (link) {
-                        l->device_link = block_strdup(blocks, link);
+                        l->device_link = pool_strdup(pool, link);
                         free(link);
                         if (!l->device_link)
                                 r = -ENOMEM;
@@ -189,7 +159,7 @@ int listing_read(int dirfd, KtypeId id, bool deep, DirListing *ret)
         DirListing l = {};
         int r;
 
-        r = list_dir(dirfd, id, deep, &l.blocks, &l);
+        r = list_dir(dirfd, id, deep, &l.pool, &l);
         if (r < 0) {
                 listing_done(&l);
                 return r;
@@ -205,7 +175,7 @@ int listing_add_ancestor(const Sysfs *s, DirListing *disk, const char *devpath)
 
         if (disk->n_ancestors == disk->n_ancestors_allocated) {
                 size_t n = disk->n_ancestors_allocated ? 2 * disk->n_ancestors_allocated : 8;
-                DirListing *p = block_alloc(n * sizeof(DirListing), &disk->blocks);
+                DirListing *p = pool_alloc(&disk->pool, n * sizeof(DirListing));
                 if (!p)
                         return -ENOMEM;
                 if (disk->n_ancestors)
@@ -216,10 +186,10 @@ int listing_add_ancestor(const Sysfs *s, DirListing *disk, const char *devpath)
         fd = sysfs_open_dir(s, devpath);
         if (fd < 0)
                 return fd;
-        r = list_dir(fd, KTYPE_DEVICE, false, &disk->blocks, &a);
+        r = list_dir(fd, KTYPE_DEVICE, false, &disk->pool, &a);
         (void) close(fd);
         if (r >= 0) {
-                a.name = block_strdup(&disk->blocks, devpath);
+                a.name = pool_strdup(&disk->pool, devpath);
                 r = a.name ? 0 : -ENOMEM;
         }
         if (r < 0)

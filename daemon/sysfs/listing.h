@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "base/pool.h"
 #include "model/ktype.h"
 #include "sysfs/sysfs.h"
 
@@ -16,7 +17,6 @@
  * points.
  */
 
-typedef struct ListingBlock ListingBlock;
 typedef struct DirListing DirListing;
 struct DirListing {
         const char *name;    /* in the directory above; NULL for the kobject listed */
@@ -29,9 +29,8 @@ struct DirListing {
         DirListing *ancestors;   /* hardware above a disk listed with it; name: the devpath */
         size_t n_ancestors, n_ancestors_allocated;
         /* The kobject listed owns the memory of everything above, its subdirectories' included: a
-         * few blocks per disk rather than a malloc per directory, which helper threads would contend
-         * for with the loop thread. */
-        ListingBlock *blocks;
+         * few blocks per disk rather than a malloc per directory. */
+        Pool pool;
 };
 
 /* Subdirectories a kind handles itself, or that are link directories or kobject trees outside the
