@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <malloc.h>
 
 #include "base/log.h"
@@ -247,20 +248,22 @@ static void gmo_prefetch(Publisher *p, BusGmo *g)
 }
 
 /* Hands the values read ahead for object i to d: 1 if it did, 0 if i was not read ahead, -EAGAIN
- * while its batch is being read. */
+ * while its batch is being read.  The objects before i are appended: their batches go. */
 static int gmo_take_prefetched(BusGmo *g, size_t i, ObjDir *d)
 {
-        GmoBatch *b = g->n_batches > 0 ? g->batches[0] : NULL;
+        GmoBatch *b;
 
+        while (g->n_batches > 0 && i >= g->batches[0]->first + prefetch_n_objects(g->batches[0]->prefetch)) {
+                assert(g->batches[0]->read);
+                batch_free(g->batches[0]);
+                memmove(g->batches, g->batches + 1, --g->n_batches * sizeof(GmoBatch *));
+        }
+        b = g->n_batches > 0 ? g->batches[0] : NULL;
         if (!b || i < b->first)
                 return 0;
         if (!b->read)
                 return -EAGAIN;
         prefetch_hand_over(b->prefetch, i - b->first, d);
-        if (i + 1 == b->first + prefetch_n_objects(b->prefetch)) {
-                batch_free(b);
-                memmove(g->batches, g->batches + 1, --g->n_batches * sizeof(GmoBatch *));
-        }
         return 1;
 }
 

@@ -2,9 +2,9 @@
 #include "sysfs/objdir.h"
 #include "common/util.h"
 
-void objdir_values_free(ObjDirValue *values, size_t n)
+void objdir_values_free(ObjDirValue *values, size_t n, size_t n_borrowed)
 {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = n_borrowed; i < n; i++) {
                 free(values[i].file);
                 free(values[i].value);
         }
@@ -13,9 +13,9 @@ void objdir_values_free(ObjDirValue *values, size_t n)
 
 static void objdir_forget(ObjDir *d)
 {
-        objdir_values_free(d->values, d->n_values);
+        objdir_values_free(d->values, d->n_values, d->n_borrowed);
         d->values = NULL;
-        d->n_values = d->next = 0;
+        d->n_values = d->n_borrowed = d->next = 0;
 }
 
 void objdir_done(ObjDir *d)

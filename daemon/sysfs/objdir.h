@@ -23,14 +23,17 @@ typedef struct ObjDir {
         int fd;
         ObjDirValue *values;
         size_t n_values;
+        /* The first n_borrowed values' strings belong to whoever read them ahead (sysfs/prefetch.h),
+         * which keeps them until d is done; the array and the rest are d's. */
+        size_t n_borrowed;
         size_t next; /* where the next lookup starts */
 } ObjDir;
 
 #define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})
 
 void objdir_done(ObjDir *d);
-/* Frees n values, each with its file name, and the array. */
-void objdir_values_free(ObjDirValue *values, size_t n);
+/* Frees n values, each with its file name, but the first n_borrowed ones', and the array. */
+void objdir_values_free(ObjDirValue *values, size_t n, size_t n_borrowed);
 static inline void objdir_donep(ObjDir *d)
 {
         objdir_done(d);

@@ -2,11 +2,12 @@
 #include <assert.h>
 #include <fcntl.h>
 
+#include "base/pool.h"
 #include "common/util.h"
 #include "sysfs/prefetch.h"
 
 typedef struct PrefetchObject {
-        char *devpath;
+        const char *devpath;
         int fd; /* after prefetch_read(): the directory, or negative errno */
         ObjDirValue *values;
         size_t n_values, n_allocated;
@@ -16,7 +17,8 @@ struct Prefetch {
         Sysfs root; /* the root fd is a copy: a Rescan may reopen the original meanwhile */
         PrefetchObject *objects;
         size_t n_objects, n_allocated;
-        bool read; /* prefetch_read() ran (a cancelled work item never does) */
+        Pool strings; /* every devpath, file name and value */
+        bool read;    /* prefetch_read() ran (a cancelled work item never does) */
 };
 
 int prefetch_new(const Sysfs *s, Prefetch **ret)
@@ -42,12 +44,12 @@ Prefetch *prefetch_free(Prefetch *b)
                 return NULL;
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
-                objdir_values_free(o->values, o->n_values);
-                free(o->devpath);
+                objdir_values_free(o->values, o->n_values, o->n_values);
                 if (o->fd >= 0)
                         (void) close(o->fd);
         }
         free(b->objects);
+        pool_free(&b->strings);
         (void) close(b->root.root_fd);
         free(b);
         return NULL;
@@ -59,7 +61,7 @@ int prefetch_add_object(Prefetch *b, const char *devpath)
 
         if (GREEDY_REALLOC(b->objects, b->n_allocated, b->n_objects + 1) < 0)
                 return -ENOMEM;
-        copy = strdup(devpath);
+        copy = pool_strdup(&b->strings, devpath);
         if (!copy)
                 return -ENOMEM;
         b->objects[b->n_objects++] = (PrefetchObject){.devpath = copy, .fd = -EBADF};
@@ -75,7 +77,7 @@ int prefetch_add_file(Prefetch *b, const char *relpath)
         o = &b->objects[b->n_objects - 1];
         if (GREEDY_REALLOC(o->values, o->n_allocated, o->n_values + 1) < 0)
                 return -ENOMEM;
-        copy = strdup(relpath);
+        copy = pool_strdup(&b->strings, relpath);
         if (!copy)
                 return -ENOMEM;
         o->values[o->n_values++] = (ObjDirValue){.file = copy, .error = -ENODATA};
@@ -109,10 +111,12 @@ void prefetch_read(Prefetch *b)
                 o->fd = sysfs_open_dir(&b->root, o->devpath);
                 for (size_t j = 0; j < o->n_values; j++) {
                         ObjDirValue *v = &o->values[j];
-                        v->error = o->fd < 0 ? o->fd
-                                             : sysfs_read_source(o->fd, v->file, b->root.kernfs, &v->value);
-                        if (v->error < 0)
-                                v->value = NULL;
+                        _cleanup_(freep) char *value = NULL;
+
+                        v->error = o->fd < 0 ? o->fd : sysfs_read_source(o->fd, v->file, b->root.kernfs, &value);
+                        v->value = v->error < 0 ? NULL : pool_strdup(&b->strings, value);
+                        if (v->error >= 0 && !v->value)
+                                v->error = -ENOMEM;
                 }
         }
         b->read = true;
@@ -131,6 +135,6 @@ void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
         if (o->fd >= 0)
                 d->fd = TAKE_FD(o->fd);
         d->values = TAKE_PTR(o->values);
-        d->n_values = o->n_values;
+        d->n_values = d->n_borrowed = o->n_values;
         o->n_values = o->n_allocated = 0;
 }

@@ -37,5 +37,5 @@ size_t prefetch_n_objects(const Prefetch *b);
 void prefetch_read(Prefetch *b);
 
 /* Moves object i's open directory and values into d, which has read nothing yet; nothing if
- * prefetch_read() never ran. */
+ * prefetch_read() never ran.  The strings stay b's: free b only after d is done. */
 void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d);
