@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdalign.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
