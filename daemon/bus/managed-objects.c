@@ -95,9 +95,9 @@ typedef struct Reply {
  * batch, this many batches at a time: workers read while the loop appends what they read.  The loop
  * appends in order, so a batch that reads slowly (a directory of 60 files among ones of 20) holds up
  * the ones behind it; with only a few queued the pool then runs dry while the loop waits.  Enough
- * batches that every worker always has one: 1,000 loop devices on 2 CPUs, 1 batch (no overlap)
- * 1.5 s; 3: 1.20 s; 12: 0.99 s (same run); 16 of 32 no better, 32 of 32 worse (the workers then
- * crowd out the loop, which appends alone at the end).  At most 384 objects' values wait.
+ * batches that every worker always has one: 1,000 loop devices on 2 CPUs, 3 batches 1.20 s and 12
+ * 0.99 s in one run (1 batch, no overlap: 1.5 s); 16 of 32 no better, 32 of 32 worse (the workers
+ * then crowd out the loop, which appends alone at the end).  At most 384 objects' values wait.
  */
 #define GMO_BATCH_OBJECTS 32
 #define GMO_BATCHES 12
