@@ -9,7 +9,7 @@
  * allocations they were thousands of small chunks: helper threads contended with the loop thread
  * for the one malloc arena's lock for each (daemon/main.c), and the few allocations made meanwhile
  * that outlive them landed between them and pinned their pages (a GetManagedObjects at 1,000 x 4
- * left 0.8 MiB more RSS behind; 0.3 MiB from a pool).  Not thread-safe: one thread at a time.
+ * left 0.8 MiB more RSS behind; 0.35 MiB from a pool).  Not thread-safe: one thread at a time.
  */
 typedef struct PoolBlock PoolBlock;
 

@@ -44,7 +44,7 @@ Prefetch *prefetch_free(Prefetch *b)
                 return NULL;
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
-                objdir_values_free(o->values, o->n_values, o->n_values);
+                free(o->values); /* their strings are the pool's */
                 if (o->fd >= 0)
                         (void) close(o->fd);
         }
