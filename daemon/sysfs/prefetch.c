@@ -101,6 +101,11 @@ size_t prefetch_n_objects(const Prefetch *b)
         return b->n_objects;
 }
 
+static char *pool_dup(const char *s, size_t n, void *pool)
+{
+        return pool_strndup(pool, s, n);
+}
+
 void prefetch_read(Prefetch *b)
 {
         for (size_t i = 0; i < b->n_objects; i++) {
@@ -111,12 +116,11 @@ void prefetch_read(Prefetch *b)
                 o->fd = sysfs_open_dir(&b->root, o->devpath);
                 for (size_t j = 0; j < o->n_values; j++) {
                         ObjDirValue *v = &o->values[j];
-                        _cleanup_(freep) char *value = NULL;
 
-                        v->error = o->fd < 0 ? o->fd : sysfs_read_source(o->fd, v->file, b->root.kernfs, &value);
-                        v->value = v->error < 0 ? NULL : pool_strdup(&b->strings, value);
-                        if (v->error >= 0 && !v->value)
-                                v->error = -ENOMEM;
+                        v->value = NULL;
+                        v->error = o->fd < 0 ? o->fd
+                                             : sysfs_read_source_dup(o->fd, v->file, b->root.kernfs,
+                                                                     pool_dup, &b->strings, &v->value);
                 }
         }
         b->read = true;

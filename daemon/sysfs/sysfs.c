@@ -295,18 +295,13 @@ int sysfs_file_mode(int dirfd, const char *name)
         return (int) (st.st_mode & 07777);
 }
 
-char *sysfs_value_escape(const char *buf, size_t len)
+/* Escapes len bytes of buf (its trailing newline already off) into out, which holds len * 4 + 1;
+ * returns the length written, without the NUL it ends with. */
+static size_t value_escape_into(const char *buf, size_t len, char *out)
 {
         const unsigned char *s = (const unsigned char *) buf;
-        char *out, *q;
+        char *q = out;
 
-        if (len > 0 && buf[len - 1] == '\n')
-                len--;
-
-        out = malloc(len * 4 + 1);
-        if (!out)
-                return NULL;
-        q = out;
         for (size_t i = 0; i < len;) {
                 size_t n;
                 if (utf8_valid_prefix(s + i, len - i, &n)) {
@@ -319,12 +314,40 @@ char *sysfs_value_escape(const char *buf, size_t len)
                 }
         }
         *q = 0;
-        /* Most values are short: give back the slack of the worst-case allocation. */
-        char *t = realloc(out, (size_t) (q - out) + 1);
-        return t ? t : out;
+        return (size_t) (q - out);
 }
 
-static int read_fd(int fd, char **ret)
+static char *heap_strndup(const char *s, size_t n, void *userdata)
+{
+        return strndup(s, n);
+}
+
+/* The value of len bytes read, as published, copied by dup. */
+static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+{
+        _cleanup_(freep) char *heap = NULL;
+        char stack[SYSFS_VALUE_MAX * 4 + 1], *escaped = stack;
+
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        /* Nearly every value is plain text: copied once, straight into its final home (for a
+         * GetManagedObjects on a worker, its batch's pool: no malloc, no arena lock). */
+        if (utf8_is_valid_n(buf, len))
+                return dup(buf, len, userdata);
+        if (len > SYSFS_VALUE_MAX) {
+                escaped = heap = malloc(len * 4 + 1);
+                if (!heap)
+                        return NULL;
+        }
+        return dup(escaped, value_escape_into(buf, len, escaped), userdata);
+}
+
+char *sysfs_value_escape(const char *buf, size_t len)
+{
+        return value_copy(buf, len, heap_strndup, NULL);
+}
+
+static int read_fd(int fd, SysfsStrndup dup, void *userdata, char **ret)
 {
         char buf[SYSFS_VALUE_MAX];
         size_t len = 0;
@@ -347,14 +370,11 @@ static int read_fd(int fd, char **ret)
                 if (len < sizeof(buf))
                         break;
         }
-        char *v = sysfs_value_escape(buf, len);
-        if (!v)
-                return -ENOMEM;
-        *ret = v;
-        return 0;
+        *ret = value_copy(buf, len, dup, userdata);
+        return *ret ? 0 : -ENOMEM;
 }
 
-int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
+static int read_attr(int dirfd, const char *name, bool kernfs, SysfsStrndup dup, void *userdata, char **ret)
 {
         int fd, r;
 
@@ -364,7 +384,7 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
                  * they have no value to show. */
                 int mode = sysfs_file_mode(dirfd, name);
                 if (mode >= 0 && !(mode & 0444)) {
-                        *ret = strdup("");
+                        *ret = dup("", 0, userdata);
                         return *ret ? 0 : -ENOMEM;
                 }
         }
@@ -376,19 +396,25 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
         struct stat st;
         if (!kernfs && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & 0444)) {
                 close(fd);
-                *ret = strdup("");
+                *ret = dup("", 0, userdata);
                 return *ret ? 0 : -ENOMEM;
         }
-        r = read_fd(fd, ret);
+        r = read_fd(fd, dup, userdata, ret);
         close(fd);
         return r;
 }
 
-static int read_link_names(int dirfd, const char *name, char **ret)
+int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
+{
+        return read_attr(dirfd, name, kernfs, heap_strndup, NULL, ret);
+}
+
+static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
 {
         SysfsEntry *e = NULL;
         size_t n = 0, size = 1;
-        char *s, *p;
+        _cleanup_(freep) char *s = NULL;
+        char *p;
         int fd = sysfs_open_subdir(dirfd, name);
 
         if (fd >= 0) {
@@ -401,14 +427,15 @@ static int read_link_names(int dirfd, const char *name, char **ret)
         s = p = malloc(size);
         for (size_t i = 0; s && i < n; i++)
                 p = stpcpy(stpcpy(p, e[i].name), i + 1 < n ? "\n" : "");
-        if (s)
-                *p = 0;
         sysfs_entries_free(e, n);
-        *ret = s;
-        return s ? 0 : -ENOMEM;
+        if (!s)
+                return -ENOMEM;
+        *p = 0;
+        *ret = dup == heap_strndup ? TAKE_PTR(s) : dup(s, (size_t) (p - s), userdata);
+        return *ret ? 0 : -ENOMEM;
 }
 
-static int read_link_basename(int dirfd, const char *name, char **ret)
+static int read_link_basename(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
 {
         _cleanup_(freep) char *target = NULL;
         const char *base = "", *slash;
@@ -417,23 +444,29 @@ static int read_link_basename(int dirfd, const char *name, char **ret)
                 slash = strrchr(target, '/');
                 base = slash ? slash + 1 : target;
         }
-        *ret = strdup(base);
+        *ret = dup(base, strlen(base), userdata);
         return *ret ? 0 : -ENOMEM;
 }
 
-int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret)
+int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
+                          char **ret)
 {
         size_t l = strlen(source);
         char name[NAME_MAX + 1];
 
         if (l < 2 || (source[l - 1] != '/' && source[l - 1] != '@'))
-                return sysfs_read_attr(dirfd, source, kernfs, ret);
+                return read_attr(dirfd, source, kernfs, dup, userdata, ret);
         if (l - 1 > NAME_MAX)
                 return -ENAMETOOLONG;
         memcpy(name, source, l - 1);
         name[l - 1] = 0;
-        return source[l - 1] == '/' ? read_link_names(dirfd, name, ret)
-                                    : read_link_basename(dirfd, name, ret);
+        return source[l - 1] == '/' ? read_link_names(dirfd, name, dup, userdata, ret)
+                                    : read_link_basename(dirfd, name, dup, userdata, ret);
+}
+
+int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret)
+{
+        return sysfs_read_source_dup(dirfd, source, kernfs, heap_strndup, NULL, ret);
 }
 
 int sysfs_write_attr(int dirfd, const char *name, const char *value)

@@ -81,6 +81,11 @@ int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
  * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
  */
 int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
+/* The same, the value copied by dup (n bytes at s, to be NUL-terminated; NULL when out of memory)
+ * rather than malloc'd: a worker reading ahead puts values in its batch's pool (sysfs/prefetch.c). */
+typedef char *(*SysfsStrndup)(const char *s, size_t n, void *userdata);
+int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
+                          char **ret);
 
 /* One write() of the whole value, no link followed; -EIO on a short write. */
 int sysfs_write_attr(int dirfd, const char *name, const char *value);

@@ -24,6 +24,26 @@ static void check_escape(const char *in, size_t len, const char *expected)
         CHECK_STREQ(v, expected);
 }
 
+/* sysfs_read_source_dup()'s copier: into one arena, counting its calls. */
+typedef struct Arena {
+        char buf[256];
+        size_t used, calls;
+} Arena;
+
+static char *arena_dup(const char *s, size_t n, void *userdata)
+{
+        Arena *a = userdata;
+        char *p = a->buf + a->used;
+
+        a->calls++;
+        if (a->used + n + 1 > sizeof(a->buf))
+                return NULL;
+        memcpy(p, s, n);
+        p[n] = 0;
+        a->used += n + 1;
+        return p;
+}
+
 static void check_resolve(const char *base, const char *target, const char *expected)
 {
         _cleanup_(freep) char *r = NULL;
@@ -109,6 +129,13 @@ int main(void)
         CHECK_STREQ(v, "");
         free(v);
 
+        /* What is not UTF-8 (a NUL, a lone continuation byte) is escaped; the newline goes. */
+        write_file("dev/odd", "a\0b\x80" "c\n", 6);
+        v = NULL;
+        CHECK(sysfs_read_attr(fd, "odd", false, &v) == 0);
+        CHECK_STREQ(v, "a\\x00b\\x80c");
+        free(v);
+
         /* A link pointing outside the root is refused. */
         v = NULL;
         CHECK(sysfs_read_attr(fd, "escape", false, &v) < 0);
@@ -116,8 +143,8 @@ int main(void)
         CHECK(sysfs_open_dir(&s, "../") < 0);
 
         CHECK(sysfs_list(fd, &e, &n) == 0);
-        CHECK(n == 6);
-        if (n == 6) {
+        CHECK(n == 7);
+        if (n == 7) {
                 CHECK_STREQ(e[0].name, "big");
                 CHECK(e[0].type == SYSFS_ENTRY_FILE);
                 CHECK_STREQ(e[1].name, "escape");
@@ -152,6 +179,30 @@ int main(void)
                 CHECK(sysfs_read_source(fd, sources[i].source, false, &v) == 0);
                 CHECK_STREQ(v, sources[i].value);
                 free(v);
+        }
+
+        /* The same values copied by the caller's copier, each once, none left to free; also an
+         * escaped one and a write-only one.  What fails to read copies nothing. */
+        {
+                Arena a = {};
+                for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
+                        v = NULL;
+                        CHECK(sysfs_read_source_dup(fd, sources[i].source, false, arena_dup, &a, &v) == 0);
+                        CHECK(v >= a.buf && v < a.buf + sizeof(a.buf));
+                        CHECK_STREQ(v, sources[i].value);
+                }
+                CHECK(sysfs_read_source_dup(fd, "odd", false, arena_dup, &a, &v) == 0);
+                CHECK_STREQ(v, "a\\x00b\\x80c");
+                CHECK(sysfs_read_source_dup(fd, "wo", false, arena_dup, &a, &v) == 0);
+                CHECK_STREQ(v, "");
+                CHECK(a.calls == ELEMENTSOF(sources) + 2);
+                v = NULL;
+                CHECK(sysfs_read_source_dup(fd, "no-such-file", false, arena_dup, &a, &v) == -ENOENT);
+                CHECK(v == NULL && a.calls == ELEMENTSOF(sources) + 2);
+                /* A copier out of memory is ENOMEM, not a value. */
+                a.used = sizeof(a.buf);
+                CHECK(sysfs_read_source_dup(fd, "size", false, arena_dup, &a, &v) == -ENOMEM);
+                CHECK(sysfs_read_source_dup(fd, "holders/", false, arena_dup, &a, &v) == -ENOMEM);
         }
         close(fd);
         sysfs_close(&s);
