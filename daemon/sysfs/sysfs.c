@@ -322,24 +322,32 @@ static char *heap_strndup(const char *s, size_t n, void *userdata)
         return strndup(s, n);
 }
 
-/* The value of len bytes read, as published, copied by dup. */
-static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+/* Out of line: its buffer is four pages of stack that a worker reading plain text never touches,
+ * and whose pages would stay resident in each of them if the common path's callees ran below it. */
+static __attribute__((noinline)) char *value_escape_copy(const char *buf, size_t len, SysfsStrndup dup,
+                                                         void *userdata)
 {
         _cleanup_(freep) char *heap = NULL;
         char stack[SYSFS_VALUE_MAX * 4 + 1], *escaped = stack;
 
-        if (len > 0 && buf[len - 1] == '\n')
-                len--;
-        /* Nearly every value is plain text: copied once, straight into its final home (for a
-         * GetManagedObjects on a worker, its batch's pool: no malloc, no arena lock). */
-        if (utf8_is_valid_n(buf, len))
-                return dup(buf, len, userdata);
         if (len > SYSFS_VALUE_MAX) {
                 escaped = heap = malloc(len * 4 + 1);
                 if (!heap)
                         return NULL;
         }
         return dup(escaped, value_escape_into(buf, len, escaped), userdata);
+}
+
+/* The value of len bytes read, as published, copied by dup. */
+static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+{
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        /* Nearly every value is plain text: copied once, straight into its final home (for a
+         * GetManagedObjects on a worker, its batch's pool: no malloc, no arena lock). */
+        if (utf8_is_valid_n(buf, len))
+                return dup(buf, len, userdata);
+        return value_escape_copy(buf, len, dup, userdata);
 }
 
 char *sysfs_value_escape(const char *buf, size_t len)
