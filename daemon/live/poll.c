@@ -134,7 +134,10 @@ static void on_poll_tick(uv_timer_t *t)
                 if (round < interval)
                         next = MAX(next, interval - round);
         }
-        (void) uv_timer_start(&l->poll_timer, on_poll_tick, MAX(next / 1000, (uint64_t) 1), 0);
+        /* A timer counts from the loop's clock, read before this slice ran: without the update the
+         * rest would come out shorter by the slice (5.26 % instead of 5 %, as measured). */
+        uv_update_time(l->loop);
+        (void) uv_timer_start(&l->poll_timer, on_poll_tick, MAX((next + 999) / 1000, (uint64_t) 1), 0);
 }
 
 void poll_start(Live *l)
