@@ -9,11 +9,11 @@ static void manager_stop(Manager *m, int exit_code);
 
 /* ---- live's ops: what changed, to the publisher ---- */
 
-static void on_object_added(void *userdata, Kobject *k)
+static void on_object_added(void *userdata, Kobject *k, ObjDir *d)
 {
         Manager *m = userdata;
         if (m->publisher)
-                publisher_object_added(m->publisher, k);
+                publisher_object_added(m->publisher, k, d);
 }
 
 static void on_object_removed(void *userdata, Kobject *k)
@@ -23,19 +23,19 @@ static void on_object_removed(void *userdata, Kobject *k)
                 publisher_object_removed(m->publisher, k);
 }
 
-static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
+static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
 {
         Manager *m = userdata;
         if (m->publisher)
-                publisher_interfaces_changed(m->publisher, k, interfaces, added);
+                publisher_interfaces_changed(m->publisher, k, interfaces, added, d);
 }
 
 static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
-                                  char *const *invalidated)
+                                  char *const *invalidated, ObjDir *d)
 {
         Manager *m = userdata;
         if (m->publisher)
-                publisher_properties_changed(m->publisher, k, interface, changed, invalidated);
+                publisher_properties_changed(m->publisher, k, interface, changed, invalidated, d);
 }
 
 static void settle(Manager *m, sd_bus_message *msg);

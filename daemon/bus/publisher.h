@@ -58,11 +58,12 @@ uint64_t publisher_queued(Publisher *p);
 bool publisher_congested(Publisher *p, bool paused);
 
 /* What live announces (LiveOps), sent as signals. */
-void publisher_object_added(Publisher *p, Kobject *k);
+/* d: the values live read for k just now (NULL: none), read through rather than again (live.h). */
+void publisher_object_added(Publisher *p, Kobject *k, ObjDir *d);
 void publisher_object_removed(Publisher *p, Kobject *k);
-void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added);
+void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added, ObjDir *d);
 void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
-                                  char *const *invalidated);
+                                  char *const *invalidated, ObjDir *d);
 void publisher_uevent(Publisher *p, const EventRecord *e);
 /* The answer to a Settle(): the last seqnum, sent after every signal queued before it. */
 void publisher_settled(Publisher *p, sd_bus_message *msg);

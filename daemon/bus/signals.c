@@ -12,7 +12,7 @@ static void sent(int r, const char *what, const char *path)
                 log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
 }
 
-void publisher_object_added(Publisher *p, Kobject *k)
+void publisher_object_added(Publisher *p, Kobject *k, ObjDir *d)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
@@ -25,7 +25,7 @@ void publisher_object_added(Publisher *p, Kobject *k)
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
         if (r >= 0)
-                r = bus_append_object(p, s, k, NULL, false, NULL);
+                r = bus_append_object(p, s, k, d, false, NULL);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
         sent(r, "InterfacesAdded", k->path);
@@ -58,10 +58,10 @@ static bool strv_contains(char *const *l, const char *s)
         return false;
 }
 
-void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added)
+void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(p->sysfs, k);
         Iface iface;
         int r;
 
@@ -83,7 +83,7 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
                         if (r >= 0)
                                 r = sd_bus_message_append(s, "s", iface.name);
                         if (r >= 0)
-                                r = bus_append_iface_properties(p, &d, &iface, s, false, NULL);
+                                r = bus_append_iface_properties(p, d ?: &own, &iface, s, false, NULL);
                         if (r >= 0)
                                 r = sd_bus_message_close_container(s);
                 }
@@ -96,10 +96,10 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
 }
 
 void publisher_properties_changed(Publisher *p, Kobject *k, const char *interface, char *const *changed,
-                                  char *const *invalidated)
+                                  char *const *invalidated, ObjDir *d)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(p->sysfs, k);
         Iface iface;
         int r;
 
@@ -121,7 +121,7 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", *c);
                 if (r >= 0)
-                        r = bus_append_property(p, &d, &iface, *c, s, true, NULL, NULL);
+                        r = bus_append_property(p, d ?: &own, &iface, *c, s, true, NULL, NULL);
                 if (r >= 0)
                         r = sd_bus_message_close_container(s);
         }

@@ -186,12 +186,10 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord
         record_put_string(rec, v);
 }
 
-/* Fills a new reading, from what d read already and what it reads now (NULL: a directory of its
- * own); what `how` does not re-read is copied from old (which it then requires). */
-static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, ObjDir *given, Reading *ret)
+/* Fills a new reading, from what d read already and what it reads now; what `how` does not re-read
+ * is copied from old (which it then requires). */
+static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, ObjDir *d, Reading *ret)
 {
-        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(l->sysfs, k);
-        ObjDir *d = given ?: &own;
         size_t n = n_slots(k), old_offset = 0;
         Reading rd = {};
         Iface iface;
@@ -262,7 +260,7 @@ static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const C
  * reading).  only_same_in: if not NULL, only the interfaces that stay the same in that shape.
  */
 static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now,
-                    const Shape *only_same_in)
+                    const Shape *only_same_in, ObjDir *d)
 {
         size_t old_offset = 0, now_offset = 0;
         int count = 0, r;
@@ -298,7 +296,7 @@ static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRe
                 }
                 if (n_changed == 0)
                         continue;
-                l->ops->properties_changed(l->userdata, k, iface.name, changed, NULL);
+                l->ops->properties_changed(l->userdata, k, iface.name, changed, NULL, d);
                 count += (int) n_changed;
         }
         return count;
@@ -319,8 +317,11 @@ static void scheduler_switched(Live *l, Kobject *queue)
         (void) changes_refresh(l, queue, REFRESH_STRUCTURE);
 }
 
+/* given: the values read for k so far in this step, and where it reads the rest (NULL: its own). */
 static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, ObjDir *given)
 {
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(l->sysfs, k);
+        ObjDir *d = given ?: &own;
         ChangeRecord *old = k->observer_data;
         bool have_old = old && old->n_slots == n_slots(k);
         Reading now;
@@ -328,14 +329,15 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 
         if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_EVENT) && !have_old)
                 how = REFRESH_ALL; /* nothing to keep: read everything once */
-        r = read_slots(l, k, how, have_old ? old : NULL, given, &now);
+        r = read_slots(l, k, how, have_old ? old : NULL, d, &now);
         if (r < 0)
                 return r;
         /* A tunable written moves what derives from it (discard_max_bytes 0 zeroes
-         * discard_granularity): once one watched value changed, read the whole object. */
+         * discard_granularity): once one watched value changed, read the whole object (the watched
+         * values it read just now it keeps). */
         if (how == REFRESH_WATCHED && !record_equal(old, now.record)) {
                 reading_done(&now);
-                r = read_slots(l, k, REFRESH_ALL, old, NULL, &now);
+                r = read_slots(l, k, REFRESH_ALL, old, d, &now);
                 if (r < 0)
                         return r;
         }
@@ -343,7 +345,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         /* Without an earlier reading every property may have changed: say so rather than miss one. */
         if (how != REFRESH_RECORD && l->announce && k->linked &&
             (!have_old || !record_equal(old, now.record)))
-                count = announce(l, k, have_old ? old : NULL, now.record, only_same_in);
+                count = announce(l, k, have_old ? old : NULL, now.record, only_same_in, d);
         bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);
 
         if (now.has_links && k->linked)
@@ -362,6 +364,11 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 int changes_refresh(Live *l, Kobject *k, Refresh how)
 {
         return refresh(l, k, how, NULL, NULL);
+}
+
+int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d)
+{
+        return refresh(l, k, how, NULL, d);
 }
 
 void live_record_reading(Live *l, Kobject *k, ObjDir *d)
@@ -410,6 +417,8 @@ static int ifaces_not_in(const Kobject *k, const Shape *other, char ***ret)
 static int changes_reshape(Live *l, Kobject *k, Shape *shape)
 {
         _cleanup_(strv_freep) char **gone = NULL, **came = NULL;
+        /* One reading for the comparison, the interfaces that came and the new record. */
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
         Shape *old = k->shape;
         int r, changed;
 
@@ -419,7 +428,7 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
         }
 
         /* What stays is compared as usual; what goes is announced gone, what comes with its values. */
-        changed = refresh(l, k, REFRESH_ALL, shape, NULL);
+        changed = refresh(l, k, REFRESH_ALL, shape, &d);
         r = ifaces_not_in(k, shape, &gone);
         k->shape = shape;
         if (r >= 0)
@@ -429,11 +438,11 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
                 return r;
         if (l->announce && k->linked) {
                 if (gone)
-                        l->ops->interfaces_changed(l->userdata, k, gone, false);
+                        l->ops->interfaces_changed(l->userdata, k, gone, false, &d);
                 if (came)
-                        l->ops->interfaces_changed(l->userdata, k, came, true);
+                        l->ops->interfaces_changed(l->userdata, k, came, true, &d);
         }
-        (void) refresh(l, k, REFRESH_RECORD, NULL, NULL);
+        (void) refresh(l, k, REFRESH_RECORD, NULL, &d);
         return changed < 0 ? changed : changed + 1;
 }
 

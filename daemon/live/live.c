@@ -81,21 +81,19 @@ void live_flush(Live *l)
         static const char *const members[] = {"Members", NULL};
         Kobject *ksets[2] = {l->model->block_kset, l->model->devices_kset};
 
-        /* Recorded before InterfacesAdded reads the values again: a file that changes in between
-         * then differs from the record, and the next poll or event announces it (to a client that
-         * may hold it already).  Recorded after, the record could hold a value no client ever got,
-         * and its change would never be announced: an iosched directory written file by file while
-         * the poll found it did that. */
+        /* In link order, so parents before children; each with what it has now.  One reading makes
+         * both the record and InterfacesAdded, as for GetManagedObjects: the record holds exactly
+         * what clients got.  (Separate readings, the record could hold a value no client ever got,
+         * whose change would then never be announced: an iosched directory written file by file
+         * while the poll found it did that.) */
         for (size_t i = 0; i < l->n_added; i++) {
                 Kobject *k = l->added[i];
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
+
                 if (k->linked && !changes_recorded(k))
-                        (void) changes_refresh(l, k, REFRESH_RECORD);
-        }
-        /* In link order, so parents before children; each with what it has now. */
-        for (size_t i = 0; i < l->n_added; i++) {
-                Kobject *k = l->added[i];
+                        (void) changes_refresh_in(l, k, REFRESH_RECORD, &d);
                 if (k->linked && l->announce)
-                        l->ops->object_added(l->userdata, k);
+                        l->ops->object_added(l->userdata, k, &d);
                 kobject_unref(l->model, k);
         }
         l->n_added = 0;
@@ -106,7 +104,7 @@ void live_flush(Live *l)
                         l->members_changed[i] = false;
                         if (l->announce)
                                 l->ops->properties_changed(l->userdata, ksets[i], ksets[i]->ktype->interface,
-                                                           NULL, (char **) members);
+                                                           NULL, (char **) members, NULL);
                 }
 
         /* Taken first: reading one may flush again. */

@@ -23,17 +23,22 @@
 
 typedef struct Live Live;
 
+/*
+ * d, where an op has one: k's values as live just read them to tell what changed (NULL: none were).
+ * Values sent are read through it, so that a client gets exactly what the change record holds, and
+ * no file is read twice for one announcement.
+ */
 typedef struct LiveOps {
         /* k is in the model with everything below it that came with it: announce it. */
-        void (*object_added)(void *userdata, Kobject *k);
+        void (*object_added)(void *userdata, Kobject *k, ObjDir *d);
         /* k is about to leave the model; what was below it has left already. */
         void (*object_removed)(void *userdata, Kobject *k);
         /* Interfaces of k came (added) or went: a NULL-terminated list of names. */
-        void (*interfaces_changed)(void *userdata, Kobject *k, char *const *interfaces, bool added);
+        void (*interfaces_changed)(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *d);
         /* Properties of one interface of k changed: with their new values (changed) or only by
          * name (invalidated).  Either list may be NULL. */
         void (*properties_changed)(void *userdata, Kobject *k, const char *interface, char *const *changed,
-                                   char *const *invalidated);
+                                   char *const *invalidated, ObjDir *d);
         /* One event was applied and logged: a kernel uevent, or one a rescan made up. */
         void (*event)(void *userdata, const EventRecord *e);
         /* The kernel dropped events; total: how many times so far. */

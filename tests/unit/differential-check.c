@@ -112,9 +112,11 @@ static void client_object_free(ClientObject *o)
 }
 
 /* InterfacesAdded of the whole object, or GetManagedObjects' entry for it. */
-static void client_add(Checker *c, Kobject *k)
+/* given: the values the daemon read for k and sends (NULL: read them). */
+static void client_add(Checker *c, Kobject *k, ObjDir *given)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(c->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(c->sysfs, k);
+        ObjDir *d = given ?: &own;
         ClientObject *o = calloc(1, sizeof(ClientObject));
         Iface iface;
 
@@ -123,7 +125,7 @@ static void client_add(Checker *c, Kobject *k)
         o->path = strdup_or_die(k->path);
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
-                client_add_iface(c, o, &d, &iface);
+                client_add_iface(c, o, d, &iface);
         }
         if (hashmap_put(&c->client, o) < 0)
                 abort();
@@ -158,14 +160,14 @@ int checker_start(Checker *c)
         size_t i = 0;
 
         while ((k = hashmap_iterate(&c->model->by_path, &i)))
-                client_add(c, k);
+                client_add(c, k, NULL);
         c->started = true;
         return 0;
 }
 
 /* ---- the calls ---- */
 
-static void op_object_added(void *userdata, Kobject *k)
+static void op_object_added(void *userdata, Kobject *k, ObjDir *d)
 {
         Checker *c = userdata;
 
@@ -180,7 +182,7 @@ static void op_object_added(void *userdata, Kobject *k)
         }
         if (k->parent && !hashmap_get(&c->client, k->parent->path))
                 checker_problem(c, "%s: announced before its parent %s", k->path, k->parent->path);
-        client_add(c, k);
+        client_add(c, k, d);
 }
 
 static void op_object_removed(void *userdata, Kobject *k)
@@ -205,9 +207,10 @@ static void op_object_removed(void *userdata, Kobject *k)
         client_object_free(o);
 }
 
-static void op_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
+static void op_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *given)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(((Checker *) userdata)->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(((Checker *) userdata)->sysfs, k);
+        ObjDir *d = given ?: &own;
         Checker *c = userdata;
         ClientObject *o = hashmap_get(&c->client, k->path);
         Iface iface;
@@ -224,7 +227,7 @@ static void op_interfaces_changed(void *userdata, Kobject *k, char *const *inter
                 else if (added && ci)
                         checker_problem(c, "%s: interface %s added twice", k->path, *n);
                 else if (added)
-                        client_add_iface(c, o, &d, &iface);
+                        client_add_iface(c, o, d, &iface);
                 else if (!ci)
                         checker_problem(c, "%s: interface %s removed, but never announced", k->path, *n);
                 else {
@@ -257,9 +260,10 @@ static const char *client_value(const ClientIface *ci, const char *name)
 }
 
 static void op_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
-                                  char *const *invalidated)
+                                  char *const *invalidated, ObjDir *given)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(((Checker *) userdata)->sysfs, k);
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(((Checker *) userdata)->sysfs, k);
+        ObjDir *d = given ?: &own;
         Checker *c = userdata;
         ClientObject *o = hashmap_get(&c->client, k->path);
         ClientIface *ci = o ? client_iface(o, interface) : NULL;
@@ -275,7 +279,7 @@ static void op_properties_changed(void *userdata, Kobject *k, const char *interf
                 return;
         }
         for (char *const *n = changed; n && *n; n++) {
-                char *v = read_property(c, &d, &iface, *n, &e);
+                char *v = read_property(c, d, &iface, *n, &e);
                 if (!v || e != PROPERTY_EMITS_TRUE) {
                         checker_problem(c, "%s: %s.%s announced, but it %s", k->path, interface, *n,
                                         v ? "is not announced when it changes" : "does not exist");

@@ -49,13 +49,18 @@ static void op_object(void *userdata, Kobject *k)
         line("object %s", k->path);
 }
 
-static void op_interfaces(void *userdata, Kobject *k, char *const *interfaces, bool added)
+static void op_object_added(void *userdata, Kobject *k, ObjDir *d)
+{
+        op_object(userdata, k);
+}
+
+static void op_interfaces(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
 {
         line("interfaces %s", k->path);
 }
 
 static void op_properties(void *userdata, Kobject *k, const char *interface, char *const *changed,
-                          char *const *invalidated)
+                          char *const *invalidated, ObjDir *d)
 {
         /* "properties PATH IFACE ,a,b,": each name between commas, to be looked for as ",name,". */
         size_t len = 2;
@@ -83,7 +88,7 @@ static void op_lost(void *userdata, uint64_t total)
 }
 
 static const LiveOps ops = {
-                .object_added = op_object,
+                .object_added = op_object_added,
                 .object_removed = op_object,
                 .interfaces_changed = op_interfaces,
                 .properties_changed = op_properties,

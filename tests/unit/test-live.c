@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/inotify.h>
 #include <uv.h>
 
 #include "common/util.h"
@@ -25,6 +26,25 @@ typedef struct Recorder {
 } Recorder;
 
 static Recorder rec = {.consistent = true};
+
+/* What the publisher does with an announcement's ObjDir: every attribute of the interfaces it names
+ * (NULL: all) read through it, as InterfacesAdded sends them. */
+static void read_as_published(Kobject *k, ObjDir *d, char *const *interfaces)
+{
+        const char *value;
+        Iface iface;
+
+        if (!d)
+                return;
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                bool named = !interfaces;
+                for (char *const *n = interfaces; n && *n && !named; n++)
+                        named = streq(*n, iface.name);
+                for (size_t j = 0; named && iface.attrs && j < iface.attrs->n_attrs; j++)
+                        (void) objdir_read_attr(d, &iface, &iface.attrs->attrs[j], &value);
+        }
+}
 
 static void record(const char *fmt, ...) _printf_(1, 2);
 static void record(const char *fmt, ...)
@@ -56,8 +76,9 @@ static char *join(char *const *l)
         return s;
 }
 
-static void op_object_added(void *userdata, Kobject *k)
+static void op_object_added(void *userdata, Kobject *k, ObjDir *d)
 {
+        read_as_published(k, d, NULL);
         if (!k->linked || model_find_path(rec.model, k->path) != k)
                 rec.consistent = false;
         record("added %s", k->path);
@@ -71,14 +92,16 @@ static void op_object_removed(void *userdata, Kobject *k)
         record("removed %s", k->path);
 }
 
-static void op_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added)
+static void op_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
 {
+        if (added)
+                read_as_published(k, d, interfaces);
         _cleanup_(freep) char *names = join(interfaces);
         record("interfaces %s %s %s", k->path, added ? "added" : "removed", names);
 }
 
 static void op_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
-                                  char *const *invalidated)
+                                  char *const *invalidated, ObjDir *d)
 {
         _cleanup_(freep) char *c = join(changed), *i = join(invalidated);
 
@@ -421,6 +444,61 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
 }
 
 /* What a change event finds in the directory: groups and attribute files that came or went. */
+/* Opens of name in directory rel of the fixture while fn runs (inotify). */
+static int opens_during(const Fixture *f, const char *rel, const char *name, void (*fn)(Live *l, const Fixture *f),
+                        Live *l)
+{
+        _cleanup_(freep) char *dir = path_join(f->root, rel);
+        _Alignas(struct inotify_event) char buf[4096];
+        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), n = 0;
+        ssize_t k;
+
+        CHECK(fd >= 0);
+        if (fd < 0)
+                return -1;
+        CHECK(inotify_add_watch(fd, dir, IN_OPEN) >= 0);
+        fn(l, f);
+        while ((k = read(fd, buf, sizeof(buf))) > 0)
+                for (char *p = buf; p < buf + k;) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+                        n += e->len > 0 && streq(e->name, name);
+                        p += sizeof(*e) + e->len;
+                }
+        close(fd);
+        return n;
+}
+
+static void add_sda9(Live *l, const Fixture *f)
+{
+        feed(l, "add", FIXTURE_SDA "/sda9", "block",
+             (const char *const[]){"MAJOR=8", "MINOR=9", "DEVNAME=sda9", "DEVTYPE=partition", "PARTN=9", NULL});
+}
+
+static void change_sda(Live *l, const Fixture *f)
+{
+        feed(l, "change", FIXTURE_SDA, "block", NULL);
+}
+
+/* One reading serves the change record and the signal that sends the values: an added partition, or
+ * a disk whose directory gained a group, has each file opened once. */
+static void test_read_once(Live *l, const Fixture *f)
+{
+        CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda9", 8, 9, 9, 218112000, 2048) == 0);
+        CHECK(opens_during(f, FIXTURE_SDA "/sda9", "size", add_sda9, l) == 1);
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/integrity") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/integrity/format", "none\n") == 0);
+        CHECK(opens_during(f, FIXTURE_SDA, "size", change_sda, l) == 1);
+        CHECK(opens_during(f, FIXTURE_SDA "/integrity", "format", change_sda, l) == 1);
+        recorded_clear();
+
+        CHECK(fixture_remove(f, FIXTURE_SDA "/integrity") == 0);
+        change_sda(l, f);
+        CHECK(fixture_remove_block_device(f, FIXTURE_SDA "/sda9", 8, 9) == 0);
+        feed(l, "remove", FIXTURE_SDA "/sda9", "block", NULL);
+        CHECK(model_find_name(rec.model, "sda9") == NULL);
+        recorded_clear();
+}
+
 static void test_shape_changes(Live *l, const Fixture *f)
 {
         /* A new group: its interface comes, nothing else is said. */
@@ -681,6 +759,7 @@ int main(void)
 
         test_uevents(l, &f, m, log);
         test_shape_changes(l, &f);
+        test_read_once(l, &f);
         test_scheduler_write(l, &f, m);
         test_move(l, &f, m);
         test_move_onto_itself(l, &f, m);
