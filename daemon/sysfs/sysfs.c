@@ -245,8 +245,6 @@ int sysfs_list_alloc(int dirfd, SysfsAlloc alloc, void *userdata, SysfsEntry **r
         SysfsDir d;
         int r;
 
-        if (lseek(dirfd, 0, SEEK_SET) < 0)
-                return -errno;
         dir_init(&d, dirfd);
         while ((r = sysfs_readdir(&d, &name, &type)) > 0) {
                 size_t size = strlen(name) + 1;

@@ -47,8 +47,10 @@ int sysfs_open_dir(const Sysfs *s, const char *relpath);
 /* Opens a subdirectory of an open directory, following no links. */
 int sysfs_open_subdir(int dirfd, const char *name);
 
-/* Lists a directory, sorted by name; "." and ".." left out.  The names live in the array's own
- * allocation: sysfs_entries_free() frees both. */
+/* Lists a directory just opened, sorted by name; "." and ".." left out.  The names live in the
+ * array's own allocation: sysfs_entries_free() frees both.  It reads on from where dirfd is: every
+ * caller opens the directory for the listing, and an lseek() to its start first was a system call
+ * per directory (31,500 for a scan of 1,000 disks, one per plain change event). */
 int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
 /* The same in memory from alloc (which returns memory aligned for a pointer, or NULL). */
 typedef void *(*SysfsAlloc)(size_t size, void *userdata);
