@@ -127,9 +127,8 @@ static void on_poll_tick(uv_timer_t *t)
         }
 
         /* Rest long enough to stay within the CPU budget, with room in it for the loop's own wake-ups
-         * (a slice per 20 of rest: 4.76 %; the whole idle daemon measured 4.75-4.85 %, 5.05-5.10 % with
-         * a slice per 19); a finished
-         * round waits for its interval. */
+         * (a slice per 20 of rest: 4.76 %; the whole idle daemon measured 4.75-4.85 %, and 5.05-5.10 %
+         * with a slice per 19).  A finished round waits for its interval. */
         spent = now_usec(l) - start;
         next = spent * (100 / POLL_CPU_PERCENT);
         if (l->poll_pos >= l->n_polled) {
