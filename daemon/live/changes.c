@@ -366,11 +366,6 @@ int changes_refresh(Live *l, Kobject *k, Refresh how)
         return refresh(l, k, how, NULL, NULL);
 }
 
-int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d)
-{
-        return refresh(l, k, how, NULL, d);
-}
-
 void live_record_reading(Live *l, Kobject *k, ObjDir *d)
 {
         if (k->linked && !changes_recorded(k) && k->ktype->id != KTYPE_KSET)

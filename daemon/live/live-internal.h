@@ -87,8 +87,6 @@ typedef enum Refresh {
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
  * if there was no reading before).  Returns how many were announced. */
 int changes_refresh(Live *l, Kobject *k, Refresh how);
-/* The same through d: what it read already is not read again, what it reads it keeps. */
-int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d);
 bool changes_recorded(const Kobject *k);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);

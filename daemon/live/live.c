@@ -90,8 +90,7 @@ void live_flush(Live *l)
                 Kobject *k = l->added[i];
                 _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
 
-                if (k->linked && !changes_recorded(k))
-                        (void) changes_refresh_in(l, k, REFRESH_RECORD, &d);
+                live_record_reading(l, k, &d);
                 if (k->linked && l->announce)
                         l->ops->object_added(l->userdata, k, &d);
                 kobject_unref(l->model, k);

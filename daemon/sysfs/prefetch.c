@@ -117,7 +117,6 @@ void prefetch_read(Prefetch *b)
                 for (size_t j = 0; j < o->n_values; j++) {
                         ObjDirValue *v = &o->values[j];
 
-                        v->value = NULL;
                         v->error = o->fd < 0 ? o->fd
                                              : sysfs_read_source_dup(o->fd, v->file, b->root.kernfs,
                                                                      pool_dup, &b->strings, &v->value);
