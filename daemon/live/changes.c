@@ -198,10 +198,6 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
         r = record_new(n, &rd.record);
         if (r < 0)
                 return r;
-        if (old)
-                rd.record->value_bytes = old->value_bytes;
-        if (how == REFRESH_RECORD || how == REFRESH_ALL)
-                rd.record->value_bytes = 0;
 
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
@@ -228,6 +224,10 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 }
         }
         assert(!old || old_offset == old->size);
+        /* The size estimate is the last whole reading's: a few values re-read must not be added to it
+         * again (the poll did, every round, until GetManagedObjects was refused as too large). */
+        if (old && how != REFRESH_RECORD && how != REFRESH_ALL)
+                rd.record->value_bytes = old->value_bytes;
         rd.record = record_finish(rd.record);
         *ret = rd;
         return 0;

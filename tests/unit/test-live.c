@@ -302,6 +302,23 @@ static void test_client_reading(Live *l, const Fixture *f, Model *m, const Sysfs
         live_warmup_release(l);
 }
 
+/* A change event that alters nothing re-reads a few values (so does the poll): what the object's
+ * size estimate says is still what its last whole reading found.  Adding those values again at
+ * every re-reading grew the estimate each poll round, until GetManagedObjects was refused as too
+ * large for the bus. */
+static void test_estimate_steady(Live *l, Model *m)
+{
+        Kobject *sda = model_find_name(m, "sda");
+        size_t was = sda ? live_object_value_bytes(sda) : 0;
+
+        CHECK(was > 0);
+        for (int i = 0; i < 3; i++) {
+                feed(l, "change", FIXTURE_SDA, "block", NULL);
+                CHECK(recorded((const char *const[]){"event change " FIXTURE_SDA " " SDA_PATH, NULL}));
+        }
+        CHECK(sda && live_object_value_bytes(sda) == was);
+}
+
 static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
 {
         uint64_t seq;
@@ -757,6 +774,7 @@ int main(void)
         CHECK(all_recorded(m));
         CHECK(rec.n == 0);
 
+        test_estimate_steady(l, m);
         test_uevents(l, &f, m, log);
         test_shape_changes(l, &f);
         test_read_once(l, &f);
