@@ -228,7 +228,6 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
          * again (the poll did, every round, until GetManagedObjects was refused as too large). */
         if (old && how != REFRESH_RECORD && how != REFRESH_ALL)
                 rd.record->value_bytes = old->value_bytes;
-        rd.record = record_finish(rd.record);
         *ret = rd;
         return 0;
 }
@@ -322,10 +321,15 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 {
         _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(l->sysfs, k);
         ObjDir *d = given ?: &own;
-        ChangeRecord *old = k->observer_data;
-        bool have_old = old && old->n_slots == n_slots(k);
+        _cleanup_(freep) ChangeRecord *old = NULL;
+        bool have_old;
         Reading now;
         int r, count = 0;
+
+        r = changes_kept(k, &old);
+        if (r < 0)
+                return r;
+        have_old = old && old->n_slots == n_slots(k);
 
         if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_EVENT) && !have_old)
                 how = REFRESH_ALL; /* nothing to keep: read everything once */
@@ -350,10 +354,8 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 
         if (now.has_links && k->linked)
                 stacking_note(l, k, now.holders, now.slaves);
-        if (k->linked) {
-                free(k->observer_data);
-                k->observer_data = TAKE_PTR(now.record);
-        }
+        if (k->linked)
+                changes_keep(l, k, have_old ? old : NULL, now.record);
         reading_done(&now);
 
         if (switched)
@@ -370,22 +372,6 @@ void live_record_reading(Live *l, Kobject *k, ObjDir *d)
 {
         if (k->linked && !changes_recorded(k) && k->ktype->id != KTYPE_KSET)
                 (void) refresh(l, k, REFRESH_RECORD, NULL, d);
-}
-
-bool changes_recorded(const Kobject *k)
-{
-        return k->observer_data;
-}
-
-void changes_forget(Kobject *k)
-{
-        k->observer_data = mfree(k->observer_data);
-}
-
-size_t live_object_value_bytes(const Kobject *k)
-{
-        const ChangeRecord *c = k->observer_data;
-        return c ? c->value_bytes : 0;
 }
 
 /* The names of k's interfaces that are not the same in other. */

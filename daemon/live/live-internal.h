@@ -42,6 +42,9 @@ struct Live {
         size_t n_pending, n_pending_max, pending_pos;
         uv_idle_t pending_idle;
 
+        /* Change records' templates, by shape key (changes.c). */
+        Hashmap templates;
+
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
         Hashmap stacked;
 
@@ -87,12 +90,24 @@ typedef enum Refresh {
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
  * if there was no reading before).  Returns how many were announced. */
 int changes_refresh(Live *l, Kobject *k, Refresh how);
-bool changes_recorded(const Kobject *k);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);
 /* Re-reads the directory and what changed in it, shape and values. */
 int changes_reread(Live *l, Kobject *k);
+
+/* ---- kept.c: what an object keeps of its last reading ---- */
+
+typedef struct ChangeRecord ChangeRecord;
+
+bool changes_recorded(const Kobject *k);
+/* k's last reading, unpacked (NULL if none); free() it. */
+int changes_kept(const Kobject *k, ChangeRecord **ret);
+/* Keeps now as k's last reading (old: the one before, as changes_kept() gave it, or NULL). */
+void changes_keep(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now);
 void changes_forget(Kobject *k);
+void changes_init(Live *l);
+/* After every object's changes_forget(). */
+void changes_done(Live *l);
 
 /* ---- stacking.c: holders/ and slaves/ right on both sides of a link ---- */
 

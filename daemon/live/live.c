@@ -208,6 +208,7 @@ int live_new(const LiveConfig *c, Live **ret)
         l->poll_interval_ms = c->poll_interval_ms;
         l->ops = c->ops;
         l->userdata = c->userdata;
+        changes_init(l);
         stacking_init(l);
 
         r = uv_idle_init(l->loop, &l->warmup);
@@ -267,6 +268,7 @@ void live_free(Live *l)
         l->n_unread_parents = 0;
         while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
+        changes_done(l);
         stacking_done(l);
 
         /* The handles live in l: it goes with the last close callback. */

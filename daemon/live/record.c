@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,19 +99,6 @@ void record_put_slot(ChangeRecord *r, RecordSlot slot)
         r->size += (uint32_t) slot.size;
 }
 
-ChangeRecord *record_finish(ChangeRecord *r)
-{
-        /* A copy, not a realloc: shrinking in place would leave a hole after every record that
-         * only smaller allocations can fill, and records are replaced all the time (the poll). */
-        ChangeRecord *copy = malloc(sizeof(ChangeRecord) + r->size);
-
-        if (!copy)
-                return r;
-        memcpy(copy, r, sizeof(ChangeRecord) + r->size);
-        free(r);
-        return copy;
-}
-
 RecordSlot record_next(const ChangeRecord *r, size_t *offset)
 {
         RecordSlot s = {r->slots + *offset, 0};
@@ -141,4 +129,148 @@ bool record_slot_equal(RecordSlot a, RecordSlot b)
 bool record_equal(const ChangeRecord *a, const ChangeRecord *b)
 {
         return a->n_slots == b->n_slots && a->size == b->size && memcmp(a->slots, b->slots, a->size) == 0;
+}
+
+/*
+ * A packed record with a base is a list of differences: for each slot that differs from the base's,
+ * how many slots before it are the base's (a LEB128 number, one byte below 128), then the slot.
+ * The slots after the last difference are the base's.
+ */
+static size_t put_run(uint8_t *out, size_t run)
+{
+        size_t n = 0;
+
+        do {
+                uint8_t b = run & 0x7f;
+                run >>= 7;
+                if (out)
+                        out[n] = (uint8_t) (b | (run ? 0x80 : 0));
+                n++;
+        } while (run);
+        return n;
+}
+
+static size_t get_run(const uint8_t *in, size_t *offset)
+{
+        size_t run = 0;
+
+        for (unsigned shift = 0;; shift += 7) {
+                uint8_t b = in[(*offset)++];
+                run |= (size_t) (b & 0x7f) << shift;
+                if (!(b & 0x80))
+                        return run;
+        }
+}
+
+/* Writes r's differences from base to out (NULL: only counts them); returns their size. */
+static size_t differences(const ChangeRecord *r, const PackedRecord *base, uint8_t *out)
+{
+        size_t n = 0, run = 0, r_offset = 0, base_offset = 0;
+
+        for (size_t i = 0; i < r->n_slots; i++) {
+                RecordSlot s = record_next(r, &r_offset);
+                size_t base_size = slot_size(base->bytes + base_offset);
+
+                if (record_slot_equal(s, (RecordSlot){base->bytes + base_offset, base_size})) {
+                        run++;
+                } else {
+                        n += put_run(out ? out + n : NULL, run);
+                        if (out)
+                                memcpy(out + n, s.bytes, s.size);
+                        n += s.size;
+                        run = 0;
+                }
+                base_offset += base_size;
+        }
+        return n;
+}
+
+static int packed_new(const ChangeRecord *r, const PackedRecord *base, size_t size, PackedRecord **ret)
+{
+        PackedRecord *p = malloc(offsetof(PackedRecord, bytes) + size);
+
+        if (!p)
+                return -ENOMEM;
+        /* Member by member: the struct's tail padding may lie beyond a short allocation. */
+        p->base = base;
+        p->n_slots = r->n_slots;
+        p->value_bytes = r->value_bytes;
+        p->size = (uint32_t) size;
+        p->shared = false;
+        if (base)
+                (void) differences(r, base, p->bytes);
+        else
+                memcpy(p->bytes, r->slots, size);
+        *ret = p;
+        return 0;
+}
+
+int record_pack(const ChangeRecord *r, const PackedRecord *base, PackedRecord **ret)
+{
+        size_t size;
+
+        if (!base || base->n_slots != r->n_slots)
+                return packed_new(r, NULL, r->size, ret);
+        assert(!base->base);
+        size = differences(r, base, NULL);
+        if (size == 0 && r->value_bytes == base->value_bytes) {
+                *ret = (PackedRecord *) base;
+                return 0;
+        }
+        if (size >= r->size)
+                return packed_new(r, NULL, r->size, ret);
+        return packed_new(r, base, size, ret);
+}
+
+int record_template(const ChangeRecord *r, PackedRecord **ret)
+{
+        int k = packed_new(r, NULL, r->size, ret);
+
+        if (k >= 0)
+                (*ret)->shared = true;
+        return k;
+}
+
+int record_unpack(const PackedRecord *p, ChangeRecord **ret)
+{
+        size_t offset = 0, base_offset = 0, slot = 0;
+        ChangeRecord *r;
+        int k;
+
+        k = record_new(p->n_slots, &r);
+        if (k < 0)
+                return k;
+        if (!p->base) {
+                memcpy(r->slots, p->bytes, p->size);
+                r->size = p->size;
+        }
+        while (p->base && slot < p->n_slots) {
+                size_t run = offset < p->size ? get_run(p->bytes, &offset) : p->n_slots - slot;
+                for (; run > 0; run--, slot++) {
+                        size_t n = slot_size(p->base->bytes + base_offset);
+                        record_put_slot(r, (RecordSlot){p->base->bytes + base_offset, n});
+                        base_offset += n;
+                }
+                if (slot < p->n_slots) {
+                        size_t n = slot_size(p->bytes + offset);
+                        record_put_slot(r, (RecordSlot){p->bytes + offset, n});
+                        offset += n;
+                        base_offset += slot_size(p->base->bytes + base_offset);
+                        slot++;
+                }
+        }
+        r->value_bytes = p->value_bytes;
+        *ret = r;
+        return 0;
+}
+
+void record_packed_free(PackedRecord *p)
+{
+        if (p && !p->shared)
+                free(p);
+}
+
+void record_template_free(PackedRecord *t)
+{
+        free(t);
 }

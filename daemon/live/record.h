@@ -29,7 +29,8 @@ typedef struct RecordSlot {
         size_t size;
 } RecordSlot;
 
-/* A record being filled: room for n slots of the largest size, given back by record_finish(). */
+/* A record being filled, with room for n slots of the largest size: a reading's, short-lived (what
+ * an object keeps is packed). */
 int record_new(size_t n_slots, ChangeRecord **ret);
 void record_put_string(ChangeRecord *r, const char *value);
 void record_put_number(ChangeRecord *r, uint64_t number);
@@ -37,8 +38,6 @@ void record_put_fingerprint(ChangeRecord *r, uint64_t fingerprint);
 /* A value that moves all the time (stat, inflight): never announced, nothing to keep. */
 void record_put_volatile(ChangeRecord *r);
 void record_put_slot(ChangeRecord *r, RecordSlot slot);
-/* Shrinks r to what it holds; r stays valid when the shrink fails. */
-ChangeRecord *record_finish(ChangeRecord *r);
 
 /* Reads the slots in order: start at 0, then pass what the last call returned. */
 RecordSlot record_next(const ChangeRecord *r, size_t *offset);
@@ -46,3 +45,29 @@ RecordSlot record_slot_at(const ChangeRecord *r, size_t index);
 
 bool record_slot_equal(RecordSlot a, RecordSlot b);
 bool record_equal(const ChangeRecord *a, const ChangeRecord *b);
+
+/*
+ * What an object keeps between readings: its record as the slots that differ from a template's,
+ * the first record of its kind.  Siblings' values are mostly the same (1,000 queues differ in one
+ * fingerprinted path, partitions in start, size and dev), so the 9,128 records of the 1,000 × 4
+ * fixture take 0.5 MiB of heap instead of 1.2 (issue 12: RSS after the warm-up).
+ */
+typedef struct PackedRecord {
+        const struct PackedRecord *base; /* a template, or NULL: bytes[] are the slots themselves */
+        uint32_t n_slots;
+        uint32_t value_bytes;
+        uint32_t size;  /* bytes in bytes[] */
+        bool shared;    /* a template: the objects whose record equals it point at it */
+        uint8_t bytes[];
+} PackedRecord;
+
+/* r against base (NULL, or a template of the same number of slots: else r is kept whole).  A record
+ * that equals base is base itself. */
+int record_pack(const ChangeRecord *r, const PackedRecord *base, PackedRecord **ret);
+/* A template made of r, shared by whatever is packed against it. */
+int record_template(const ChangeRecord *r, PackedRecord **ret);
+/* The record back, for reading and comparing (free() it). */
+int record_unpack(const PackedRecord *p, ChangeRecord **ret);
+/* Frees p unless it is a template; record_template_free() frees those. */
+void record_packed_free(PackedRecord *p);
+void record_template_free(PackedRecord *t);

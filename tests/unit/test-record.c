@@ -16,7 +16,7 @@ static ChangeRecord *strings(size_t n, const char *const *values)
                         record_put_string(r, values[i]);
                 else
                         record_put_volatile(r);
-        return record_finish(r);
+        return r;
 }
 
 static bool same_string(const char *a, const char *b)
@@ -75,7 +75,6 @@ static void test_slots_in_order(void)
                 record_put_slot(copy, s);
         }
         CHECK(offset == r->size);
-        copy = record_finish(copy);
         CHECK(record_equal(r, copy));
 
         /* One value changed: that slot differs, its neighbours do not. */
@@ -86,9 +85,80 @@ static void test_slots_in_order(void)
                 CHECK(record_slot_equal(record_slot_at(r, i), record_slot_at(c, i)) == (i != 2));
 }
 
+/* Packed against base, then unpacked: the same record, and as many bytes as expected. */
+static void check_round_trip(const ChangeRecord *r, const PackedRecord *base, size_t packed_size, bool is_base)
+{
+        PackedRecord *p = NULL;
+        _cleanup_(freep) ChangeRecord *back = NULL;
+
+        CHECK(record_pack(r, base, &p) == 0);
+        if (!p)
+                return;
+        CHECK((p == base) == is_base);
+        CHECK(p->size == packed_size);
+        CHECK(record_unpack(p, &back) == 0);
+        CHECK(back && record_equal(r, back) && back->value_bytes == r->value_bytes);
+        record_packed_free(p);
+}
+
+static void test_packed_against_a_template(void)
+{
+        /* 200 slots: a run of equal ones longer than one LEB128 byte holds. */
+        const char *values[200];
+        ChangeRecord *recs[5];
+        PackedRecord *t = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                values[i] = i % 3 == 0 ? "none" : i % 3 == 1 ? "a value longer than eight bytes" : "0";
+        recs[0] = strings(ELEMENTSOF(values), values);
+        recs[0]->value_bytes = 1234;
+        CHECK(record_template(recs[0], &t) == 0);
+        if (!t)
+                return;
+        CHECK(t->shared && t->size == recs[0]->size);
+
+        /* The template's own values: the template itself, no copy. */
+        check_round_trip(recs[0], t, t->size, true);
+
+        /* One differing slot after 150 equal ones: a two-byte run, then its 1 + 4 bytes. */
+        values[150] = "mq-deadline";
+        recs[1] = strings(ELEMENTSOF(values), values);
+        recs[1]->value_bytes = 1234;
+        check_round_trip(recs[1], t, 2 + 9, false);
+
+        /* The first and the last slot differ: run 0 + "kyber", run 198 (two bytes) + "1". */
+        values[150] = "none";
+        values[0] = "kyber";
+        values[199] = "1";
+        recs[2] = strings(ELEMENTSOF(values), values);
+        recs[2]->value_bytes = 1234;
+        check_round_trip(recs[2], t, 1 + 6 + 2 + 1, false);
+
+        /* Equal slots, another size estimate: a record of its own, with nothing but the estimate. */
+        recs[3] = strings(ELEMENTSOF(values), values);
+        recs[3]->value_bytes = 99;
+        check_round_trip(recs[3], t, 1 + 6 + 2 + 1, false);
+
+        /* Another number of slots, or no template: kept whole. */
+        recs[4] = strings(3, values);
+        check_round_trip(recs[4], t, recs[4]->size, false);
+        check_round_trip(recs[1], NULL, recs[1]->size, false);
+
+        /* Every slot differs: the differences would be larger than the record, so it is kept whole. */
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                values[i] = "7";
+        _cleanup_(freep) ChangeRecord *all = strings(ELEMENTSOF(values), values);
+        check_round_trip(all, t, all->size, false);
+
+        for (size_t i = 0; i < ELEMENTSOF(recs); i++)
+                free(recs[i]);
+        record_template_free(t);
+}
+
 int main(void)
 {
         test_values_compare_exactly();
         test_slots_in_order();
+        test_packed_against_a_template();
         return tests_summary();
 }

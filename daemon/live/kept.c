@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stddef.h>
+
+#include "base/log.h"
+#include "live/live-internal.h"
+#include "live/record.h"
+
+/*
+ * What an object keeps of its last reading: its change record, packed against the first record of
+ * its shape (live/record.h).  An object points at that template itself when its values are the
+ * template's.
+ */
+
+/* The first record of each shape, which the later ones are packed against (live/record.h). */
+typedef struct Template {
+        PackedRecord *record;
+        char key[]; /* the shape's key */
+} Template;
+
+/* Shapes come from the kernel's attribute sets: a few dozen on a real machine.  A bound anyway, so
+ * that no sequence of directories grows the table without end. */
+#define TEMPLATES_MAX 4096
+
+static const char *template_key(const void *t)
+{
+        return ((const Template *) t)->key;
+}
+
+void changes_init(Live *l)
+{
+        hashmap_init(&l->templates, template_key);
+}
+
+void changes_done(Live *l)
+{
+        Template *t;
+        size_t i = 0;
+
+        while ((t = hashmap_iterate(&l->templates, &i))) {
+                record_template_free(t->record);
+                free(t);
+        }
+        hashmap_deinit(&l->templates);
+}
+
+static const PackedRecord *template_for(Live *l, const Kobject *k, const ChangeRecord *r)
+{
+        Template *t;
+        size_t n;
+
+        if (!k->shape)
+                return NULL;
+        t = hashmap_get(&l->templates, k->shape->key);
+        if (t)
+                return t->record;
+        if (hashmap_size(&l->templates) >= TEMPLATES_MAX)
+                return NULL;
+        n = strlen(k->shape->key) + 1;
+        t = malloc(offsetof(Template, key) + n);
+        if (!t)
+                return NULL;
+        memcpy(t->key, k->shape->key, n);
+        if (record_template(r, &t->record) < 0) {
+                free(t);
+                return NULL;
+        }
+        if (hashmap_put(&l->templates, t) < 0) {
+                record_template_free(t->record);
+                free(t);
+                return NULL;
+        }
+        return t->record;
+}
+
+void changes_keep(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now)
+{
+        PackedRecord *p;
+
+        if (old && record_equal(old, now) && old->value_bytes == now->value_bytes)
+                return;
+        changes_forget(k);
+        /* Without memory for it, no reading: the next one announces everything rather than compare
+         * with a stale one. */
+        if (record_pack(now, template_for(l, k, now), &p) < 0) {
+                log_error("%s: out of memory for its values' record.", k->devpath);
+                return;
+        }
+        k->observer_data = p;
+}
+
+int changes_kept(const Kobject *k, ChangeRecord **ret)
+{
+        *ret = NULL;
+        return k->observer_data ? record_unpack(k->observer_data, ret) : 0;
+}
+
+bool changes_recorded(const Kobject *k)
+{
+        return k->observer_data;
+}
+
+void changes_forget(Kobject *k)
+{
+        record_packed_free(k->observer_data);
+        k->observer_data = NULL;
+}
+
+size_t live_object_value_bytes(const Kobject *k)
+{
+        const PackedRecord *c = k->observer_data;
+        return c ? c->value_bytes : 0;
+}
