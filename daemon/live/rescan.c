@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "base/log.h"
 #include "live/live-internal.h"
+#include "sysfs/read.h"
 #include "sysfs/reconcile.h"
 #include "sysfs/values.h"
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "sysfs/objdir.h"
 #include "common/util.h"
+#include "sysfs/read.h"
 
 void objdir_values_free(ObjDirValue *values, size_t n, size_t n_borrowed)
 {

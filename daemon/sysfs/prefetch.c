@@ -5,6 +5,7 @@
 #include "base/pool.h"
 #include "common/util.h"
 #include "sysfs/prefetch.h"
+#include "sysfs/read.h"
 
 typedef struct PrefetchObject {
         const char *devpath;

@@ -4,12 +4,10 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 
-#include "common/utf8.h"
 #include "common/util.h"
 #include "sysfs/sysfs.h"
 
@@ -293,188 +291,6 @@ int sysfs_file_mode(int dirfd, const char *name)
         return (int) (st.st_mode & 07777);
 }
 
-/* Escapes len bytes of buf (its trailing newline already off) into out, which holds len * 4 + 1;
- * returns the length written, without the NUL it ends with. */
-static size_t value_escape_into(const char *buf, size_t len, char *out)
-{
-        const unsigned char *s = (const unsigned char *) buf;
-        char *q = out;
-
-        for (size_t i = 0; i < len;) {
-                size_t n;
-                if (utf8_valid_prefix(s + i, len - i, &n)) {
-                        memcpy(q, s + i, n);
-                        q += n;
-                        i += n;
-                } else {
-                        q += sprintf(q, "\\x%02x", s[i]);
-                        i++;
-                }
-        }
-        *q = 0;
-        return (size_t) (q - out);
-}
-
-static char *heap_strndup(const char *s, size_t n, void *userdata)
-{
-        return strndup(s, n);
-}
-
-/* Out of line: its buffer is four pages of stack that a worker reading plain text never touches,
- * and whose pages would stay resident in each of them if the common path's callees ran below it. */
-static __attribute__((noinline)) char *value_escape_copy(const char *buf, size_t len, SysfsStrndup dup,
-                                                         void *userdata)
-{
-        _cleanup_(freep) char *heap = NULL;
-        char stack[SYSFS_VALUE_MAX * 4 + 1], *escaped = stack;
-
-        if (len > SYSFS_VALUE_MAX) {
-                escaped = heap = malloc(len * 4 + 1);
-                if (!heap)
-                        return NULL;
-        }
-        return dup(escaped, value_escape_into(buf, len, escaped), userdata);
-}
-
-/* The value of len bytes read, as published, copied by dup. */
-static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
-{
-        if (len > 0 && buf[len - 1] == '\n')
-                len--;
-        /* Nearly every value is plain text: copied once, straight into its final home (for a
-         * GetManagedObjects on a worker, its batch's pool: no malloc, no arena lock). */
-        if (utf8_is_valid_n(buf, len))
-                return dup(buf, len, userdata);
-        return value_escape_copy(buf, len, dup, userdata);
-}
-
-char *sysfs_value_escape(const char *buf, size_t len)
-{
-        return value_copy(buf, len, heap_strndup, NULL);
-}
-
-static int read_fd(int fd, SysfsStrndup dup, void *userdata, char **ret)
-{
-        char buf[SYSFS_VALUE_MAX];
-        size_t len = 0;
-
-        while (len < sizeof(buf)) {
-                ssize_t k = read(fd, buf + len, sizeof(buf) - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        /* A FIFO with no writer, opened non-blocking: nothing to read. */
-                        if (errno == EAGAIN)
-                                break;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                /* kernfs hands over a whole attribute in one read, and a file ends where a read
-                 * comes up short: no second read() just to see 0. */
-                if (len < sizeof(buf))
-                        break;
-        }
-        *ret = value_copy(buf, len, dup, userdata);
-        return *ret ? 0 : -ENOMEM;
-}
-
-static int read_attr(int dirfd, const char *name, bool kernfs, SysfsStrndup dup, void *userdata, char **ret)
-{
-        int fd, r;
-
-        fd = sysfs_openat_beneath(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
-        if (fd == -EACCES) {
-                /* kernfs refuses to open write-only attributes (remove, rescan) for reading:
-                 * they have no value to show. */
-                int mode = sysfs_file_mode(dirfd, name);
-                if (mode >= 0 && !(mode & 0444)) {
-                        *ret = dup("", 0, userdata);
-                        return *ret ? 0 : -ENOMEM;
-                }
-        }
-        if (fd < 0)
-                return fd;
-        /* Elsewhere (a fixture) root opens a mode-000 file all the same (CAP_DAC_OVERRIDE): a file
-         * without read permission bits reads as "" for everyone, as on kernfs (doc/model.md).  On
-         * kernfs the open above refused it already: no fstat for each of the 150,000 files. */
-        struct stat st;
-        if (!kernfs && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & 0444)) {
-                close(fd);
-                *ret = dup("", 0, userdata);
-                return *ret ? 0 : -ENOMEM;
-        }
-        r = read_fd(fd, dup, userdata, ret);
-        close(fd);
-        return r;
-}
-
-int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
-{
-        return read_attr(dirfd, name, kernfs, heap_strndup, NULL, ret);
-}
-
-static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
-{
-        SysfsEntry *e = NULL;
-        size_t n = 0, size = 1;
-        _cleanup_(freep) char *s = NULL;
-        char *p;
-        int fd = sysfs_open_subdir(dirfd, name);
-
-        if (fd >= 0) {
-                if (sysfs_list(fd, &e, &n) < 0)
-                        n = 0;
-                (void) close(fd);
-        }
-        for (size_t i = 0; i < n; i++)
-                size += strlen(e[i].name) + 1;
-        s = p = malloc(size);
-        for (size_t i = 0; s && i < n; i++)
-                p = stpcpy(stpcpy(p, e[i].name), i + 1 < n ? "\n" : "");
-        sysfs_entries_free(e, n);
-        if (!s)
-                return -ENOMEM;
-        *p = 0;
-        *ret = dup == heap_strndup ? TAKE_PTR(s) : dup(s, (size_t) (p - s), userdata);
-        return *ret ? 0 : -ENOMEM;
-}
-
-static int read_link_basename(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
-{
-        _cleanup_(freep) char *target = NULL;
-        const char *base = "", *slash;
-
-        if (sysfs_readlink(dirfd, name, &target) >= 0) {
-                slash = strrchr(target, '/');
-                base = slash ? slash + 1 : target;
-        }
-        *ret = dup(base, strlen(base), userdata);
-        return *ret ? 0 : -ENOMEM;
-}
-
-int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
-                          char **ret)
-{
-        size_t l = strlen(source);
-        char name[NAME_MAX + 1];
-
-        if (l < 2 || (source[l - 1] != '/' && source[l - 1] != '@'))
-                return read_attr(dirfd, source, kernfs, dup, userdata, ret);
-        if (l - 1 > NAME_MAX)
-                return -ENAMETOOLONG;
-        memcpy(name, source, l - 1);
-        name[l - 1] = 0;
-        return source[l - 1] == '/' ? read_link_names(dirfd, name, dup, userdata, ret)
-                                    : read_link_basename(dirfd, name, dup, userdata, ret);
-}
-
-int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret)
-{
-        return sysfs_read_source_dup(dirfd, source, kernfs, heap_strndup, NULL, ret);
-}
-
 int sysfs_write_attr(int dirfd, const char *name, const char *value)
 {
         size_t l = strlen(value);
@@ -496,13 +312,6 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value)
         if (k < 0)
                 return (int) k;
         return (size_t) k == l ? 0 : -EIO;
-}
-
-int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret)
-{
-        while (*relpath == '/')
-                relpath++;
-        return sysfs_read_attr(s->root_fd, relpath, s->kernfs, ret);
 }
 
 int sysfs_readlink(int dirfd, const char *name, char **ret)

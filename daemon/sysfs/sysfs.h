@@ -12,8 +12,6 @@
  * logging here: callers decide what a failure means.
  */
 
-#define SYSFS_VALUE_MAX 4096
-
 typedef struct Sysfs {
         int root_fd;
         char *root;  /* as given, for messages and the SysfsRoot property */
@@ -68,27 +66,6 @@ bool sysfs_has_file(int dirfd, const char *name);
 /* Permission bits of a file in dirfd, or negative errno. */
 int sysfs_file_mode(int dirfd, const char *name);
 
-/* Reads an attribute: at most SYSFS_VALUE_MAX bytes, one trailing newline removed,
- * NUL and invalid UTF-8 escaped as \xNN.  Never blocks on FIFOs.  A file without read permission
- * bits reads as ""; kernfs: dirfd is on the real sysfs (Sysfs.kernfs), which enforces that itself. */
-int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret);
-/* The same, relative to the root. */
-int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
-
-/*
- * What a value is read from, relative to an object's directory: an attribute ("size",
- * "power/control"), as sysfs_read_attr(); a link directory ("holders/"): the names of its entries,
- * sorted, one per line ("" when there is no such directory); or a link ("subsystem@"): the basename
- * of its target ("" when there is none).  So that an object's links are read, and kept for the
- * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
- */
-int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
-/* The same, the value copied by dup (n bytes at s, to be NUL-terminated; NULL when out of memory)
- * rather than malloc'd: a worker reading ahead puts values in its batch's pool (sysfs/prefetch.c). */
-typedef char *(*SysfsStrndup)(const char *s, size_t n, void *userdata);
-int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
-                          char **ret);
-
 /* One write() of the whole value, no link followed; -EIO on a short write. */
 int sysfs_write_attr(int dirfd, const char *name, const char *value);
 
@@ -99,7 +76,3 @@ int sysfs_readlink(int dirfd, const char *name, char **ret);
  * base "/devices/pci0000:00/…/block/sda" + "../../sdb" → "/devices/…/sdb".
  * -EINVAL if it leaves the root. */
 int sysfs_resolve_relative(const char *base_dir, const char *target, char **ret);
-
-/* One value as published: a trailing newline removed, NUL and invalid UTF-8 escaped as \xNN.
- * NULL on ENOMEM. */
-char *sysfs_value_escape(const char *buf, size_t len);

@@ -14,6 +14,7 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
+#include "sysfs/read.h"
 #include "sysfs/sysfs.h"
 #include "sysfs/values.h"
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "sysfs/read.h"
 #include "sysfs/sysfs.h"
 #include "tests.h"
 

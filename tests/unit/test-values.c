@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "common/util.h"
+#include "sysfs/read.h"
 #include "sysfs/values.h"
 #include "tests.h"
 
