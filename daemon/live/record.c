@@ -231,6 +231,15 @@ int record_template(const ChangeRecord *r, PackedRecord **ret)
         return k;
 }
 
+/* Appends the slot at *offset in bytes to r, and moves *offset past it. */
+static void copy_slot(ChangeRecord *r, const uint8_t *bytes, size_t *offset)
+{
+        size_t n = slot_size(bytes + *offset);
+
+        record_put_slot(r, (RecordSlot){bytes + *offset, n});
+        *offset += n;
+}
+
 int record_unpack(const PackedRecord *p, ChangeRecord **ret)
 {
         size_t offset = 0, base_offset = 0, slot = 0;
@@ -243,22 +252,18 @@ int record_unpack(const PackedRecord *p, ChangeRecord **ret)
         if (!p->base) {
                 memcpy(r->slots, p->bytes, p->size);
                 r->size = p->size;
-        }
-        while (p->base && slot < p->n_slots) {
-                size_t run = offset < p->size ? get_run(p->bytes, &offset) : p->n_slots - slot;
-                for (; run > 0; run--, slot++) {
-                        size_t n = slot_size(p->base->bytes + base_offset);
-                        record_put_slot(r, (RecordSlot){p->base->bytes + base_offset, n});
-                        base_offset += n;
-                }
-                if (slot < p->n_slots) {
-                        size_t n = slot_size(p->bytes + offset);
-                        record_put_slot(r, (RecordSlot){p->bytes + offset, n});
-                        offset += n;
+        } else
+                while (slot < p->n_slots) {
+                        /* After the last difference, the rest is the base's. */
+                        size_t run = offset < p->size ? get_run(p->bytes, &offset) : p->n_slots - slot;
+                        for (; run > 0; run--, slot++)
+                                copy_slot(r, p->base->bytes, &base_offset);
+                        if (slot == p->n_slots)
+                                break;
+                        copy_slot(r, p->bytes, &offset);
                         base_offset += slot_size(p->base->bytes + base_offset);
                         slot++;
                 }
-        }
         r->value_bytes = p->value_bytes;
         *ret = r;
         return 0;
