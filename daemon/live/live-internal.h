@@ -42,7 +42,7 @@ struct Live {
         size_t n_pending, n_pending_max, pending_pos;
         uv_idle_t pending_idle;
 
-        /* Change records' templates, by shape key (changes.c). */
+        /* Change records' templates, by shape key (kept.c). */
         Hashmap templates;
 
         /* Disks and partitions with holders/ or slaves/ links, by object path (stacking.c). */
