@@ -61,6 +61,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -612,6 +613,12 @@ def bench_tree(a, tree, built_in):
         rc, out = d.stop()
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
+        # Every turn of its loop whose own work passed 20 ms (daemon/loop-watch.c), from the name on.
+        r["long_turns_ms"] = [int(m) for m in
+                              re.findall(r"The event loop worked (\d+) ms", out)]
+        log("  loop turns over 20 ms of the daemon's own work (its log): %d%s"
+            % (len(r["long_turns_ms"]), " (longest %d ms)" % max(r["long_turns_ms"])
+               if r["long_turns_ms"] else ""))
         log("  RSS: %.1f MiB after start, %.1f after warm-up, %.1f after "
             "GetManagedObjects, %.1f MiB at the end (peak %.1f MiB); %d "
             "objects" % (r["rss_start"] / 2**20, r["rss_warm"] / 2**20,
@@ -700,6 +707,13 @@ def verdicts(r):
                  % ("%.3f s" % r["rescan"] if r["rescan"] else "failed",
                     r["rescan_pings"]),
                  "≤ 20 ms", r["rescan_stall"] <= TARGETS["stall_ms"]))
+    if "long_turns_ms" in r:
+        turns = r["long_turns_ms"]
+        rows.append(("loop turns over 20 ms of the daemon's own work", "%d" % len(turns),
+                     "its log (daemon/loop-watch.c), from the name to the end: warm-up, poll, "
+                     "GetManagedObjects, Introspect, busctl tree, Rescan%s"
+                     % ("; longest %d ms" % max(turns) if turns else ""),
+                     "none", not turns))
     for what in ("disk", "queue"):
         x = r["introspect"][what]
         rows.append(("one Introspect, daemon CPU (%s)" % what,
