@@ -7,6 +7,7 @@ properties and Resolve, property errors and introspection.
 """
 import os
 import subprocess
+import time
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -681,6 +682,29 @@ class Model(unittest.TestCase):
             self.assertEqual(ecs.get("Size", "true"), "true", path)
             self.assertEqual([n for n, v in ecs.items() if v == "false"],
                              ["inflight", "stat"])
+
+
+
+class SizeEstimate(unittest.TestCase):
+    """What the daemon estimates a whole GetManagedObjects at (its debug log) is what its last
+    whole readings found: rounds of the poll, which re-read a few values, leave it as it is.  It
+    used to grow with each round, until the whole model was refused as too large for the bus."""
+
+    @staticmethod
+    def estimate(dm):
+        dm.managed_objects()
+        lines = [l for l in dm.output().splitlines()
+                 if l.startswith("<7>GetManagedObjects on %s: about " % bt.ROOT)]
+        return int(lines[-1].split("about ")[1].split()[0])
+
+    def test_poll_rounds_leave_the_estimate(self):
+        with bt.Daemon(bt.make_fixture() + "/sys", extra_args=["--poll-interval=20"]) as dm:
+            deadline = time.monotonic() + 60
+            while "Recorded the values of" not in dm.output() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            first = self.estimate(dm)
+            time.sleep(3)  # a round of this small tree every 20 ms: well over a hundred
+            self.assertEqual(self.estimate(dm), first)
 
 
 if __name__ == "__main__":
