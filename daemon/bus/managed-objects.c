@@ -75,12 +75,6 @@ static int foreach_below(Publisher *p, Kobject *top, ObjectFunc f, void *userdat
         return 0;
 }
 
-static int add_estimate(Publisher *p, Kobject *k, void *userdata)
-{
-        *(size_t *) userdata += bus_object_size_estimate(k);
-        return 0;
-}
-
 typedef struct Reply {
         sd_bus_message *m;
         size_t bound, limit;
@@ -118,6 +112,7 @@ struct BusGmo {
         Kobject *top;      /* a reference; NULL: the root */
         Kobject **objects; /* references: what there was when the call came */
         size_t n_objects, pos;
+        size_t estimated, estimate; /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
         size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
         BusGmo *next;
@@ -309,6 +304,44 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 (void) malloc_trim(0);
 }
 
+static int gmo_start_reply(Publisher *p, BusGmo *g)
+{
+        int r;
+
+        r = sd_bus_message_new_method_return(g->call, &g->reply.m);
+        if (r >= 0)
+                r = sd_bus_message_open_container(g->reply.m, 'a', "{oa{sa{sv}}}");
+        /* The root's managed objects: the Manager, then every kobject. */
+        if (r >= 0 && !g->top)
+                r = append_manager(p, &g->reply);
+        return r;
+}
+
+/*
+ * Estimates the reply's size, in slices like its building: at 10,000 disks × 4 partitions the estimate
+ * alone (90,000 objects, their names scattered over the heap) took 50–60 ms in one go.  0 while
+ * objects are left for the next slice; 1 when done and the reply is started; -E2BIG when the
+ * reply would not fit in one message.
+ */
+static int gmo_estimate(Publisher *p, BusGmo *g, uint64_t start)
+{
+        while (g->estimated < g->n_objects) {
+                Kobject *k = g->objects[g->estimated++];
+
+                if (k->linked)
+                        g->estimate += bus_object_size_estimate(k);
+                if (g->estimated % 256 == 0 && uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)
+                        return 0;
+        }
+        if (g->estimate > g->reply.limit) {
+                g->reply.bound = g->estimate;
+                return -E2BIG;
+        }
+        log_debug("GetManagedObjects on %s: about %zu bytes.", g->top ? g->top->path : BLKMODEL_ROOT_PATH,
+                  g->estimate);
+        return gmo_start_reply(p, g) ?: 1;
+}
+
 /* One slice of the oldest reply being built: objects appended until the slice's time is spent. */
 static void on_gmo_idle(uv_idle_t *h)
 {
@@ -320,6 +353,15 @@ static void on_gmo_idle(uv_idle_t *h)
         if (!g) {
                 (void) uv_idle_stop(p->gmo_idle);
                 return;
+        }
+        if (!g->reply.m) {
+                r = gmo_estimate(p, g, start);
+                if (r == 0)
+                        return; /* the next slice goes on */
+                if (r < 0) {
+                        gmo_finish(p, g, r);
+                        return;
+                }
         }
         gmo_prefetch(p, g);
         while (g->pos < g->n_objects && r >= 0) {
@@ -369,31 +411,19 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
 {
         /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default; a bus
          * drops a connection that sends more.  Refuse instead. */
-        size_t estimate = 64, limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096;
+        size_t limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096;
         BusGmo *g, **tail;
         int r;
-
-        (void) foreach_below(p, top, add_estimate, &estimate);
-        if (estimate > limit)
-                return refuse(p, top, estimate, limit, error);
-        log_debug("GetManagedObjects on %s: about %zu bytes.", top ? top->path : BLKMODEL_ROOT_PATH,
-                  estimate);
 
         g = calloc(1, sizeof(BusGmo));
         if (!g)
                 return -ENOMEM;
         g->reply = (Reply){.bound = 64, .limit = limit, .privileged = privileged};
+        g->estimate = 64;
         g->call = sd_bus_message_ref(msg);
         g->top = kobject_ref(top);
         g->objects = calloc(p->model->n_objects + 1, sizeof(Kobject *));
-        r = g->objects ? sd_bus_message_new_method_return(msg, &g->reply.m) : -ENOMEM;
-        if (r >= 0)
-                r = sd_bus_message_open_container(g->reply.m, 'a', "{oa{sa{sv}}}");
-        /* The root's managed objects: the Manager, then every kobject. */
-        if (r >= 0 && !top)
-                r = append_manager(p, &g->reply);
-        if (r >= 0)
-                r = foreach_below(p, top, collect, g);
+        r = g->objects ? foreach_below(p, top, collect, g) : -ENOMEM;
         if (r < 0) {
                 gmo_free(p, g);
                 return r;

@@ -639,6 +639,11 @@ class Model(unittest.TestCase):
                            "GetManagedObjects")
         self.assertEqual(set(pci), {p for p in gmo if p.startswith(
             P("devices", "pci0000:00") + "/")})
+        # A device with nothing below it (the SATA disk's own) answers, with nothing.
+        leaves = [p for p in devices if not any(q.startswith(p + "/") for q in devices)]
+        self.assertTrue(leaves)
+        for path in leaves:
+            self.assertEqual(self.dm.call(path, bt.OM, "GetManagedObjects"), {}, path)
         # A partition, a queue and a scheduler are no object managers.
         for path in (P("block", "sda", "sda1"), P("block", "sda", "queue"),
                      P("block", "sda", "queue", "iosched")):
