@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "base/log.h"
@@ -9,6 +10,9 @@
 /* Enough rounds to drain a burst; level-triggered polling brings us back for the rest. */
 #define PROCESS_ROUNDS_MAX 64
 
+/* The send buffer while a large message goes out: one write copies at most about this much. */
+#define BOUNDED_SNDBUF (256 * 1024)
+
 struct BusLoop {
         uv_loop_t *loop;
         sd_bus *bus;
@@ -16,6 +20,7 @@ struct BusLoop {
         uv_timer_t timer;
         uv_prepare_t prepare;
         int poll_events; /* what the poll handle waits for now; -1 = stopped */
+        int sndbuf;      /* the socket's own send buffer while bounded (bus_loop_bound_writes()), or 0 */
         bool dead;
         unsigned n_open_handles;
         BusLoopDisconnected on_disconnect;
@@ -61,14 +66,39 @@ static void on_timer(uv_timer_t *h)
         bus_loop_process(h->data);
 }
 
+void bus_loop_bound_writes(BusLoop *l)
+{
+        socklen_t len = sizeof(l->sndbuf);
+        int fd = sd_bus_get_fd(l->bus), v = BOUNDED_SNDBUF;
+
+        if (l->dead || l->sndbuf > 0 || fd < 0)
+                return;
+        if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &l->sndbuf, &len) < 0 || l->sndbuf <= 2 * v ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0)
+                l->sndbuf = 0;
+}
+
+static void unbound_writes(BusLoop *l)
+{
+        /* The kernel reports twice what was set (its bookkeeping's share).  sd-bus, as root, forced
+         * its size past net.core.wmem_max: so do we, or settle for the maximum. */
+        int fd = sd_bus_get_fd(l->bus), v = l->sndbuf / 2;
+
+        l->sndbuf = 0;
+        if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+}
+
 static void on_prepare(uv_prepare_t *h)
 {
         BusLoop *l = h->data;
-        uint64_t until;
+        uint64_t until, queued;
         int events, want = 0, r;
 
         if (l->dead)
                 return;
+        if (l->sndbuf > 0 && sd_bus_get_n_queued_write(l->bus, &queued) >= 0 && queued == 0)
+                unbound_writes(l);
 
         events = sd_bus_get_events(l->bus);
         if (events < 0) {

@@ -83,6 +83,8 @@ typedef struct Reply {
 
 /* No slice of building a reply keeps the loop longer than this. */
 #define GMO_SLICE_USEC 4000
+/* A reply larger than this goes out over several turns (bus_loop_bound_writes()). */
+#define GMO_BOUNDED_REPLY (1024 * 1024)
 
 /*
  * The objects' files are read ahead on the thread pool (sysfs/prefetch.h), this many objects per
@@ -288,6 +290,8 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
         if (r >= 0)
                 r = sd_bus_message_close_container(g->reply.m);
+        if (r >= 0 && g->reply.bound > GMO_BOUNDED_REPLY)
+                bus_loop_bound_writes(p->bus_loop);
         if (r >= 0)
                 r = sd_bus_send(NULL, g->reply.m, NULL);
         else if (sd_bus_error_is_set(&error))
@@ -404,7 +408,8 @@ void bus_gmo_cancel(Publisher *p)
  * model too large for one message (10,000 disks with every attribute) can still be read whole, in
  * parts.  The reply is built in slices while the loop serves everyone else, from the objects there
  * were when the call came (those added since are announced by their signals, which go out before
- * the reply, as do the removals of those that went).
+ * the reply, as do the removals of those that went).  Its size is estimated first, in the same
+ * slices: a reply that would not fit in one message is refused in its place.
  */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error)

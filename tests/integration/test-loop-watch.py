@@ -2,6 +2,9 @@
 """The daemon's own account of its loop (daemon/loop-watch.c): a turn whose
 work passed 20 ms is logged, and ordinary work logs none."""
 import os
+import re
+import signal
+import subprocess
 import time
 import unittest
 
@@ -10,12 +13,12 @@ import blkmodeltest as bt
 LONG_TURN = "<4>The event loop worked "
 
 
-def wait_for_log(dm, text, timeout=60):
+def wait_for_log(dm, text, every=0.1, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if text in dm.output():
             return True
-        time.sleep(0.1)
+        time.sleep(every)
     return False
 
 
@@ -44,6 +47,57 @@ class LoopWatch(unittest.TestCase):
             # Logged, not fatal: the daemon answers on.
             self.assertEqual(dm.get(bt.path_of("block", "sda"), "org.blkmodel1.Kobject", "Name"),
                              "sda")
+
+    def test_large_reply_bounds_the_send_buffer_until_sent(self):
+        # sd-bus would write the reply in one system call of as much as the socket takes (16 MiB as
+        # root): while a reply of megabytes goes out the socket takes less, until it is sent.  The bus
+        # stopped mid-reply keeps the daemon in that state long enough to see it.
+        d = bt.make_fixture(disks=500, partitions=4)
+        with bt.Daemon(d + "/sys") as dm:
+            self.assertTrue(wait_for_log(dm, "Recorded the values of"))
+            before = send_buffers(dm.proc.pid)
+            bus_pid = dm.bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                           "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                                           "s", ["org.freedesktop.DBus"])
+            done = []
+            dm.bus.call_async(bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", "", [],
+                              lambda objs: done.append(len(objs)),
+                              lambda e: done.append(e), timeout=120)
+            self.assertTrue(wait_for_log(dm, "GetManagedObjects on %s: about" % bt.ROOT, 0.005))
+            os.kill(bus_pid, signal.SIGSTOP)
+            try:
+                bounded = wait_for(lambda: max(send_buffers(dm.proc.pid)) < max(before))
+            finally:
+                os.kill(bus_pid, signal.SIGCONT)
+            ctx = bt.GLib.MainContext.default()
+            deadline = time.monotonic() + 120
+            while not done and time.monotonic() < deadline:
+                ctx.iteration(True)
+            self.assertTrue(bounded, "the send buffer stayed %s" % before)
+            self.assertGreater(done[0], 4000)
+            # The next turn after the reply is out gives the socket back its own size.
+            dm.manager_prop("ObjectCount")
+            self.assertEqual(send_buffers(dm.proc.pid), before)
+            self.assertNotIn(LONG_TURN, dm.output())
+
+
+def wait_for(cond, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def send_buffers(pid):
+    """The send buffer sizes of pid's Unix stream sockets, as ss(8) shows them."""
+    out = subprocess.run(["ss", "-x", "-m", "-p", "-H"], capture_output=True, text=True,
+                         check=True).stdout
+    sizes = sorted(int(m.group(1)) for line in out.splitlines() if "pid=%d," % pid in line
+                   for m in [re.search(r"\btb(\d+)", line)] if m)
+    assert sizes, "no socket of %d in ss:\n%s" % (pid, out)
+    return sizes
 
 
 if __name__ == "__main__":
