@@ -7,8 +7,11 @@
 #include "bus/loop.h"
 #include "common/util.h"
 
-/* Enough rounds to drain a burst; level-triggered polling brings us back for the rest. */
+/* Enough rounds to drain a burst; level-triggered polling brings us back for the rest (and sd-bus's
+ * timeout of 0 for what it has read already).  Not for longer than a slice: a burst of heavy calls
+ * (a reading in parts asks 64 at a time) is spread over turns like the rest of our work. */
 #define PROCESS_ROUNDS_MAX 64
+#define PROCESS_SLICE_NSEC (4 * 1000 * 1000)
 
 /* The send buffer while a large message goes out: one write copies at most about this much. */
 #define BOUNDED_SNDBUF (256 * 1024)
@@ -42,7 +45,9 @@ static void bus_loop_disconnected(BusLoop *l)
 
 static void bus_loop_process(BusLoop *l)
 {
-        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead; i++) {
+        uint64_t start = uv_hrtime();
+
+        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && uv_hrtime() - start < PROCESS_SLICE_NSEC; i++) {
                 int r = sd_bus_process(l->bus, NULL);
                 if (r < 0) {
                         log_error_errno(r, "Lost the bus connection: %m");

@@ -116,6 +116,15 @@ static int index_add(Model *m, Kobject *k)
         return r;
 }
 
+static void members_changed(Model *m, const Kobject *kset)
+{
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
+                if (m->sorted_members[i].kset == kset) {
+                        free(m->sorted_members[i].members);
+                        m->sorted_members[i] = (struct SortedMembers){};
+                }
+}
+
 int model_link(Model *m, Kobject *k)
 {
         int r;
@@ -140,6 +149,7 @@ int model_link(Model *m, Kobject *k)
                         s->first_member->prev_member = k;
                 s->first_member = k;
                 s->n_members++;
+                members_changed(m, s);
         }
 
         k->linked = true;
@@ -186,6 +196,7 @@ void model_unlink(Model *m, Kobject *k)
                         k->next_member->prev_member = k->prev_member;
                 k->next_member = k->prev_member = NULL;
                 s->n_members--;
+                members_changed(m, s);
         }
 
         k->linked = false;
@@ -251,6 +262,8 @@ Model *model_free(Model *m)
         if (m->devices_kset)
                 model_unlink(m, m->devices_kset);
         assert(m->n_objects == 0);
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
+                free(m->sorted_members[i].members);
         hashmap_deinit(&m->by_path);
         hashmap_deinit(&m->by_devpath);
         hashmap_deinit(&m->by_name);
@@ -318,16 +331,34 @@ int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size
         return 0;
 }
 
-int kset_members_sorted(const Kobject *kset, Kobject ***ret, size_t *ret_n)
+int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n)
 {
-        Kobject **l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
+        struct SortedMembers *free_slot = NULL;
+        Kobject **l;
         size_t n = 0;
 
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
+                struct SortedMembers *s = &m->sorted_members[i];
+                if (s->kset == kset) {
+                        *ret = s->members;
+                        *ret_n = s->n;
+                        return 0;
+                }
+                if (!s->kset && !free_slot)
+                        free_slot = s;
+        }
+        l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
         if (!l)
                 return -ENOMEM;
         for (Kobject *c = kset->first_member; c; c = c->next_member)
                 l[n++] = c;
         qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
+        if (!free_slot) {
+                /* More ksets than slots: the oldest answer makes room. */
+                free_slot = &m->sorted_members[0];
+                free(free_slot->members);
+        }
+        *free_slot = (struct SortedMembers){.kset = kset, .members = l, .n = n};
         *ret = l;
         *ret_n = n;
         return 0;

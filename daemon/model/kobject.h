@@ -63,6 +63,12 @@ struct Model {
         size_t n_objects; /* linked kobjects */
         const ModelObserver *observer;
         void *observer_data;
+        /* kset_members_sorted()'s answers, kept until a member comes or goes: one per kset. */
+        struct SortedMembers {
+                const Kobject *kset; /* NULL: a free slot */
+                Kobject **members;
+                size_t n;
+        } sorted_members[2];
 };
 
 int model_new(Model **ret);
@@ -92,4 +98,6 @@ Kobject *kobject_find_child_type(const Kobject *k, KtypeId id);
 
 /* Sorted by name; the caller frees the array (not the objects).  only: a kind, or _KTYPE_MAX for all. */
 int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size_t *ret_n);
-int kset_members_sorted(const Kobject *kset, Kobject ***ret, size_t *ret_n);
+/* The same for a kset's members, kept by the model: at 10,000 disks a GetAll of /block sorted 50,000
+ * names at every call, a 26 ms turn.  The array is the model's, valid until a member comes or goes. */
+int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n);

@@ -52,13 +52,13 @@ static int read_children(ObjDir *d, TypedValue *v, KtypeId id)
         return r < 0 ? r : set_paths(v, l, n);
 }
 
-static int read_members(ObjDir *d, TypedValue *v)
+static int read_members(ObjDir *d, Model *m, TypedValue *v)
 {
-        _cleanup_(freep) Kobject **l = NULL;
+        Kobject *const *l;
         size_t n;
         int r;
 
-        r = kset_members_sorted(d->k, &l, &n);
+        r = kset_members_sorted(m, d->k, &l, &n);
         return r < 0 ? r : set_paths(v, l, n);
 }
 
@@ -154,7 +154,7 @@ static int read_link_name(ObjDir *d, TypedValue *v, const char *source)
         return set_string(v, objdir_read(d, source, &name) >= 0 ? name : "");
 }
 
-static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
+static int read_value(ObjDir *d, Model *m, PropertyId id, TypedValue *v)
 {
         const Kobject *k = d->k;
 
@@ -205,7 +205,7 @@ static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
         case PROP_SCHEDULERS:
                 return read_scheduler(d, v, true);
         case PROP_MEMBERS:
-                return read_members(d, v);
+                return read_members(d, m, v);
         case PROP_SUBSYSTEM:
                 return read_link_name(d, v, PROPERTY_SOURCE_SUBSYSTEM);
         case PROP_DRIVER:
@@ -216,7 +216,7 @@ static int read_value(ObjDir *d, const Model *m, PropertyId id, TypedValue *v)
         return -EINVAL;
 }
 
-int typed_value_read(ObjDir *d, const Model *m, const PropertyInfo *p, TypedValue *ret)
+int typed_value_read(ObjDir *d, Model *m, const PropertyInfo *p, TypedValue *ret)
 {
         TypedValue v = {.signature = p->signature};
         int r;

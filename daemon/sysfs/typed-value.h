@@ -25,7 +25,7 @@ void typed_value_done(TypedValue *v);
  * Reads the property p of d's object.  What sysfs does not give (an unreadable or malformed
  * file) reads as 0, "" or empty, as doc/model.md says; only -ENOMEM fails.
  */
-int typed_value_read(ObjDir *d, const Model *m, const PropertyInfo *p, TypedValue *ret);
+int typed_value_read(ObjDir *d, Model *m, const PropertyInfo *p, TypedValue *ret);
 
 /* A fingerprint of the value, to compare with an earlier reading. */
 uint64_t typed_value_hash(const TypedValue *v, uint64_t seed);

@@ -39,7 +39,7 @@ static char *typed_string(const TypedValue *v)
         return s;
 }
 
-char *property_value(const Model *m, ObjDir *d, const Iface *iface, const char *member, PropertyEmits *emits)
+char *property_value(Model *m, ObjDir *d, const Iface *iface, const char *member, PropertyEmits *emits)
 {
         const char *value;
         const Attr *a;
@@ -70,7 +70,7 @@ static void values_free(Value *v, size_t n)
 }
 
 /* Every property of every interface of k, in order: the typed ones, then the attributes. */
-static Value *values_read(const Model *m, const Kobject *k, ObjDir *d, size_t *ret_n)
+static Value *values_read(Model *m, const Kobject *k, ObjDir *d, size_t *ret_n)
 {
         Value *v = NULL;
         size_t n = 0, max = 0;
@@ -160,7 +160,7 @@ static bool compare_shape(Checker *c, const Kobject *k, const Kobject *f)
         return same;
 }
 
-static void compare_object(Checker *c, Kobject *k, const Model *fresh)
+static void compare_object(Checker *c, Kobject *k, Model *fresh)
 {
         _cleanup_(objdir_donep) ObjDir dl = OBJDIR_INIT(c->sysfs, k), df = OBJDIR_INIT(c->sysfs, NULL);
         Kobject *f = model_find_path(fresh, k->path);
@@ -191,7 +191,7 @@ static void compare_object(Checker *c, Kobject *k, const Model *fresh)
 
 void checker_compare(Checker *c, Model *fresh)
 {
-        const Model *m = c->model;
+        Model *m = c->model;
         Kobject *k, *f;
         size_t i = 0;
 

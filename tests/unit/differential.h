@@ -220,7 +220,7 @@ void checker_client_leftovers(Checker *c);
 /* A property's value as the publisher sends it (an unreadable file as ""), typed ones as one string;
  * NULL if there is no such property.  *emits: how its changes are announced (volatile attributes:
  * false). */
-char *property_value(const Model *m, ObjDir *d, const Iface *iface, const char *member,
+char *property_value(Model *m, ObjDir *d, const Iface *iface, const char *member,
                      PropertyEmits *emits);
 /* Is a property of that kind held by a caching client (and so announced when it changes)? */
 static inline bool property_held(PropertyEmits e)

@@ -177,15 +177,32 @@ static void test_link_unlink(void)
         /* Kset membership: disks and partitions are members of block, queues of nothing. */
         CHECK(m->block_kset->n_members == 3);
         {
-                _cleanup_(freep) Kobject **l = NULL;
+                Kobject *const *l = NULL;
                 size_t n = 0;
-                CHECK(kset_members_sorted(m->block_kset, &l, &n) == 0);
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
                 CHECK(n == 3);
                 if (n == 3) {
                         CHECK(l[0] == sda);
                         CHECK(l[1] == sda1);
                         CHECK(l[2] == sda2);
                 }
+                /* Kept from one asking to the next, and dropped when a member comes or goes. */
+                Kobject *const *again = NULL;
+                CHECK(kset_members_sorted(m, m->block_kset, &again, &n) == 0);
+                CHECK(again == l);
+                Kobject *sda0 = add(m, &ktype_partition, "sda0", sda, m->block_kset, SDA "/sda0");
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+                CHECK(n == 4);
+                if (n == 4)
+                        CHECK(l[0] == sda && l[1] == sda0 && l[2] == sda1 && l[3] == sda2);
+                CHECK(kset_members_sorted(m, m->devices_kset, &again, &n) == 0);
+                CHECK(n == 0);
+                model_unlink(m, sda0);
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+                CHECK(n == 3);
+                if (n == 3)
+                        CHECK(l[0] == sda && l[1] == sda1 && l[2] == sda2);
+                journal_clear(&j);
         }
         CHECK(m->devices_kset->n_members == 0);
 
