@@ -47,7 +47,8 @@ static void bus_loop_process(BusLoop *l)
 {
         uint64_t start = uv_hrtime();
 
-        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && uv_hrtime() - start < PROCESS_SLICE_NSEC; i++) {
+        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && uv_hrtime() - start < PROCESS_SLICE_NSEC;
+             i++) {
                 int r = sd_bus_process(l->bus, NULL);
                 if (r < 0) {
                         log_error_errno(r, "Lost the bus connection: %m");

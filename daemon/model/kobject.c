@@ -354,7 +354,7 @@ int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, siz
                 l[n++] = c;
         qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
         if (!free_slot) {
-                /* More ksets than slots: the oldest answer makes room. */
+                /* More ksets than slots (the model has two): the first slot's answer makes room. */
                 free_slot = &m->sorted_members[0];
                 free(free_slot->members);
         }

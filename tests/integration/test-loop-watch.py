@@ -14,12 +14,7 @@ LONG_TURN = "<4>The event loop worked "
 
 
 def wait_for_log(dm, text, every=0.1, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in dm.output():
-            return True
-        time.sleep(every)
-    return False
+    return wait_for(lambda: text in dm.output(), every, timeout)
 
 
 class LoopWatch(unittest.TestCase):
@@ -81,12 +76,12 @@ class LoopWatch(unittest.TestCase):
             self.assertNotIn(LONG_TURN, dm.output())
 
 
-def wait_for(cond, timeout=30):
+def wait_for(cond, every=0.01, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return True
-        time.sleep(0.01)
+        time.sleep(every)
     return False
 
 
