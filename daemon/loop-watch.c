@@ -53,6 +53,10 @@ int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec)
 
 void loop_watch_stop(LoopWatch *w)
 {
+        /* Only the longest yet is a warning as it happens: the count, for whoever reads the log after. */
+        if (w->n_long > 0)
+                log_warning("Turns of the event loop over %" PRIu64 " ms: %" PRIu64 ", the longest %" PRIu64 " ms.",
+                            w->threshold_usec / 1000, w->n_long, w->longest_usec / 1000);
         if (!uv_is_closing((uv_handle_t *) &w->prepare))
                 uv_close((uv_handle_t *) &w->prepare, NULL);
 }

@@ -22,5 +22,6 @@ typedef struct LoopWatch {
 
 /* Starts watching loop from its next turn on; the watch does not keep the loop alive. */
 int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec);
-/* Closes the handle: w must live until the loop has run its close callbacks. */
+/* Logs how many turns passed the threshold, if any, and closes the handle: w must live until the loop
+ * has run its close callbacks. */
 void loop_watch_stop(LoopWatch *w);
