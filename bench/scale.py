@@ -61,7 +61,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import statistics
@@ -70,6 +69,7 @@ import sys
 import tempfile
 import time
 
+import loop_turns
 import read_floor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -287,6 +287,14 @@ class Daemon:
         return obj.Get("org.blkmodel1.Manager", name,
                        dbus_interface="org.freedesktop.DBus.Properties")
 
+    def mark_phase(self, r, phase):
+        """Which phase the new longest turns logged since the last mark fell in."""
+        # A file description of our own: the daemon writes at the shared one's offset.
+        with open("/proc/self/fd/%d" % self.log.fileno()) as f:
+            turns = loop_turns.new_longest(f.read())
+        seen = len(r.setdefault("long_turn_records", []))
+        r["long_turn_records"].extend((phase, ms) for ms in turns[seen:])
+
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -484,6 +492,7 @@ def bench_tree(a, tree, built_in):
         t = wait_settled(pid)
         r["warmup"] = t
         r["warmup_stall"], r["warmup_pings"], _ = pinger.stop()
+        d.mark_phase(r, "warm-up")
         r["objects"] = int(d.manager_prop("ObjectCount"))
         log("  warm-up: CPU settled %s s after the name; worst ping %.1f ms "
             "(%d pings); %d objects" % ("%.1f" % t if t is not None else "?",
@@ -506,6 +515,7 @@ def bench_tree(a, tree, built_in):
                                  "%.2f s" % x if x is not None else "missed")
                 for n, x in got)))
         r["poll_latency"] = lat
+        d.mark_phase(r, "poll")
         r["poll_disks"] = [(n, i) for n, i, _ in targets]
 
         # GetManagedObjects, bare sd-bus client
@@ -529,6 +539,7 @@ def bench_tree(a, tree, built_in):
             % (r["gmo_mode"], r["gmo"], ", ".join("%.3f" % x for x in
                                                   r["gmo_runs"]),
                r["gmo_walk"], r["gmo_daemon_cpu"], r["gmo_counts"]))
+        d.mark_phase(r, "GetManagedObjects")
         st = proc_status(pid)
         r["rss_gmo"] = st["VmRSS"]
         r["hwm_gmo"] = st["VmHWM"]
@@ -575,6 +586,7 @@ def bench_tree(a, tree, built_in):
                    r["introspect"][what]["net_us"], res["reply_string_bytes"],
                    a.introspect_calls / wall))
 
+        d.mark_phase(r, "GetManagedObjects from dbus-python and busctl, Introspect")
         # busctl tree
         ts = []
         for _ in range(a.runs):
@@ -591,6 +603,7 @@ def bench_tree(a, tree, built_in):
         log("  busctl tree: %.3f s (median of %s)"
             % (r["busctl_tree"], ", ".join("%.3f" % x for x in ts)))
 
+        d.mark_phase(r, "busctl tree")
         # Rescan, with the pinger.
         pinger = Pinger(a.probe, bus.address, a.ping_us)
         c0 = proc_cpu_sched(pid)
@@ -610,15 +623,14 @@ def bench_tree(a, tree, built_in):
         r["rss_end"] = st["VmRSS"]
         r["hwm_end"] = st["VmHWM"]
 
+        d.mark_phase(r, "Rescan")
         rc, out = d.stop()
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
-        # Every turn of its loop whose own work passed 20 ms (daemon/loop-watch.c), from the name on.
-        r["long_turns_ms"] = [int(m) for m in
-                              re.findall(r"The event loop worked (\d+) ms", out)]
-        log("  loop turns over 20 ms of the daemon's own work (its log): %d%s"
-            % (len(r["long_turns_ms"]), " (longest %d ms)" % max(r["long_turns_ms"])
-               if r["long_turns_ms"] else ""))
+        r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
+        log("  loop turns over 20 ms of the daemon's own work (its log): %s"
+            % loop_turns.describe(r["long_turns"], r["long_turn_max_ms"],
+                                  r["long_turn_records"]))
         log("  RSS: %.1f MiB after start, %.1f after warm-up, %.1f after "
             "GetManagedObjects, %.1f MiB at the end (peak %.1f MiB); %d "
             "objects" % (r["rss_start"] / 2**20, r["rss_warm"] / 2**20,
@@ -707,13 +719,14 @@ def verdicts(r):
                  % ("%.3f s" % r["rescan"] if r["rescan"] else "failed",
                     r["rescan_pings"]),
                  "≤ 20 ms", r["rescan_stall"] <= TARGETS["stall_ms"]))
-    if "long_turns_ms" in r:
-        turns = r["long_turns_ms"]
-        rows.append(("loop turns over 20 ms of the daemon's own work", "%d" % len(turns),
+    if "long_turns" in r:
+        n = r["long_turns"]
+        rows.append(("loop turns over 20 ms of the daemon's own work", "%d" % n,
                      "its log (daemon/loop-watch.c), from the name to the end: warm-up, poll, "
                      "GetManagedObjects, Introspect, busctl tree, Rescan%s"
-                     % ("; longest %d ms" % max(turns) if turns else ""),
-                     "none", not turns))
+                     % ("; " + loop_turns.details(r["long_turn_max_ms"], r["long_turn_records"])
+                        if n else ""),
+                     "none", not n))
     for what in ("disk", "queue"):
         x = r["introspect"][what]
         rows.append(("one Introspect, daemon CPU (%s)" % what,
