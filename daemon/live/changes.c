@@ -161,7 +161,7 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
         }
         rd->record->value_bytes += typed_value_size(&v);
         if (p->id == PROP_HOLDERS || p->id == PROP_SLAVES) {
-                assert(!v.strv_borrowed); /* kept past this turn */
+                assert(v.strv_ownership == STRV_OWNED); /* kept past this turn */
                 rd->has_links = true;
                 if (p->id == PROP_HOLDERS)
                         rd->holders = TAKE_PTR(v.strv);

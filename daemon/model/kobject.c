@@ -116,13 +116,18 @@ static int index_add(Model *m, Kobject *k)
         return r;
 }
 
+static void sorted_members_free(struct SortedMembers *s)
+{
+        free(s->members);
+        free(s->paths);
+        *s = (struct SortedMembers){};
+}
+
 static void members_changed(Model *m, const Kobject *kset)
 {
         for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                if (m->sorted_members[i].kset == kset) {
-                        free(m->sorted_members[i].members);
-                        m->sorted_members[i] = (struct SortedMembers){};
-                }
+                if (m->sorted_members[i].kset == kset)
+                        sorted_members_free(&m->sorted_members[i]);
 }
 
 int model_link(Model *m, Kobject *k)
@@ -263,7 +268,7 @@ Model *model_free(Model *m)
                 model_unlink(m, m->devices_kset);
         assert(m->n_objects == 0);
         for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                free(m->sorted_members[i].members);
+                sorted_members_free(&m->sorted_members[i]);
         hashmap_deinit(&m->by_path);
         hashmap_deinit(&m->by_devpath);
         hashmap_deinit(&m->by_name);
@@ -331,7 +336,7 @@ int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size
         return 0;
 }
 
-int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n)
+static int sorted_members(Model *m, const Kobject *kset, struct SortedMembers **ret)
 {
         struct SortedMembers *free_slot = NULL;
         Kobject **l;
@@ -340,8 +345,7 @@ int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, siz
         for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
                 struct SortedMembers *s = &m->sorted_members[i];
                 if (s->kset == kset) {
-                        *ret = s->members;
-                        *ret_n = s->n;
+                        *ret = s;
                         return 0;
                 }
                 if (!s->kset && !free_slot)
@@ -356,10 +360,50 @@ int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, siz
         if (!free_slot) {
                 /* More ksets than slots (the model has two): the first slot's answer makes room. */
                 free_slot = &m->sorted_members[0];
-                free(free_slot->members);
+                sorted_members_free(free_slot);
         }
         *free_slot = (struct SortedMembers){.kset = kset, .members = l, .n = n};
-        *ret = l;
-        *ret_n = n;
+        *ret = free_slot;
+        return 0;
+}
+
+int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n)
+{
+        struct SortedMembers *s;
+        int r;
+
+        r = sorted_members(m, kset, &s);
+        if (r < 0)
+                return r;
+        *ret = s->members;
+        *ret_n = s->n;
+        return 0;
+}
+
+int kset_member_paths(Model *m, const Kobject *kset, char ***ret)
+{
+        struct SortedMembers *s;
+        size_t bytes = 0;
+        char *p;
+        int r;
+
+        r = sorted_members(m, kset, &s);
+        if (r < 0)
+                return r;
+        if (!s->paths) {
+                for (size_t i = 0; i < s->n; i++)
+                        bytes += strlen(s->members[i]->path) + 1;
+                /* The array, then the strings, in one allocation. */
+                s->paths = malloc(sizeof(char *) * (s->n + 1) + bytes);
+                if (!s->paths)
+                        return -ENOMEM;
+                p = (char *) (s->paths + s->n + 1);
+                for (size_t i = 0; i < s->n; i++) {
+                        s->paths[i] = p;
+                        p = stpcpy(p, s->members[i]->path) + 1;
+                }
+                s->paths[s->n] = NULL;
+        }
+        *ret = s->paths;
         return 0;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "sysfs/objdir.h"
@@ -18,14 +17,15 @@ typedef struct TypedValue {
         uint64_t number;       /* u, t, b */
         char *string;          /* s, o */
         char **strv;           /* as, ao; a{ss} as key, value, key, value … */
-        bool strv_borrowed;    /* strv's strings are the model's objects' paths: only the array is ours */
+        /* What of strv is the model's: nothing, its strings (the objects' own paths), or all of it. */
+        enum { STRV_OWNED, STRV_STRINGS_BORROWED, STRV_BORROWED } strv_ownership;
 } TypedValue;
 
 void typed_value_done(TypedValue *v);
 
 /*
- * Reads the property p of d's object.  Object paths may be borrowed from the model (strv_borrowed):
- * use the value before the model changes, and take strv only when it is not borrowed.  What sysfs does not give (an unreadable or malformed
+ * Reads the property p of d's object.  Object paths may be borrowed from the model (strv_ownership):
+ * use the value before the model changes, and take strv only when it is STRV_OWNED.  What sysfs does not give (an unreadable or malformed
  * file) reads as 0, "" or empty, as doc/model.md says; only -ENOMEM fails.
  */
 int typed_value_read(ObjDir *d, Model *m, const PropertyInfo *p, TypedValue *ret);

@@ -190,11 +190,18 @@ static void test_link_unlink(void)
                 Kobject *const *again = NULL;
                 CHECK(kset_members_sorted(m, m->block_kset, &again, &n) == 0);
                 CHECK(again == l);
+                /* Their paths, in the same order, in a block of their own. */
+                char **paths = NULL;
+                CHECK(kset_member_paths(m, m->block_kset, &paths) == 0);
+                CHECK(paths && streq(paths[0], sda->path) && paths[0] != sda->path);
+                CHECK(paths && streq(paths[1], sda1->path) && streq(paths[2], sda2->path) && !paths[3]);
                 Kobject *sda0 = add(m, &ktype_partition, "sda0", sda, m->block_kset, SDA "/sda0");
                 CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
                 CHECK(n == 4);
                 if (n == 4)
                         CHECK(l[0] == sda && l[1] == sda0 && l[2] == sda1 && l[3] == sda2);
+                CHECK(kset_member_paths(m, m->block_kset, &paths) == 0);
+                CHECK(paths && streq(paths[1], sda0->path) && streq(paths[3], sda2->path) && !paths[4]);
                 CHECK(kset_members_sorted(m, m->devices_kset, &again, &n) == 0);
                 CHECK(n == 0);
                 model_unlink(m, sda0);
@@ -202,6 +209,8 @@ static void test_link_unlink(void)
                 CHECK(n == 3);
                 if (n == 3)
                         CHECK(l[0] == sda && l[1] == sda1 && l[2] == sda2);
+                CHECK(kset_member_paths(m, m->block_kset, &paths) == 0);
+                CHECK(paths && streq(paths[1], sda1->path) && !paths[3]);
                 journal_clear(&j);
         }
         CHECK(m->devices_kset->n_members == 0);
