@@ -367,19 +367,6 @@ static int sorted_members(Model *m, const Kobject *kset, struct SortedMembers **
         return 0;
 }
 
-int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n)
-{
-        struct SortedMembers *s;
-        int r;
-
-        r = sorted_members(m, kset, &s);
-        if (r < 0)
-                return r;
-        *ret = s->members;
-        *ret_n = s->n;
-        return 0;
-}
-
 int kset_member_paths(Model *m, const Kobject *kset, char ***ret)
 {
         struct SortedMembers *s;

@@ -68,7 +68,7 @@ struct Model {
                 const Kobject *kset; /* NULL: a free slot */
                 Kobject **members;
                 size_t n;
-                char **paths; /* kset_member_paths()'s, NULL until asked */
+                char **paths; /* the members' paths in one block, NULL until asked */
         } sorted_members[2];
 };
 
@@ -99,10 +99,8 @@ Kobject *kobject_find_child_type(const Kobject *k, KtypeId id);
 
 /* Sorted by name; the caller frees the array (not the objects).  only: a kind, or _KTYPE_MAX for all. */
 int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size_t *ret_n);
-/* The same for a kset's members, kept by the model: at 10,000 disks a GetAll of /block sorted 50,000
- * names at every call, a 26 ms turn.  The array is the model's, valid until a member comes or goes. */
-int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n);
-/* Their object paths, NULL-terminated, copied into one block kept beside that array: a reader of all of
- * them (a Members value) then reads memory in order, where 50,000 paths scattered over the heap cost a
- * cache miss each, most of a GetAll's 13 ms at 10,000 disks.  The model's, valid as long as the array. */
+/* A kset's members' object paths, sorted by name, NULL-terminated: the model's, valid until a member
+ * comes or goes.  Kept, because at 10,000 disks a GetAll of /block sorted 50,000 names at every call
+ * (a 26 ms turn); copied into one block, because sd-bus then reads them in order, where paths scattered
+ * over the heap cost a cache miss each (most of the 13 ms left of that call). */
 int kset_member_paths(Model *m, const Kobject *kset, char ***ret);

@@ -24,9 +24,10 @@ typedef struct TypedValue {
 void typed_value_done(TypedValue *v);
 
 /*
- * Reads the property p of d's object.  Object paths may be borrowed from the model (strv_ownership):
- * use the value before the model changes, and take strv only when it is STRV_OWNED.  What sysfs does not give (an unreadable or malformed
- * file) reads as 0, "" or empty, as doc/model.md says; only -ENOMEM fails.
+ * Reads the property p of d's object.  What sysfs does not give (an unreadable or malformed file)
+ * reads as 0, "" or empty, as doc/model.md says; only -ENOMEM fails.  Object paths may be borrowed
+ * from the model (strv_ownership): use the value before the model changes, and take strv only when
+ * it is STRV_OWNED.
  */
 int typed_value_read(ObjDir *d, Model *m, const PropertyInfo *p, TypedValue *ret);
 
