@@ -400,8 +400,8 @@ int manager_start(Manager *m)
                 uevent_source_drain(m->uevents);
 
         /* Sorted and their paths gathered while nobody waits yet: at 10,000 disks the first GetAll of
-         * /block sorted its 50,000 members in a turn of its own (24 ms).  A member coming or going does
-         * it again. */
+         * /block sorted its 50,000 members in a turn of its own (24 ms).  After a member comes or goes,
+         * the next reading does it again. */
         char **members;
         (void) kset_member_paths(m->model, m->model->block_kset, &members);
         (void) kset_member_paths(m->model, m->model->devices_kset, &members);

@@ -116,18 +116,17 @@ static int index_add(Model *m, Kobject *k)
         return r;
 }
 
-static void sorted_members_free(struct SortedMembers *s)
+static void member_paths_free(struct MemberPaths *s)
 {
-        free(s->members);
         free(s->paths);
-        *s = (struct SortedMembers){};
+        *s = (struct MemberPaths){};
 }
 
 static void members_changed(Model *m, const Kobject *kset)
 {
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                if (m->sorted_members[i].kset == kset)
-                        sorted_members_free(&m->sorted_members[i]);
+        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++)
+                if (m->member_paths[i].kset == kset)
+                        member_paths_free(&m->member_paths[i]);
 }
 
 int model_link(Model *m, Kobject *k)
@@ -267,8 +266,8 @@ Model *model_free(Model *m)
         if (m->devices_kset)
                 model_unlink(m, m->devices_kset);
         assert(m->n_objects == 0);
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                sorted_members_free(&m->sorted_members[i]);
+        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++)
+                member_paths_free(&m->member_paths[i]);
         hashmap_deinit(&m->by_path);
         hashmap_deinit(&m->by_devpath);
         hashmap_deinit(&m->by_name);
@@ -336,61 +335,55 @@ int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size
         return 0;
 }
 
-static int sorted_members(Model *m, const Kobject *kset, struct SortedMembers **ret)
+/* The members' paths sorted by their names: the array, then the strings, in one allocation. */
+static char **member_paths_new(const Kobject *kset)
 {
-        struct SortedMembers *free_slot = NULL;
-        Kobject **l;
-        size_t n = 0;
+        _cleanup_(freep) Kobject **l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
+        size_t n = 0, bytes = 0;
+        char **paths, *p;
 
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
-                struct SortedMembers *s = &m->sorted_members[i];
+        if (!l)
+                return NULL;
+        for (Kobject *c = kset->first_member; c; c = c->next_member) {
+                l[n++] = c;
+                bytes += strlen(c->path) + 1;
+        }
+        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
+        paths = malloc(sizeof(char *) * (n + 1) + bytes);
+        if (!paths)
+                return NULL;
+        p = (char *) (paths + n + 1);
+        for (size_t i = 0; i < n; i++) {
+                paths[i] = p;
+                p = stpcpy(p, l[i]->path) + 1;
+        }
+        paths[n] = NULL;
+        return paths;
+}
+
+int kset_member_paths(Model *m, const Kobject *kset, char ***ret)
+{
+        struct MemberPaths *free_slot = NULL;
+        char **paths;
+
+        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++) {
+                struct MemberPaths *s = &m->member_paths[i];
                 if (s->kset == kset) {
-                        *ret = s;
+                        *ret = s->paths;
                         return 0;
                 }
                 if (!s->kset && !free_slot)
                         free_slot = s;
         }
-        l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
-        if (!l)
+        paths = member_paths_new(kset);
+        if (!paths)
                 return -ENOMEM;
-        for (Kobject *c = kset->first_member; c; c = c->next_member)
-                l[n++] = c;
-        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
         if (!free_slot) {
                 /* More ksets than slots (the model has two): the first slot's answer makes room. */
-                free_slot = &m->sorted_members[0];
-                sorted_members_free(free_slot);
+                free_slot = &m->member_paths[0];
+                member_paths_free(free_slot);
         }
-        *free_slot = (struct SortedMembers){.kset = kset, .members = l, .n = n};
-        *ret = free_slot;
-        return 0;
-}
-
-int kset_member_paths(Model *m, const Kobject *kset, char ***ret)
-{
-        struct SortedMembers *s;
-        size_t bytes = 0;
-        char *p;
-        int r;
-
-        r = sorted_members(m, kset, &s);
-        if (r < 0)
-                return r;
-        if (!s->paths) {
-                for (size_t i = 0; i < s->n; i++)
-                        bytes += strlen(s->members[i]->path) + 1;
-                /* The array, then the strings, in one allocation. */
-                s->paths = malloc(sizeof(char *) * (s->n + 1) + bytes);
-                if (!s->paths)
-                        return -ENOMEM;
-                p = (char *) (s->paths + s->n + 1);
-                for (size_t i = 0; i < s->n; i++) {
-                        s->paths[i] = p;
-                        p = stpcpy(p, s->members[i]->path) + 1;
-                }
-                s->paths[s->n] = NULL;
-        }
-        *ret = s->paths;
+        *free_slot = (struct MemberPaths){.kset = kset, .paths = paths};
+        *ret = paths;
         return 0;
 }

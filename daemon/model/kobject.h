@@ -63,13 +63,11 @@ struct Model {
         size_t n_objects; /* linked kobjects */
         const ModelObserver *observer;
         void *observer_data;
-        /* kset_members_sorted()'s answers, kept until a member comes or goes: one per kset. */
-        struct SortedMembers {
+        /* kset_member_paths()'s answers, kept until a member comes or goes: one per kset. */
+        struct MemberPaths {
                 const Kobject *kset; /* NULL: a free slot */
-                Kobject **members;
-                size_t n;
-                char **paths; /* the members' paths in one block, NULL until asked */
-        } sorted_members[2];
+                char **paths;
+        } member_paths[2];
 };
 
 int model_new(Model **ret);
