@@ -14,13 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <systemd/sd-bus.h>
 
 #include "uevent-env.h"
 
-/* The daemon's back-pressure thresholds (daemon/live.c), so both sides queue alike. */
-#define WRITE_QUEUE_HIGH 1024
-#define WRITE_QUEUE_LOW 256
+/* The daemon's back-pressure marks (daemon/bus/backlog.c) and its socket's send buffer
+ * (daemon/bus/loop.c), so both sides queue alike. */
+#define WRITE_QUEUE_HIGH 64
+#define WRITE_QUEUE_LOW 16
+#define SNDBUF (64 * 1024)
 
 #define DEVPATH "/devices/virtual/block/loop0"
 #define OBJECT "/org/blkmodel1/block/loop0"
@@ -101,6 +104,8 @@ int main(int argc, char **argv)
          */
         if (r >= 0)
                 r = sd_bus_get_unique_name(bus, &unique);
+        if (r >= 0 && setsockopt(sd_bus_get_fd(bus), SOL_SOCKET, SO_SNDBUF, &(int){SNDBUF}, sizeof(int)) < 0)
+                r = -errno;
         if (r < 0) {
                 fprintf(stderr, "bare-emitter: cannot connect: %s\n", strerror(-r));
                 return 1;

@@ -6,6 +6,7 @@
 #include "sysfs/scan.h"
 
 static void manager_stop(Manager *m, int exit_code);
+static void check_backpressure(Manager *m);
 
 /* ---- live's ops: what changed, to the publisher ---- */
 
@@ -14,6 +15,7 @@ static void on_object_added(void *userdata, Kobject *k, ObjDir *d)
         Manager *m = userdata;
         if (m->publisher)
                 publisher_object_added(m->publisher, k, d);
+        check_backpressure(m);
 }
 
 static void on_object_removed(void *userdata, Kobject *k)
@@ -21,6 +23,7 @@ static void on_object_removed(void *userdata, Kobject *k)
         Manager *m = userdata;
         if (m->publisher)
                 publisher_object_removed(m->publisher, k);
+        check_backpressure(m);
 }
 
 static void on_interfaces_changed(void *userdata, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
@@ -28,6 +31,7 @@ static void on_interfaces_changed(void *userdata, Kobject *k, char *const *inter
         Manager *m = userdata;
         if (m->publisher)
                 publisher_interfaces_changed(m->publisher, k, interfaces, added, d);
+        check_backpressure(m);
 }
 
 static void on_properties_changed(void *userdata, Kobject *k, const char *interface, char *const *changed,
@@ -36,6 +40,7 @@ static void on_properties_changed(void *userdata, Kobject *k, const char *interf
         Manager *m = userdata;
         if (m->publisher)
                 publisher_properties_changed(m->publisher, k, interface, changed, invalidated, d);
+        check_backpressure(m);
 }
 
 static void settle(Manager *m, sd_bus_message *msg);
@@ -49,8 +54,10 @@ static void on_bus_drain_check(uv_prepare_t *h)
                 return;
         (void) uv_prepare_stop(&m->drain_watch);
         m->paused_for_bus = false;
-        uevent_source_resume(m->uevents);
-        log_debug("Bus write queue drained to %" PRIu64 "; reading uevents again.", queued);
+        if (m->uevents)
+                uevent_source_resume(m->uevents);
+        live_rescan_hold(m->live, false);
+        log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans go on.", queued);
 
         /* Settle()s that came while the bus was behind: now the kernel's queue can be read. */
         sd_bus_message **waiting = TAKE_PTR(m->settling);
@@ -86,17 +93,20 @@ static void on_settle(void *userdata, sd_bus_message *msg)
         settle(userdata, msg);
 }
 
-/* Back-pressure: while sd-bus's write queue is long, stop reading uevents; the kernel keeps them.  NOTES.md:
- * sd-bus drains a long write queue quadratically and fails past ~393k messages.  Not while the bus has
- * stopped reading from us: then the publisher drops signals instead, and the model stays current. */
+/* Back-pressure: while sd-bus's write queue is long, stop reading uevents (the kernel keeps them) and
+ * hold a rescan.  Every reply waits behind what is queued, and NOTES.md: sd-bus drains a long write
+ * queue quadratically and fails past ~393k messages.  Not while the bus has stopped reading from us:
+ * then the publisher drops signals instead, and the model stays current. */
 static void check_backpressure(Manager *m)
 {
-        if (m->paused_for_bus || !m->uevents || !publisher_congested(m->publisher, false))
+        if (m->paused_for_bus || !m->publisher || !publisher_congested(m->publisher, false))
                 return;
-        log_debug("Bus write queue at %" PRIu64 " messages; pausing uevents.",
+        log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans wait.",
                   publisher_queued(m->publisher));
         m->paused_for_bus = true;
-        uevent_source_pause(m->uevents);
+        if (m->uevents)
+                uevent_source_pause(m->uevents);
+        live_rescan_hold(m->live, true);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
 }
 

@@ -23,10 +23,11 @@
  * that they resync with GetEvents and GetManagedObjects.
  */
 
-/* The same marks as the uevent source's back-pressure (manager.c): a queue that the bus takes from
- * drains below HIGH within milliseconds (bench: ≤ 0.5 s on a loaded two-CPU machine). */
-#define BACKLOG_HIGH 1024
-#define BACKLOG_LOW 256
+/* The back-pressure's marks (manager.c): above HIGH, uevents and a rescan wait until the queue is
+ * down to LOW.  The socket's own buffer is small (bus/loop.c), so a reply waits behind at most HIGH
+ * messages and that buffer, which a bus that reads takes in milliseconds: the numbers are there. */
+#define BACKLOG_HIGH 64
+#define BACKLOG_LOW 16
 /* Above HIGH this long without once going below it: the bus is not reading from us. */
 #define BACKLOG_STUCK_MS 2000
 /* Whatever the time: well below sd-bus's ~393k, where a method reply would be lost. */

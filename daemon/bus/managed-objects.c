@@ -83,8 +83,6 @@ typedef struct Reply {
 
 /* No slice of building a reply keeps the loop longer than this. */
 #define GMO_SLICE_USEC 4000
-/* A reply larger than this goes out over several turns (bus_loop_bound_writes()). */
-#define GMO_BOUNDED_REPLY (1024 * 1024)
 
 /*
  * The objects' files are read ahead on the thread pool (sysfs/prefetch.h), this many objects per
@@ -290,8 +288,6 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
         if (r >= 0)
                 r = sd_bus_message_close_container(g->reply.m);
-        if (r >= 0 && g->reply.bound > GMO_BOUNDED_REPLY)
-                bus_loop_bound_writes(p->bus_loop);
         if (r >= 0)
                 r = sd_bus_send(NULL, g->reply.m, NULL);
         else if (sd_bus_error_is_set(&error))

@@ -56,6 +56,7 @@ struct Live {
         struct Rescan *rescan;             /* the one running, or NULL */
         struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
         size_t n_next_waiters;
+        bool rescan_held; /* live_rescan_hold() */
 
         uv_timer_t poll_timer;
         Kobject **polled;

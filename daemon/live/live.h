@@ -94,6 +94,13 @@ typedef void (*LiveRescanDone)(int result, void *userdata);
 int live_rescan_start(Live *l, LiveRescanDone done, void *userdata);
 /* The same, to the end before returning (tests, and nothing that must keep the loop turning). */
 int live_rescan(Live *l);
+/*
+ * While held, a rescan takes no further step (the one running, or one asked for meanwhile).  Its
+ * announcements have no uevent behind them that the source could leave in the kernel: when the bus
+ * falls behind, this is how its owner stops them piling up in our write queue ahead of every reply.
+ * A step is one block device or one object, so little is queued past the moment it is held.
+ */
+void live_rescan_hold(Live *l, bool hold);
 
 /* Before a write: makes sure there is a reading to compare the written value with. */
 void live_object_before_write(Live *l, Kobject *k);

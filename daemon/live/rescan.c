@@ -181,6 +181,12 @@ static int rescan_begin(Live *l, Rescan **ret)
         return 0;
 }
 
+static void rescan_run(Live *l)
+{
+        if (l->rescan && !l->rescan_held)
+                (void) uv_idle_start(&l->rescan_idle, on_rescan_idle);
+}
+
 static void rescan_finish(Live *l, int result)
 {
         Rescan *s = l->rescan;
@@ -208,7 +214,7 @@ static void rescan_finish(Live *l, int result)
                 }
                 l->rescan->waiters = w;
                 l->rescan->n_waiters = n;
-                (void) uv_idle_start(&l->rescan_idle, on_rescan_idle);
+                rescan_run(l);
         }
 }
 
@@ -218,9 +224,14 @@ static void on_rescan_idle(uv_idle_t *h)
         uint64_t start = uv_hrtime() / 1000;
         int r = 1;
 
-        while (l->rescan && (r = rescan_step(l, l->rescan)) > 0)
+        while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
+                if (l->rescan_held) {
+                        (void) uv_idle_stop(&l->rescan_idle);
+                        return;
+                }
                 if (uv_hrtime() / 1000 - start >= RESCAN_SLICE_USEC)
                         return;
+        }
         if (!l->rescan)
                 return;
         if (r < 0)
@@ -264,7 +275,17 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
                 rescan_free(l, TAKE_PTR(l->rescan));
                 return r;
         }
-        return uv_idle_start(&l->rescan_idle, on_rescan_idle);
+        rescan_run(l);
+        return 0;
+}
+
+void live_rescan_hold(Live *l, bool hold)
+{
+        l->rescan_held = hold;
+        if (hold)
+                (void) uv_idle_stop(&l->rescan_idle);
+        else
+                rescan_run(l);
 }
 
 void rescan_cancel(Live *l)

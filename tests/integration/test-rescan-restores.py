@@ -9,6 +9,8 @@ the model is what a freshly started daemon publishes, and a caching client
 made again (same path, new inode) is read again by the next Rescan."""
 import os
 import shutil
+import signal
+import time
 import unittest
 
 import dbus
@@ -148,6 +150,54 @@ class RescanRestores(unittest.TestCase):
         self.tree.remove_block_device(SR0, (11, 0))
         self.assertEqual(self.dm.manager_prop("SysfsRoot"), self.sys)
         self.rescan_is_fresh()
+
+    def test_waits_while_the_bus_is_behind(self):
+        # A rescan's announcements have no uevent the kernel could keep: while the bus reads nothing,
+        # the rescan waits once sd-bus's queue is long, instead of piling everything up ahead of
+        # every reply; once the bus is seen stuck (2 s), signals are dropped and it goes on.
+        self.start()
+        for n in range(10, 160):
+            self.tree.add_loop(n, partitions=2)
+        bus_pid = self.dm.bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                            "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                                            "s", ["org.freedesktop.DBus"])
+        os.kill(bus_pid, signal.SIGSTOP)
+        try:
+            cpu = cpu_seconds(self.dm.proc.pid)
+            os.kill(self.dm.proc.pid, signal.SIGHUP)
+            time.sleep(1.0)
+            held = self.dm.output()
+            cpu = cpu_seconds(self.dm.proc.pid) - cpu
+            self.assertTrue(wait_until(lambda: "Rescan: 450 differences." in self.dm.output()),
+                            self.dm.output()[-3000:])
+        finally:
+            os.kill(bus_pid, signal.SIGCONT)
+        self.assertIn("uevents and rescans wait", held)
+        self.assertNotIn("Rescan:", held)
+        self.assertLess(cpu, 0.5, "a rescan that waits does not spin")
+        out = self.dm.output()
+        self.assertLess(out.index("has not taken our messages"), out.index("Rescan: 450"))
+        now = self.dm.all_objects()
+        self.clients.close()
+        self.clients = None
+        self.dm.stop()
+        self.dm = None
+        self.assertEqual(bt.model_diff(now, bt.fresh_model(self.sys)), "")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until(cond, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import unittest
 import blkmodeltest as bt
 import dbus
 
-# ~12 MB of Uevent signals: past the bus's 1 MB and the 8 MiB socket buffer sd-bus asks for, so that
+# ~12 MB of Uevent signals: well past the bus's 1 MB and our socket's 64 KiB, so that
 # sd-bus's own queue grows.
 N = 40000
 STORM_BOUND = 30          # s: the daemon keeps reading uevents while stuck
