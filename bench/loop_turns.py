@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The daemon's own account of its loop's long turns (daemon/loop-watch.c), read from its log.
 
-As it runs the daemon logs a turn over 20 ms of its own work only when it is the longest yet; at
+As it runs the daemon logs a turn over 20 ms of its own work (with its sleeps in system calls, not
+its waits for a CPU) only when it is the longest yet; at
 its exit it logs how many there were.  A benchmark reads both: the count, and where the records
 fell."""
 import re
 
-_NEW_LONGEST = re.compile(r"The event loop worked (\d+) ms")
+_NEW_LONGEST = re.compile(r"The event loop was held (\d+) ms")
 _SUMMARY = re.compile(r"Turns of the event loop over \d+ ms: (\d+), the longest (\d+) ms")
 
 

@@ -5,22 +5,41 @@
 #include <uv.h>
 
 /*
- * Watches the event loop for turns that keep it from answering: a turn's own work, measured as the
- * loop thread's CPU time from one turn's start to the next's, so that waiting in epoll_wait and
- * being preempted on a busy machine do not count.  SPEC §9: the loop never stalls more than 20 ms;
- * a turn that took longer is logged (a warning when it is the longest yet, else at debug level),
- * so that a user can see whether a slow reply was the daemon's doing.
+ * Watches the event loop for turns that keep it from answering.  SPEC §9: the loop never stalls more
+ * than 20 ms; a turn that took longer is logged (a warning when it is the longest yet, else at debug
+ * level), so that a user can see whether a slow reply was the daemon's doing.
+ *
+ * A turn is measured from one turn's start to the next's, less the time the loop waited in
+ * epoll_wait for something to do and the time the thread was ready but waited for a CPU (a busy
+ * machine's doing, not ours).  What is left is its own work and the time it slept inside a system
+ * call: a sysfs read that waits on a kernel lock holds every caller as long as work does.  Without
+ * /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO), only its CPU time is counted.
  */
+
+typedef struct LoopTurnClock {
+        uint64_t wall_usec;  /* CLOCK_MONOTONIC */
+        uint64_t idle_usec;  /* time spent waiting in epoll_wait, as libuv counts it */
+        uint64_t cpu_usec;   /* the loop thread's CPU time */
+        uint64_t queue_usec; /* the time it was runnable but waited for a CPU (schedstat) */
+} LoopTurnClock;
+
+typedef struct LoopTurn {
+        uint64_t held_usec;    /* what callers waited for: cpu + asleep */
+        uint64_t cpu_usec;     /* of which on a CPU */
+        uint64_t waiting_usec; /* not counted: runnable, waiting for a CPU */
+} LoopTurn;
 
 typedef struct LoopWatch {
         uv_prepare_t prepare;
         uint64_t threshold_usec;
-        uint64_t turn_start_usec; /* the loop thread's CPU time when the current turn began */
-        uint64_t n_long;          /* turns over the threshold */
-        uint64_t longest_usec;    /* the longest turn over the threshold, or 0 */
+        int schedstat_fd;    /* /proc/thread-self/schedstat of the loop thread, or -1 */
+        LoopTurnClock start; /* when the current turn began */
+        LoopTurn longest;    /* the longest turn yet, by what callers waited */
+        uint64_t n_long;     /* turns over the threshold */
 } LoopWatch;
 
-/* Starts watching loop from its next turn on; the watch does not keep the loop alive. */
+/* Starts watching loop from its next turn on, from the loop's thread; the watch does not keep the
+ * loop alive. */
 int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec);
 /* Logs how many turns passed the threshold, if any, and closes the handle: w must live until the loop
  * has run its close callbacks. */

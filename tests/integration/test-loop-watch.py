@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The daemon's own account of its loop (daemon/loop-watch.c): a turn whose
-work passed 20 ms is logged, and ordinary work logs none."""
+work (and sleeps in system calls) passed 20 ms is logged, and ordinary work
+logs none."""
 import os
 import re
 import signal
@@ -10,7 +11,7 @@ import unittest
 
 import blkmodeltest as bt
 
-LONG_TURN = "<4>The event loop worked "
+LONG_TURN = "<4>The event loop was held "
 
 
 def wait_for_log(dm, text, every=0.1, timeout=60):
