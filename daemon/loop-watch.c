@@ -40,8 +40,14 @@ static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 {
         c->wall_usec = clock_usec(CLOCK_MONOTONIC);
         c->idle_usec = uv_metrics_idle_time(loop) / 1000;
-        if (w->schedstat_fd >= 0 && read_schedstat(w->schedstat_fd, &c->cpu_usec, &c->queue_usec) >= 0)
-                return;
+        if (w->schedstat_fd >= 0) {
+                if (read_schedstat(w->schedstat_fd, &c->cpu_usec, &c->queue_usec) >= 0)
+                        return;
+                /* Not half one clock and half the other: CPU time only from now on. */
+                log_debug("Cannot read the loop thread's schedstat; long turns are told by CPU time only.");
+                closep(&w->schedstat_fd);
+                w->schedstat_fd = -1;
+        }
         c->cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
         c->queue_usec = 0;
 }
