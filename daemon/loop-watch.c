@@ -36,6 +36,12 @@ static int read_schedstat(int fd, uint64_t *ret_cpu_usec, uint64_t *ret_queue_us
         return 0;
 }
 
+static void schedstat_close(LoopWatch *w)
+{
+        closep(&w->schedstat_fd);
+        w->schedstat_fd = -1;
+}
+
 static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 {
         c->wall_usec = clock_usec(CLOCK_MONOTONIC);
@@ -45,8 +51,7 @@ static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
                         return;
                 /* Not half one clock and half the other: CPU time only from now on. */
                 log_debug("Cannot read the loop thread's schedstat; long turns are told by CPU time only.");
-                closep(&w->schedstat_fd);
-                w->schedstat_fd = -1;
+                schedstat_close(w);
         }
         c->cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
         c->queue_usec = 0;
@@ -117,8 +122,7 @@ int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec)
         uv_unref((uv_handle_t *) &w->prepare);
         return 0;
 fail:
-        closep(&w->schedstat_fd);
-        w->schedstat_fd = -1;
+        schedstat_close(w);
         return r;
 }
 
@@ -128,8 +132,7 @@ void loop_watch_stop(LoopWatch *w)
         if (w->n_long > 0)
                 log_warning("Turns of the event loop over %" PRIu64 " ms: %" PRIu64 ", the longest %" PRIu64 " ms.",
                             w->threshold_usec / 1000, w->n_long, w->longest.held_usec / 1000);
-        closep(&w->schedstat_fd);
-        w->schedstat_fd = -1;
+        schedstat_close(w);
         if (!uv_is_closing((uv_handle_t *) &w->prepare))
                 uv_close((uv_handle_t *) &w->prepare, NULL);
 }

@@ -23,10 +23,8 @@ static void size_thread_pool(void)
 {
         char n[16];
 
-        if (getenv("UV_THREADPOOL_SIZE"))
-                return;
         (void) snprintf(n, sizeof(n), "%u", MAX(MIN(uv_available_parallelism(), 4u), 1u));
-        (void) setenv("UV_THREADPOOL_SIZE", n, 0);
+        (void) setenv("UV_THREADPOOL_SIZE", n, 0 /* a value set by the user stays */);
 }
 
 static void help(void)

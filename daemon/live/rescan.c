@@ -225,10 +225,8 @@ static void on_rescan_idle(uv_idle_t *h)
         int r = 1;
 
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
-                if (l->rescan_held) {
-                        (void) uv_idle_stop(&l->rescan_idle);
+                if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
                         return;
-                }
                 if (uv_hrtime() / 1000 - start >= RESCAN_SLICE_USEC)
                         return;
         }
