@@ -92,6 +92,23 @@ class LoopWatch(unittest.TestCase):
             self.assertEqual([tb for _, tb in socket_memory(dm.proc.pid)], [SNDBUF])
             self.assertEqual(long_work(dm.output()), [])
 
+    def test_thread_pool_no_larger_than_the_cpus(self):
+        # More helpers than CPUs: one is preempted holding the pool's lock and the loop thread,
+        # handing it the next read-ahead batch, sleeps (daemon/main.c).  A GetManagedObjects starts
+        # every helper; a size the user set is kept.
+        d = bt.make_fixture()
+        expected = min(len(os.sched_getaffinity(0)), 4)
+        for env, helpers in ((None, expected), ("3", 3)):
+            if env:
+                os.environ["UV_THREADPOOL_SIZE"] = env
+            try:
+                with bt.Daemon(d + "/sys") as dm:
+                    self.assertIn(bt.path_of("block", "sda"), dm.managed_objects())
+                    threads = len(os.listdir("/proc/%d/task" % dm.proc.pid))
+            finally:
+                os.environ.pop("UV_THREADPOOL_SIZE", None)
+            self.assertEqual(threads, 1 + helpers, "UV_THREADPOOL_SIZE=%s" % env)
+
 
 # daemon/bus/loop.c's BUS_SNDBUF, as the kernel reports it.
 SNDBUF = 2 * 64 * 1024
