@@ -9,7 +9,8 @@
     bench/scale.py --perf DIR            also perf-record startup and
                                          GetManagedObjects (largest tree)
 
-Needs the programs of bench/meson.build (gmo-client, bus-probe, read-floor):
+Needs the programs of bench/meson.build (gmo-client, bus-probe, read-floor,
+tree-floor):
 
     meson setup build-bench --buildtype=release -Dbench=true
     ninja -C build-bench
@@ -48,7 +49,12 @@ For each tree, in one run:
 * one Introspect's daemon CPU: 10,000 Introspect calls (bench/bus-probe) on one
   disk and on one queue object, the daemon's CPU delta (schedstat, minus
   its idle rate) per call;
-* `busctl --address=ADDR tree org.blkmodel1` wall time;
+* `busctl --address=ADDR tree org.blkmodel1` wall time, and its floor:
+  the same command against bench/tree-floor, a bare sd-bus service that
+  answers Introspect for the same paths from replies made beforehand (our
+  daemon's XML; and only the child nodes, the least XML busctl can walk),
+  with busctl's and dbus-daemon's CPU for each (trees of at most
+  --tree-floor-max objects: "same" holds every reply in memory);
 * Manager.Rescan: its wall time, the daemon's CPU and the worst ping reply
   while it runs.
 
@@ -604,6 +610,12 @@ def bench_tree(a, tree, built_in):
             % (r["busctl_tree"], ", ".join("%.3f" % x for x in ts)))
 
         d.mark_phase(r, "busctl tree")
+        if r["objects"] <= a.tree_floor_max:
+            r["tree_floor"] = tree_floor(a, bus, pid)
+        else:
+            r["tree_floor"] = None
+            log("  busctl tree floor: skipped (%d objects, more than --tree-floor-max %d)"
+                % (r["objects"], a.tree_floor_max))
         # Rescan, with the pinger.
         pinger = Pinger(a.probe, bus.address, a.ping_us)
         c0 = proc_cpu_sched(pid)
@@ -677,6 +689,69 @@ def bench_tree(a, tree, built_in):
     return r
 
 
+def busctl_tree_costs(a, bus, name, service_pid):
+    """busctl tree NAME: wall, busctl's CPU and the service's and dbus-daemon's CPU deltas."""
+    s0, b0 = proc_cpu_sched(service_pid), proc_cpu_sched(bus.pid)
+    t0, c0 = time.monotonic(), os.times()
+    p = subprocess.run(["busctl", "--address=" + bus.address, "tree", name],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       timeout=7200)
+    wall, c1 = time.monotonic() - t0, os.times()
+    if p.returncode != 0:
+        raise SystemExit("busctl tree %s failed: %s" % (name, p.stderr))
+    return {"wall_s": wall,
+            "busctl_cpu_s": (c1.children_user - c0.children_user) +
+                            (c1.children_system - c0.children_system),
+            "service_cpu_s": proc_cpu_sched(service_pid) - s0,
+            "bus_cpu_s": proc_cpu_sched(bus.pid) - b0}
+
+
+def tree_floor(a, bus, daemon_pid):
+    """busctl tree against bench/tree-floor serving our paths from memory, alternating
+    with busctl tree against blkmodeld: medians of --runs of each."""
+    listing = subprocess.run(["busctl", "--address=" + bus.address, "tree", "--list",
+                              BUS_NAME], capture_output=True, text=True, check=True)
+    out = {}
+    with tempfile.NamedTemporaryFile("w", prefix="tree-paths-", suffix=".txt") as f:
+        f.write(listing.stdout)
+        f.flush()
+        floors = []
+        try:
+            for mode in ("same", "children"):
+                name = "%s.TreeFloor%s" % (BUS_NAME, mode.capitalize())
+                cmd = [a.tree_floor, bus.address, name, f.name, mode]
+                if mode == "same":
+                    cmd.append(BUS_NAME)
+                p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+                floors.append((mode, name, p))
+                ready = json.loads(p.stdout.readline() or "null")
+                if not ready:
+                    raise SystemExit("tree-floor %s did not start" % mode)
+                out[mode] = {"paths": ready["paths"], "xml_bytes": ready["xml_bytes"],
+                             "runs": []}
+            out["blkmodeld"] = {"runs": []}
+            for _ in range(a.runs):
+                out["blkmodeld"]["runs"].append(
+                    busctl_tree_costs(a, bus, BUS_NAME, daemon_pid))
+                for mode, name, p in floors:
+                    out[mode]["runs"].append(busctl_tree_costs(a, bus, name, p.pid))
+        finally:
+            for _, _, p in floors:
+                p.stdin.close()
+                p.wait(60)
+    for what, x in out.items():
+        for k in ("wall_s", "busctl_cpu_s", "service_cpu_s", "bus_cpu_s"):
+            x[k] = median(run[k] for run in x["runs"])
+        log("  busctl tree against %s: %.3f s (busctl CPU %.3f s, service %.3f s, "
+            "dbus-daemon %.3f s; median of %d)%s"
+            % ("blkmodeld" if what == "blkmodeld" else "tree-floor " + what,
+               x["wall_s"], x["busctl_cpu_s"], x["service_cpu_s"], x["bus_cpu_s"],
+               len(x["runs"]), "; %d paths, %d bytes of XML" % (x["paths"], x["xml_bytes"])
+               if "paths" in x else ""))
+    return out
+
+
 # ---- reporting -------------------------------------------------------------------
 
 def verdicts(r):
@@ -695,6 +770,17 @@ def verdicts(r):
     rows.append(("busctl tree", "%.3f s" % r["busctl_tree"],
                  "%.3f × lsblk" % bt, "≤ 1 × lsblk",
                  bt <= TARGETS["busctl_tree_ratio"]))
+    tf = r.get("tree_floor")
+    if tf:
+        rows.append(("busctl tree's floor: `bench/tree-floor`, a bare sd-bus service "
+                     "answering Introspect for the same paths from memory",
+                     "%.3f s" % tf["children"]["wall_s"],
+                     "%.2f × lsblk with only the child nodes; %.3f s (%.2f × lsblk) with "
+                     "our XML; blkmodeld in the same rounds %.3f s, %.2f × the first"
+                     % (tf["children"]["wall_s"] / r["lsblk"], tf["same"]["wall_s"],
+                        tf["same"]["wall_s"] / r["lsblk"], tf["blkmodeld"]["wall_s"],
+                        tf["blkmodeld"]["wall_s"] / tf["children"]["wall_s"]),
+                     "—", None))
     per_obj = r["rss_start"] / r["objects"]
     rows.append(("RSS / object after start",
                  "%.0f B" % per_obj, "%.1f MiB / %d objects"
@@ -852,6 +938,14 @@ def report(a, results):
                       f2["bytes"]))
         det.append("busctl tree runs %s s" % ", ".join(
             "%.3f" % x for x in r["busctl_tree_runs"]))
+        if r.get("tree_floor"):
+            det.append("busctl tree, alternating, medians: " + ", ".join(
+                "against %s %.3f s (CPU: busctl %.3f s, the service %.3f s, dbus-daemon "
+                "%.3f s%s)" % (
+                    "blkmodeld" if what == "blkmodeld" else "tree-floor " + what,
+                    x["wall_s"], x["busctl_cpu_s"], x["service_cpu_s"], x["bus_cpu_s"],
+                    "; %d bytes of XML" % x["xml_bytes"] if "xml_bytes" in x else "")
+                for what, x in r["tree_floor"].items()))
         det.append("RSS %.1f MiB after start (peak %.1f), %.1f MiB after the "
                    "warm-up, %.1f MiB after GetManagedObjects (peak %.1f), "
                    "%.1f MiB at the end (peak %.1f)"
@@ -924,6 +1018,9 @@ def main():
     ap.add_argument("--poll-rounds", type=int, default=2)
     ap.add_argument("--poll-timeout", type=float, default=900.0)
     ap.add_argument("--introspect-calls", type=int, default=10000)
+    ap.add_argument("--tree-floor-max", type=int, default=20000,
+                    help="measure busctl tree's floor (bench/tree-floor) on trees of at "
+                         "most this many objects (default %(default)s)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"),
                     help="Markdown report (default %(default)s; '' for none);"
                          " notes below the marker line of an existing one "
@@ -937,10 +1034,11 @@ def main():
     a.gmo_client = os.path.join(a.build, "bench", "gmo-client")
     a.probe = os.path.join(a.build, "bench", "bus-probe")
     a.read_floor = os.path.join(a.build, "bench", "read-floor")
+    a.tree_floor = os.path.join(a.build, "bench", "tree-floor")
     if os.path.exists(os.path.join(a.build, "build.ninja")):
         subprocess.run(["ninja", "-C", a.build], check=True,
                        stdout=subprocess.DEVNULL)
-    for exe in (a.blkmodeld, a.gmo_client, a.probe, a.read_floor):
+    for exe in (a.blkmodeld, a.gmo_client, a.probe, a.read_floor, a.tree_floor):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not executable; build it: meson setup build-bench "
                      "--buildtype=release -Dbench=true && ninja -C "
