@@ -32,11 +32,6 @@ typedef struct Expect {
         size_t n, n_seen;
 } Expect;
 
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static void on_object(const char *path, void *userdata)
 {
         Expect *e = userdata;
@@ -44,7 +39,7 @@ static void on_object(const char *path, void *userdata)
 
         if (e->n == 0)
                 return;
-        hit = bsearch(&path, e->paths, e->n, sizeof(char *), cmp_str);
+        hit = bsearch(&path, e->paths, e->n, sizeof(char *), bench_cmp_str);
         if (hit && !e->seen[hit - e->paths]) {
                 e->seen[hit - e->paths] = 1;
                 e->n_seen++;
@@ -53,29 +48,10 @@ static void on_object(const char *path, void *userdata)
 
 static int load_expect(const char *file, Expect *e)
 {
-        FILE *f = fopen(file, "re");
-        char *line = NULL;
-        size_t len = 0, cap = 0;
-        ssize_t n;
+        int r = bench_read_lines(file, " ", &e->paths, &e->n);
 
-        if (!f)
-                return -errno;
-        while ((n = getline(&line, &len, f)) > 0) {
-                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
-                        line[--n] = 0;
-                if (n == 0)
-                        continue;
-                if (e->n == cap) {
-                        cap = cap ? cap * 2 : 1024;
-                        e->paths = realloc(e->paths, cap * sizeof(char *));
-                        if (!e->paths)
-                                return -ENOMEM;
-                }
-                e->paths[e->n++] = strdup(line);
-        }
-        free(line);
-        fclose(f);
-        qsort(e->paths, e->n, sizeof(char *), cmp_str);
+        if (r < 0)
+                return r;
         e->seen = calloc(e->n + 1, 1);
         return e->seen ? 0 : -ENOMEM;
 }

@@ -35,6 +35,54 @@ int bench_bus_open(const char *address, sd_bus **ret)
         return 0;
 }
 
+int bench_cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int bench_read_lines(const char *file, const char *trailing, char ***ret, size_t *ret_n)
+{
+        FILE *f = fopen(file, "re");
+        char **lines = NULL, *line = NULL;
+        size_t len = 0, n_lines = 0, cap = 0;
+        ssize_t n;
+        int r = 0;
+
+        if (!f)
+                return -errno;
+        while ((n = getline(&line, &len, f)) > 0) {
+                while (n > 0 && (line[n - 1] == '\n' || strchr(trailing, line[n - 1])))
+                        line[--n] = 0;
+                if (n == 0)
+                        continue;
+                if (n_lines == cap) {
+                        char **p = realloc(lines, (cap = cap ? cap * 2 : 1024) * sizeof(char *));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        lines = p;
+                }
+                lines[n_lines] = strdup(line);
+                if (!lines[n_lines++]) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        free(line);
+        fclose(f);
+        if (r < 0) {
+                while (n_lines > 0)
+                        free(lines[--n_lines]);
+                free(lines);
+                return r;
+        }
+        qsort(lines, n_lines, sizeof(char *), bench_cmp_str);
+        *ret = lines;
+        *ret_n = n_lines;
+        return 0;
+}
+
 typedef enum ReqKind { REQ_GMO, REQ_CHILDREN, REQ_SELF, REQ_GETALL } ReqKind;
 
 typedef struct Req {

@@ -39,5 +39,10 @@ int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_fl
 /* CLOCK_MONOTONIC in ns (the same clock as Python's time.monotonic_ns()). */
 uint64_t bench_now_ns(void);
 
+/* The non-empty lines of file, each without its newline and any of the characters in trailing
+ * at its end, sorted with bench_cmp_str (strcmp on char * elements, for qsort and bsearch). */
+int bench_read_lines(const char *file, const char *trailing, char ***ret, size_t *ret_n);
+int bench_cmp_str(const void *a, const void *b);
+
 /* Opens a bus connection to ADDRESS ("unix:path=..."); 0 or -errno. */
 int bench_bus_open(const char *address, sd_bus **ret);

@@ -55,31 +55,18 @@ static Node *node_find(const char *path)
 
 static int read_paths(const char *file)
 {
-        FILE *f = fopen(file, "re");
-        char *line = NULL;
-        size_t size = 0, cap = 0;
-        ssize_t k;
+        char **paths;
+        int r = bench_read_lines(file, "", &paths, &n_nodes);
 
-        if (!f)
-                return -errno;
-        while ((k = getline(&line, &size, f)) > 0) {
-                if (line[k - 1] == '\n')
-                        line[--k] = 0;
-                if (k == 0 || line[0] != '/')
-                        continue;
-                if (n_nodes == cap) {
-                        cap = cap ? cap * 2 : 1024;
-                        nodes = realloc(nodes, cap * sizeof(Node));
-                        if (!nodes)
-                                return -ENOMEM;
-                }
-                nodes[n_nodes++] = (Node){.path = strdup(line)};
-                if (!nodes[n_nodes - 1].path)
-                        return -ENOMEM;
-        }
-        free(line);
-        fclose(f);
-        qsort(nodes, n_nodes, sizeof(Node), node_compare);
+        if (r < 0)
+                return r;
+        /* Sorted as bench_cmp_str sorts them: node_compare's order. */
+        nodes = calloc(n_nodes, sizeof(Node));
+        if (!nodes)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_nodes; i++)
+                nodes[i].path = paths[i];
+        free(paths);
         return 0;
 }
 

@@ -82,11 +82,6 @@ static Slot *table_get(Table *t, uint64_t seqnum)
 static char **disks;
 static size_t n_disks;
 
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int is_ours(const char *devpath)
 {
         /* /devices/virtual/block/loopN[/...]: the disk part is the first four components. */
@@ -100,7 +95,7 @@ static int is_ours(const char *devpath)
         memcpy(buf, devpath, len);
         buf[len] = 0;
         const char *key = buf;
-        return bsearch(&key, disks, n_disks, sizeof(char *), cmp_str) != NULL;
+        return bsearch(&key, disks, n_disks, sizeof(char *), bench_cmp_str) != NULL;
 }
 
 /* The model's signals: PropertiesChanged below /org/blkmodel1/block, InterfacesAdded/Removed. */
@@ -118,7 +113,7 @@ static int is_our_object(const char *path)
                 return 0;
         snprintf(buf, sizeof buf, "/devices/virtual/block/%.*s", (int) len, name);
         const char *key = buf;
-        return bsearch(&key, disks, n_disks, sizeof(char *), cmp_str) != NULL;
+        return bsearch(&key, disks, n_disks, sizeof(char *), bench_cmp_str) != NULL;
 }
 
 /* ---- the daemon's CPU time ---- */
@@ -318,30 +313,7 @@ static int open_netlink(void)
 
 static int load_disks(const char *file)
 {
-        FILE *f = fopen(file, "re");
-        char *line = NULL;
-        size_t len = 0, cap = 0;
-        ssize_t n;
-
-        if (!f)
-                return -errno;
-        while ((n = getline(&line, &len, f)) > 0) {
-                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '/'))
-                        line[--n] = 0;
-                if (n == 0)
-                        continue;
-                if (n_disks == cap) {
-                        cap = cap ? cap * 2 : 1024;
-                        disks = realloc(disks, cap * sizeof(char *));
-                        if (!disks)
-                                return -ENOMEM;
-                }
-                disks[n_disks++] = strdup(line);
-        }
-        free(line);
-        fclose(f);
-        qsort(disks, n_disks, sizeof(char *), cmp_str);
-        return 0;
+        return bench_read_lines(file, "/", &disks, &n_disks);
 }
 
 int main(int argc, char *argv[])
