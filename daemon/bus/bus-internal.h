@@ -57,6 +57,21 @@ void backlog_free(Backlog *b);
 bool backlog_admit(Backlog *b, const EventRecord *e);
 bool backlog_congested(Backlog *b, bool paused);
 
+/* The decision alone, apart from the bus and the clock (tests/unit/test-backlog.c): one look at the
+ * write queue's length at now_ms. */
+typedef struct BacklogState {
+        bool shedding;
+        bool waiting;          /* the queue passed HIGH and has not been down to LOW since */
+        uint64_t waiting_since_ms;
+        uint64_t peak;         /* while shedding: the longest the queue was */
+} BacklogState;
+typedef enum BacklogStep {
+        BACKLOG_STEADY,
+        BACKLOG_SHED_START, /* from now on signals are counted, not sent */
+        BACKLOG_SHED_STOP,  /* the queue drained: send SignalsDropped, then signals again */
+} BacklogStep;
+BacklogStep backlog_state_update(BacklogState *s, uint64_t queued, uint64_t now_ms);
+
 /* ---- properties.c ---- */
 
 /*
