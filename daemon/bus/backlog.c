@@ -80,7 +80,7 @@ BacklogStep backlog_state_update(BacklogState *s, uint64_t queued, uint64_t now_
          * the time to watch.  A queue that came down from HIGH but stops between the marks, because
          * the bus took a few messages and then nothing, holds them as long as one above HIGH: watching
          * only the time above HIGH, such a queue was never called stuck, and uevents waited for as
-         * long as the subscriber that held the bus did not read (1 of 4 runs of
+         * long as the subscriber that held the bus did not read (seen once in ten runs of
          * bench/slow-subscriber.py on the system bus's limits: the storm was read only after the
          * subscriber went, 100 s). */
         if (queued <= BACKLOG_LOW)
