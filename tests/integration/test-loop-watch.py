@@ -24,7 +24,7 @@ def long_work(out):
 
 
 def wait_for_log(dm, text, every=0.1, timeout=60):
-    return wait_for(lambda: text in dm.output(), every, timeout)
+    return bt.wait_until(lambda: text in dm.output(), every, timeout)
 
 
 class LoopWatch(unittest.TestCase):
@@ -112,15 +112,6 @@ class LoopWatch(unittest.TestCase):
 
 # daemon/bus/loop.c's BUS_SNDBUF, as the kernel reports it.
 SNDBUF = 2 * 64 * 1024
-
-
-def wait_for(cond, every=0.01, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(every)
-    return False
 
 
 def socket_memory(pid):

@@ -173,7 +173,8 @@ class RescanRestores(unittest.TestCase):
             time.sleep(1.0)
             held = self.dm.output()
             cpu = cpu_seconds(self.dm.proc.pid) - cpu
-            self.assertTrue(wait_until(lambda: "Rescan: 450 differences." in self.dm.output()),
+            self.assertTrue(bt.wait_until(lambda: "Rescan: 450 differences." in self.dm.output(),
+                                          every=0.05),
                             self.dm.output()[-3000:])
         finally:
             os.kill(bus_pid, signal.SIGCONT)
@@ -191,15 +192,6 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_until(cond, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 if __name__ == "__main__":

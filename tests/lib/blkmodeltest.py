@@ -300,6 +300,16 @@ class SignalRecorder:
         self.match.remove()
 
 
+def wait_until(cond, every=0.01, timeout=30):
+    """True as soon as cond() is, False after timeout seconds of it not being."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(every)
+    return False
+
+
 def ctl(*args, check=None, input=None, timeout=60):
     """Run blkmodelctl on the test's bus; returns CompletedProcess (text)."""
     p = subprocess.run([BLKMODELCTL, "--session"] + list(args),
