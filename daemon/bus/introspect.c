@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "base/log.h"
+#include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "common/utf8.h"
 
@@ -54,36 +55,79 @@ static const char kset_object_manager_xml[] =
                 "  </method>\n"
                 " </interface>\n";
 
-/* "true" is the default of EmitsChangedSignal: left out, which keeps `busctl tree` over 100,000
- * objects from parsing megabytes of annotations. */
-static void xml_property(FILE *f, const char *name, const char *signature, bool writable,
-                         PropertyEmits emits)
+/* Whether an annotation gives the file's name: where it is not the member's, and XML can carry it
+ * (UTF-8 without control characters; else the member alone stands for it). */
+static bool xml_file_annotated(const char *member, const char *file)
 {
-        const char *access = writable ? "readwrite" : "read";
+        if (!file || streq(file, member) || !utf8_is_valid(file))
+                return false;
+        for (const char *c = file; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return false;
+        return true;
+}
 
-        if (emits == PROPERTY_EMITS_TRUE) {
-                fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"%s\"/>\n", name, signature, access);
+static void xml_file_annotation(FILE *f, const char *indent, const char *file)
+{
+        fprintf(f, "%s<annotation name=\"" BLKMODEL_ANNOTATION_FILE "\" value=\"", indent);
+        for (const char *c = file; *c; c++)
+                switch (*c) {
+                case '&': fputs("&amp;", f); break;
+                case '<': fputs("&lt;", f); break;
+                case '>': fputs("&gt;", f); break;
+                case '"': fputs("&quot;", f); break;
+                case '\'': fputs("&apos;", f); break;
+                default: fputc(*c, f);
+                }
+        fputs("\"/>\n", f);
+}
+
+/* access: a file with no read bit (remove, rescan) is "write", as D-Bus has it.  "true" is the
+ * default of EmitsChangedSignal: left out, which keeps `busctl tree` over 100,000 objects from
+ * parsing megabytes of annotations.  file: the attribute's file name, NULL for a typed property. */
+static void xml_property(FILE *f, const char *name, const char *signature, const char *access,
+                         PropertyEmits emits, const char *file)
+{
+        bool file_annotated = xml_file_annotated(name, file);
+
+        fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"%s\"", name, signature, access);
+        if (emits == PROPERTY_EMITS_TRUE && !file_annotated) {
+                fputs("/>\n", f);
                 return;
         }
-        fprintf(f,
-                "  <property name=\"%s\" type=\"%s\" access=\"%s\">\n"
-                "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>\n"
-                "  </property>\n",
-                name, signature, access, property_emits_to_string(emits));
+        fputs(">\n", f);
+        if (emits != PROPERTY_EMITS_TRUE)
+                fprintf(f, "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" "
+                           "value=\"%s\"/>\n",
+                        property_emits_to_string(emits));
+        if (file_annotated)
+                xml_file_annotation(f, "   ", file);
+        fputs("  </property>\n", f);
+}
+
+static const char *attr_access(const Attr *a)
+{
+        if (a->flags & ATTR_WRITE_ONLY)
+                return "write";
+        return a->flags & ATTR_WRITABLE ? "readwrite" : "read";
 }
 
 static void xml_iface(FILE *f, const Iface *iface)
 {
         fprintf(f, " <interface name=\"%s\">\n", iface->name);
+        if (iface->attr_dir &&
+            xml_file_annotated(startswith(iface->name, BLKMODEL_IFACE_GROUP_PREFIX), iface->attr_dir))
+                xml_file_annotation(f, "  ", iface->attr_dir);
         for (const PropertyInfo *p = iface->properties; p->name; p++)
-                xml_property(f, p->name, p->signature, p->writable, p->emits);
+                xml_property(f, p->name, p->signature, p->writable ? "readwrite" : "read", p->emits, NULL);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
                 const Attr *a = &iface->attrs->attrs[i];
                 /* Only root may read a privileged one: its changes are announced by name only. */
-                xml_property(f, a->member, "s", a->flags & ATTR_WRITABLE,
+                xml_property(f, a->member, "s", attr_access(a),
                              a->flags & ATTR_VOLATILE     ? PROPERTY_EMITS_FALSE
                              : a->flags & ATTR_PRIVILEGED ? PROPERTY_EMITS_INVALIDATES
-                                                          : PROPERTY_EMITS_TRUE);
+                                                          : PROPERTY_EMITS_TRUE,
+                             a->file);
         }
         fputs(" </interface>\n", f);
 }

@@ -23,6 +23,10 @@
 #define BLKMODEL_IFACE_DEVICE           "org.blkmodel1.Device"
 #define BLKMODEL_IFACE_GROUP_PREFIX     "org.blkmodel1.Group."
 
+/* On an attribute property (or a group's interface) whose name is not its file's (msi_irqs/35 is
+ * published as _35): the sysfs file (directory) name, for clients that show sysfs names. */
+#define BLKMODEL_ANNOTATION_FILE        "org.blkmodel1.File"
+
 #define BLKMODEL_ERROR_PREFIX           "org.blkmodel1.Error."
 #define BLKMODEL_ERROR_NO_SUCH_OBJECT   "org.blkmodel1.Error.NoSuchObject"
 #define BLKMODEL_ERROR_EVENTS_EXPIRED   "org.blkmodel1.Error.EventsExpired"

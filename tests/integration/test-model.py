@@ -364,6 +364,15 @@ class Model(unittest.TestCase):
         self.assertIn("\\x00", dev["config"])
         # msi_irqs/27: a group whose file names start with a digit.
         self.assertEqual(ahci[bt.IFACE + "Group.msi_irqs"], {"_27": "msi"})
+        # Introspection tells what the names cannot: the file behind _27, and
+        # that remove and rescan have no read bit (D-Bus "write").
+        xml = self.dm.introspect(dev_path("/devices/pci0000:00/0000:00:1f.2"))
+        self.assertIn('<property name="_27" type="s" access="read">\n'
+                      '   <annotation name="org.blkmodel1.File" value="27"/>\n'
+                      '  </property>', xml)
+        self.assertIn('<property name="remove" type="s" access="write"/>', xml)
+        self.assertIn('<property name="rescan" type="s" access="write"/>', xml)
+        self.assertIn('<property name="vendor" type="s" access="read"/>', xml)
         nvme = self.objs[dev_path(NVME_DEV)][bt.IFACE + "Device"]
         self.assertEqual(nvme["serial"], "S4EWNX0R123456      ")
         # Not attributes: uevent, links, kobject subdirectories.

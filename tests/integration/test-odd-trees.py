@@ -257,8 +257,11 @@ class OddTrees(unittest.TestCase):
         for name, value in (("foo-bar", "1"), ("1abc", "2"), ("x.y", "3"),
                             ("a-b", "first"), ("a_b", "second"),
                             ("has space", "4"), ("Size", "5"),
-                            ("Major", "6")):
+                            ("Major", "6"), ("it's&<x>\"", "7")):
             self.write(SDA + "/" + name, value + "\n")
+        # A name that is not UTF-8: published, its file name not given.
+        with open(os.fsencode(self.p(SDA)) + b"/caf\xe9", "w") as f:
+            f.write("8\n")
         # A group with odd file names, one whose name needs escaping, and
         # directories that are no group.
         for d in ("weird", "my-group", "weird/deeper", "empty",
@@ -321,6 +324,25 @@ class OddTrees(unittest.TestCase):
             xml = dm.introspect(P("block", "sda"))
             self.assertIn('<property name="foo_bar" type="s"', xml)
             self.assertNotIn('name="mystery"', xml)
+            self.assertEqual(disk["it_s__x__"], "7")
+            self.assertEqual(disk["caf_"], "8")
+            # Where a name is not its file's, the file name is annotated
+            # (escaped: an XML parser reads it back exactly); a group's
+            # directory on its interface.  Not where it is the same, and
+            # not where XML cannot carry it.
+            files = {}
+            for iface in ET.fromstring(xml).iter("interface"):
+                for a in iface.findall("annotation"):
+                    files[iface.get("name")] = a.get("value")
+                for prop in iface.iter("property"):
+                    for a in prop.findall("annotation"):
+                        if a.get("name") == "org.blkmodel1.File":
+                            files[prop.get("name")] = a.get("value")
+            self.assertEqual(files, {
+                "foo_bar": "foo-bar", "_1abc": "1abc", "x_y": "x.y",
+                "a_b": "a-b", "has_space": "has space",
+                "it_s__x__": "it's&<x>\"",
+                bt.IFACE + "Group.my_group": "my-group"})
 
         log = self.run_daemon(check)
         self.assertIn("collides with the typed property Size", log)
