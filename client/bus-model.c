@@ -477,7 +477,8 @@ int bus_load_model(sd_bus *bus, const char *top, BusPropertyFilter filter, void 
         return 0;
 }
 
-int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_error *error)
+int bus_load_object(sd_bus *bus, const char *path, json_object *model, Introspection *ret_in,
+                    sd_bus_error *error)
 {
         _cleanup_(introspection_done) Introspection in = {};
         json_object *props;
@@ -502,6 +503,10 @@ int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_er
                 r = read_properties(reply, iface, NULL, NULL, props);
                 if (r < 0)
                         return r;
+        }
+        if (ret_in) {
+                *ret_in = in;
+                in = (Introspection){};
         }
         return 0;
 }

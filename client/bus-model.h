@@ -7,6 +7,8 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "introspect.h"
+
 /*
  * OBJECT as the user gives it → object path, owned by the caller.  A path that stat()s to a block
  * device node (/dev/sda1, /dev/disk/by-id/..., /dev/mapper/...) is asked for by its MAJ:MIN, which
@@ -28,8 +30,10 @@ typedef bool (*BusPropertyFilter)(const char *iface, const char *name, void *use
 int bus_load_model(sd_bus *bus, const char *top, BusPropertyFilter filter, void *userdata, json_object **ret,
                    sd_bus_error *error);
 
-/* One object, every interface and property (Introspect, then GetAll on each), into model[path]. */
-int bus_load_object(sd_bus *bus, const char *path, json_object *model, sd_bus_error *error);
+/* One object, every interface and property (Introspect, then GetAll on each), into model[path];
+ * the introspection to ret_in if not NULL (the caller frees it with introspection_done()). */
+int bus_load_object(sd_bus *bus, const char *path, json_object *model, Introspection *ret_in,
+                    sd_bus_error *error);
 
 /* Properties.GetAll(iface) into { prop: value }. */
 int bus_get_all(sd_bus *bus, const char *path, const char *iface, json_object **ret, sd_bus_error *error);

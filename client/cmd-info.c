@@ -6,6 +6,7 @@
  * hardware, each hardware parent), with what a udev rule could match on.
  */
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -62,14 +63,19 @@ static const char *info_driver(json_object *obj)
 }
 
 /* udevadm's rules: no links, no device numbers, nothing that looks like a path or is not text. */
-static bool info_attribute_shown(const char *name, const char *value)
+static bool info_attribute_skipped(const char *name)
 {
         static const char *const skipped[] = {"uevent", "dev",       "modalias", "resource",
                                               "driver", "subsystem", "module"};
 
         for (size_t i = 0; i < ELEMENTSOF(skipped); i++)
                 if (streq(name, skipped[i]))
-                        return false;
+                        return true;
+        return false;
+}
+
+static bool info_value_shown(const char *value)
+{
         if (value[0] == '/')
                 return false;
         for (const char *p = value; *p; p++) {
@@ -83,31 +89,139 @@ static bool info_attribute_shown(const char *name, const char *value)
         return true;
 }
 
-/* { "file" or "group/file": value }, sorted, of the raw attributes of obj's kind and groups. */
-static json_object *info_attributes(json_object *obj)
+/* One object whose attributes a walk node shows: the node's own, and a disk's queue and scheduler,
+ * which udevadm shows as the disk's queue/ and queue/iosched/ (directories without a uevent file). */
+typedef struct InfoPart {
+        const char *prefix;
+        char *path;
+        Introspection in;
+} InfoPart;
+
+typedef struct InfoNode {
+        InfoPart parts[3];
+        size_t n_parts;
+} InfoNode;
+
+static void info_node_done(InfoNode *n)
+{
+        for (size_t i = 0; i < n->n_parts; i++) {
+                free(n->parts[i].path);
+                introspection_done(&n->parts[i].in);
+        }
+        *n = (InfoNode){};
+}
+
+static int info_node_add(InfoNode *n, sd_bus *bus, json_object *model, const char *prefix, const char *path,
+                         sd_bus_error *error)
+{
+        InfoPart *part = &n->parts[n->n_parts];
+        int r;
+
+        assert(n->n_parts < ELEMENTSOF(n->parts));
+        *part = (InfoPart){.prefix = prefix, .path = strdup(path)};
+        if (!part->path)
+                return -ENOMEM;
+        n->n_parts++;
+        r = bus_load_object(bus, path, model, &part->in, error);
+        if (r < 0)
+                return r;
+        return model_object(model, path) ? 0 : -ENOENT;
+}
+
+static bool info_link_set(const char *path)
+{
+        return !isempty(path) && !streq(path, "/");
+}
+
+/* The node's own object; for a disk its queue and the queue's scheduler too. */
+static int info_node_load(InfoNode *n, sd_bus *bus, json_object *model, const char *path, bool all,
+                          sd_bus_error *error)
+{
+        const char *queue, *elevator;
+        int r;
+
+        r = info_node_add(n, bus, model, "", path, error);
+        if (r < 0 || !all)
+                return r;
+        queue = model_string(model_object(model, path), BLKMODEL_IFACE_DISK, BLKMODEL_PROP_QUEUE);
+        if (!info_link_set(queue))
+                return 0;
+        r = info_node_add(n, bus, model, "queue/", queue, error);
+        if (r < 0)
+                return r;
+        elevator = model_string(model_object(model, queue), BLKMODEL_IFACE_QUEUE, BLKMODEL_PROP_ELEVATOR);
+        return info_link_set(elevator) ? info_node_add(n, bus, model, "queue/iosched/", elevator, error) : 0;
+}
+
+/* udevadm's text for an attribute it may not read; null in JSON. */
+#define NOT_READABLE "(not readable)"
+
+/*
+ * What udevadm prints for one attribute: 1 and its value; 0 where reading is not allowed (a
+ * write-only file, one only root may read: NOT_READABLE); -1 where reading failed (left out).
+ * GetAll reports a file that failed as "", so an empty value is asked for again with Get, which says
+ * why.  *ret_got holds the value Get returned.
+ */
+static int info_attribute_value(sd_bus *bus, const char *path, json_object *obj, const IntrospectInterface *f,
+                                const IntrospectProperty *prop, const char **ret, json_object **ret_got)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        json_object *v = model_prop(obj, f->name, prop->name);
+
+        if (!prop->readable || !v) /* write-only; or kept from this caller */
+                return 0;
+        *ret = json_object_get_string(v);
+        if (!isempty(*ret))
+                return 1;
+        if (bus_get_property(bus, path, f->name, prop->name, ret_got, &error) >= 0) {
+                *ret = json_object_get_string(*ret_got);
+                return 1;
+        }
+        return sd_bus_error_has_names(&error, SD_BUS_ERROR_ACCESS_DENIED, BLKMODEL_ERROR_ACCESS_DENIED) ? 0 : -1;
+}
+
+/* { "file", "group/file" or "queue/file": value or null (not readable) }, sorted, of the raw
+ * attributes, as udevadm names them (by file name, not D-Bus name: msi_irqs/35, not msi_irqs/_35). */
+static json_object *info_attributes(sd_bus *bus, json_object *model, const InfoNode *n)
 {
         _cleanup_(json_object_putp) json_object *all = json_object_new_object();
         _cleanup_(json_object_putp) json_object *sorted = NULL;
 
         if (!all)
                 return NULL;
-        json_object_object_foreach(obj, iface, props) {
-                const char *group = startswith(iface, BLKMODEL_IFACE_GROUP_PREFIX);
+        for (size_t i = 0; i < n->n_parts; i++) {
+                const InfoPart *part = &n->parts[i];
+                json_object *obj = model_object(model, part->path);
 
-                /* Kobject and Manager have no attribute files; Kset's directory has none either. */
-                if (model_interface_rank(iface) != 1 && !group)
-                        continue;
-                json_object_object_foreach(props, name, value) {
-                        _cleanup_(freep) char *key = NULL;
+                for (size_t j = 0; j < part->in.n_interfaces; j++) {
+                        const IntrospectInterface *f = &part->in.interfaces[j];
+                        const char *group = startswith(f->name, BLKMODEL_IFACE_GROUP_PREFIX);
 
-                        if (interface_find_property(iface, name) ||
-                            !json_object_is_type(value, json_type_string) ||
-                            !info_attribute_shown(name, json_object_get_string(value)))
+                        /* Kobject and Manager have no attribute files; Kset's directory has none either. */
+                        if (model_interface_rank(f->name) != 1 && !group)
                                 continue;
-                        if (group ? asprintf(&key, "%s/%s", group, name) < 0 : !(key = strdup(name)))
-                                return NULL;
-                        if (json_object_object_add(all, key, json_object_get(value)) < 0)
-                                return NULL;
+                        for (size_t k = 0; k < f->n_properties; k++) {
+                                _cleanup_(json_object_putp) json_object *got = NULL;
+                                _cleanup_(freep) char *key = NULL;
+                                const IntrospectProperty *prop = &f->properties[k];
+                                const char *value = NULL;
+                                int readable;
+
+                                if (interface_find_property(f->name, prop->name))
+                                        continue;
+                                if (asprintf(&key, "%s%s%s%s", part->prefix,
+                                             group ? introspect_interface_dir(f) : "", group ? "/" : "",
+                                             introspect_property_file(prop)) < 0)
+                                        return NULL;
+                                if (info_attribute_skipped(key))
+                                        continue;
+                                readable = info_attribute_value(bus, part->path, obj, f, prop, &value, &got);
+                                if (readable < 0 || (readable > 0 && !info_value_shown(value)))
+                                        continue;
+                                if (json_object_object_add(all, key,
+                                                           readable ? json_object_new_string(value) : NULL) < 0)
+                                        return NULL;
+                        }
                 }
         }
         /* Sorted by name, as udevadm prints them. */
@@ -115,8 +229,9 @@ static json_object *info_attributes(json_object *obj)
         return TAKE_PTR(sorted);
 }
 
-static json_object *info_node_json(json_object *model, const char *path)
+static json_object *info_node_json(sd_bus *bus, json_object *model, const InfoNode *n)
 {
+        const char *path = n->parts[0].path;
         _cleanup_(json_object_putp) json_object *j = json_object_new_object();
         json_object *obj = model_object(model, path),
                     *uevent = model_prop(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_UEVENT);
@@ -134,7 +249,7 @@ static json_object *info_node_json(json_object *model, const char *path)
         json_object_object_add(j, "subsystem", json_object_new_string(info_subsystem(obj)));
         json_object_object_add(j, "driver", json_object_new_string(info_driver(obj)));
         json_object_object_add(j, "uevent", uevent ? json_object_get(uevent) : json_object_new_object());
-        json_object_object_add(j, "attributes", info_attributes(obj));
+        json_object_object_add(j, "attributes", info_attributes(bus, model, n));
         return TAKE_PTR(j);
 }
 
@@ -171,10 +286,11 @@ static void info_print_query(json_object *model, const char *path)
 }
 
 /* One device of udevadm info -a: KERNEL==, SUBSYSTEM==, DRIVER==, ATTR{}== (the parents' with S). */
-static void info_print_walk_node(json_object *model, const char *path, bool parent)
+static void info_print_walk_node(sd_bus *bus, json_object *model, const InfoNode *n, bool parent)
 {
+        const char *path = n->parts[0].path;
         json_object *obj = model_object(model, path);
-        _cleanup_(json_object_putp) json_object *attrs = info_attributes(obj);
+        _cleanup_(json_object_putp) json_object *attrs = info_attributes(bus, model, n);
         const char *s = parent ? "S" : "";
 
         printf("  looking at %sdevice '%s':\n", parent ? "parent " : "",
@@ -183,8 +299,14 @@ static void info_print_walk_node(json_object *model, const char *path, bool pare
         printf("    SUBSYSTEM%s==\"%s\"\n", s, info_subsystem(obj));
         printf("    DRIVER%s==\"%s\"\n", s, info_driver(obj));
         json_object_object_foreach(attrs, name, value)
-                printf("    ATTR%s{%s}==\"%s\"\n", s, name, json_object_get_string(value));
+                printf("    ATTR%s{%s}==\"%s\"\n", s, name, value ? json_object_get_string(value) : NOT_READABLE);
         printf("\n");
+}
+
+static void info_chain_done(InfoNode (*chain)[MAX_CHAIN])
+{
+        for (size_t i = 0; i < MAX_CHAIN; i++)
+                info_node_done(&(*chain)[i]);
 }
 
 int cmd_info(Ctl *ctl, char **args, int n_args)
@@ -192,7 +314,7 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(json_object_putp) json_object *model = json_object_new_object(), *j = NULL;
         _cleanup_(freep) char *path = NULL;
-        const char *chain[MAX_CHAIN];
+        _cleanup_(info_chain_done) InfoNode chain[MAX_CHAIN] = {};
         size_t n = 0;
         sd_bus *bus = NULL;
         int r;
@@ -208,30 +330,30 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
              p = info_up(model_object(model, p))) {
                 if (model_object(model, p))
                         break; /* a loop */
-                r = bus_load_object(bus, p, model, &error);
+                r = info_node_load(&chain[n], bus, model, p, ctl->all, &error);
+                if (r == -ENOENT)
+                        return ctl_fail("No such object: %s (%s)", p, BLKMODEL_ERROR_NO_SUCH_OBJECT);
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, args[0]);
-                if (!model_object(model, p))
-                        return ctl_fail("No such object: %s (%s)", p, BLKMODEL_ERROR_NO_SUCH_OBJECT);
-                chain[n++] = p;
+                p = chain[n++].parts[0].path;
         }
 
         if (ctl->json) {
                 json_object *parents;
 
-                j = info_node_json(model, chain[0]);
+                j = info_node_json(bus, model, &chain[0]);
                 parents = j ? json_add_array(j, "parents") : NULL;
                 if (!parents)
                         return ctl_fail("Out of memory");
                 for (size_t i = 1; i < n; i++)
-                        if (json_object_array_add(parents, info_node_json(model, chain[i])) < 0)
+                        if (json_object_array_add(parents, info_node_json(bus, model, &chain[i])) < 0)
                                 return ctl_fail("Out of memory");
                 output_json(j, true);
                 return EXIT_OK;
         }
 
         if (!ctl->all) {
-                info_print_query(model, chain[0]);
+                info_print_query(model, chain[0].parts[0].path);
                 return EXIT_OK;
         }
         printf("\n"
@@ -240,6 +362,6 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
                "its attributes in the udev rules key format; a rule can match the device's\n"
                "and those of one single parent device.\n\n");
         for (size_t i = 0; i < n; i++)
-                info_print_walk_node(model, chain[i], i > 0);
+                info_print_walk_node(bus, model, &chain[i], i > 0);
         return EXIT_OK;
 }

@@ -13,7 +13,8 @@
 #include "common/util.h"
 
 /* A minimal reader for the XML sd-bus and dbus-daemon write: tags with
- * double-quoted attributes, comments and a DOCTYPE; no entities in names. */
+ * double-quoted attributes, comments and a DOCTYPE; entities only in values
+ * (xml_unescape). */
 static char *xml_attr(const char *tag, size_t len, const char *attr)
 {
         size_t alen = strlen(attr);
@@ -30,6 +31,33 @@ static char *xml_attr(const char *tag, size_t len, const char *attr)
                 }
         }
         return NULL;
+}
+
+/* The five entities XML predefines, in place; anything else is left as it is. */
+static char *xml_unescape(char *s)
+{
+        static const struct {
+                const char *entity;
+                char c;
+        } entities[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+        char *w = s;
+
+        if (!s)
+                return NULL;
+        for (const char *r = s; *r;) {
+                size_t i;
+
+                for (i = 0; *r == '&' && i < ELEMENTSOF(entities); i++)
+                        if (startswith(r, entities[i].entity))
+                                break;
+                if (*r == '&' && i < ELEMENTSOF(entities)) {
+                        *w++ = entities[i].c;
+                        r += strlen(entities[i].entity);
+                } else
+                        *w++ = *r++;
+        }
+        *w = 0;
+        return s;
 }
 
 static bool xml_tag_is(const char *tag, size_t len, const char *name)
@@ -50,9 +78,11 @@ void introspection_done(Introspection *in)
                 for (size_t j = 0; j < f->n_properties; j++) {
                         free(f->properties[j].name);
                         free(f->properties[j].type);
+                        free(f->properties[j].file);
                 }
                 free(f->properties);
                 free(f->name);
+                free(f->dir);
         }
         free(in->interfaces);
         strv_free(in->children);
@@ -96,15 +126,43 @@ static int interface_add_property(IntrospectInterface *f, const char *tag, size_
         a[f->n_properties++] = (IntrospectProperty){
                         .name = TAKE_PTR(name),
                         .type = TAKE_PTR(type),
+                        .readable = !access || !streq(access, "write"),
                         .writable = access && strstr(access, "write"),
         };
         return 0;
+}
+
+/* <annotation name="org.blkmodel1.File" value="..."/> inside a property (prop) or an interface. */
+static int add_file_annotation(IntrospectInterface *f, IntrospectProperty *prop, const char *tag, size_t len)
+{
+        _cleanup_(freep) char *name = xml_attr(tag, len, "name"), *value = NULL;
+        char **slot = prop ? &prop->file : &f->dir;
+
+        if (!streq_ptr(name, BLKMODEL_ANNOTATION_FILE))
+                return 0;
+        value = xml_unescape(xml_attr(tag, len, "value"));
+        if (!value)
+                return -EBADMSG;
+        free(*slot);
+        *slot = TAKE_PTR(value);
+        return 0;
+}
+
+const char *introspect_property_file(const IntrospectProperty *p)
+{
+        return p->file ?: p->name;
+}
+
+const char *introspect_interface_dir(const IntrospectInterface *f)
+{
+        return f->dir ?: startswith(f->name, BLKMODEL_IFACE_GROUP_PREFIX);
 }
 
 int introspect_parse(const char *xml, Introspection *ret)
 {
         _cleanup_(introspection_done) Introspection in = {};
         IntrospectInterface *cur = NULL;
+        bool in_property = false; /* inside <property>...</property>: annotations are the last one's */
         const char *p = xml;
         int r;
 
@@ -143,6 +201,14 @@ int introspect_parse(const char *xml, Introspection *ret)
                         cur = NULL;
                 else if (cur && xml_tag_is(tag, len, "property")) {
                         r = interface_add_property(cur, tag, len);
+                        if (r < 0)
+                                return r;
+                        in_property = tag[len - 1] != '/';
+                } else if (xml_tag_is(tag, len, "/property"))
+                        in_property = false;
+                else if (cur && xml_tag_is(tag, len, "annotation")) {
+                        r = add_file_annotation(cur, in_property ? &cur->properties[cur->n_properties - 1] : NULL,
+                                                tag, len);
                         if (r < 0)
                                 return r;
                 }

@@ -10,11 +10,14 @@
 typedef struct IntrospectProperty {
         char *name;
         char *type;
+        bool readable; /* access "read" or "readwrite"; a write-only attribute (remove) is not */
         bool writable;
+        char *file; /* an attribute's file name where it is not the name (org.blkmodel1.File), or NULL */
 } IntrospectProperty;
 
 typedef struct IntrospectInterface {
         char *name;
+        char *dir; /* an attribute group's directory where it is not the name's end, or NULL */
         IntrospectProperty *properties;
         size_t n_properties;
 } IntrospectInterface;
@@ -32,6 +35,9 @@ int introspect_object(sd_bus *bus, const char *path, Introspection *ret, sd_bus_
 void introspection_done(Introspection *i);
 /* Whether the object has this interface. */
 bool introspect_has_interface(const Introspection *in, const char *iface);
+/* The sysfs name of an attribute property (its file) and of a group interface (its directory). */
+const char *introspect_property_file(const IntrospectProperty *p);
+const char *introspect_interface_dir(const IntrospectInterface *f);
 /* Whether an interface is ours (not org.freedesktop.DBus.*). */
 bool introspect_interface_is_model(const char *iface);
 

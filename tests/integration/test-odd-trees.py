@@ -343,6 +343,14 @@ class OddTrees(unittest.TestCase):
                 "a_b": "a-b", "has_space": "has space",
                 "it_s__x__": "it's&<x>\"",
                 bt.IFACE + "Group.my_group": "my-group"})
+            # blkmodelctl info -a names attributes as udev rules do.
+            out = bt.ctl("info", "-a", "sda", check=0).stdout
+            for line in ('ATTR{foo-bar}=="1"', 'ATTR{1abc}=="2"',
+                         'ATTR{it\'s&<x>"}=="7"', 'ATTR{caf_}=="8"',
+                         'ATTR{my-group/v}=="d"', 'ATTR{weird/1abc}=="b"',
+                         'ATTR{queue/extra/knob}=="7"'):
+                self.assertIn("    " + line + "\n", out)
+            self.assertNotIn("ATTR{foo_bar}", out)
 
         log = self.run_daemon(check)
         self.assertIn("collides with the typed property Size", log)

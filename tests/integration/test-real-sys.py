@@ -279,6 +279,61 @@ class RealSys(unittest.TestCase):
         self.assertGreater(compared, 300)
         self.assertLess(changed, compared / 10)
 
+    # ---- info -a against udevadm's attribute walk ---------------------------
+
+    @staticmethod
+    def attribute_walk(text):
+        """[(looking-at line, {ATTR{name}: value})] of an info -a walk."""
+        walk = []
+        for line in text.split("\n"):
+            line = line.strip()
+            if line.startswith("looking at"):
+                walk.append((line, {}))
+            elif walk and line.startswith("ATTR"):
+                key, _, value = line.partition("==")
+                walk[-1][1][key] = value
+        return walk
+
+    def test_info_walk_as_udevadm(self):
+        """A udev rule written from `blkmodelctl info -a` matches what udevadm
+        info -a would have given: the same devices, the same attribute names
+        (sysfs file names, a disk's queue/ and queue/iosched/ included,
+        unreadable ones left out), the same values.  Only the blk-mq
+        hardware contexts (mq/N/) are udevadm's alone: they are not block
+        kobjects (SPEC §1)."""
+        udevadm = shutil.which("udevadm")
+        if not udevadm:
+            raise AssertionError("udevadm (udev) is required")
+        part = os.path.join(self.sysdir, self.parts[0])
+
+        def theirs():
+            out = subprocess.run([udevadm, "info", "-a", "-p", part], check=True,
+                                 capture_output=True, text=True, timeout=60).stdout
+            return [(at, {k: v for k, v in attrs.items() if "{mq/" not in k})
+                    for at, attrs in self.attribute_walk(out)]
+
+        before = theirs()
+        ours = self.attribute_walk(bt.ctl("info", "-a", self.parts[0],
+                                          check=0).stdout)
+        after = theirs()
+        self.assertEqual([at for at, _ in ours], [at for at, _ in before])
+        self.assertEqual(len(ours), 2)          # the partition, its disk
+        for (at, mine), (_, b), (_, a) in zip(ours, before, after):
+            with self.subTest(device=at):
+                self.assertEqual(sorted(mine), sorted(b))
+                # Values that moved between udevadm's two walks (stat) are
+                # only compared by name.
+                self.assertEqual({k: v for k, v in mine.items() if b[k] == a[k]},
+                                 {k: v for k, v in b.items() if b[k] == a[k]})
+        disk = ours[1][1]
+        self.assertIn("ATTRS{queue/scheduler}", disk)
+        if self.sched:
+            self.assertIn("ATTRS{queue/iosched/read_expire}", disk)
+        # A file the kernel will not read (EIO: autosuspend_delay_ms of a
+        # loop partition, which has no runtime PM) is left out, as udevadm does.
+        if not read_value(os.path.join(part, "power/autosuspend_delay_ms"))[0]:
+            self.assertNotIn("ATTR{power/autosuspend_delay_ms}", ours[0][1])
+
     def test_exact_set_of_objects_below_loop(self):
         """The loop disk's subtree is exactly its directories: the disk, its
         partitions, the queue, the scheduler; no more."""
