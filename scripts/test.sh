@@ -51,7 +51,9 @@ PY
 }
 
 run_suite build
-run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+# -Dbench=true: the benchmark programs are compiled (with -Werror) though no test runs them, so
+# that a change to what they share with the daemon cannot break them unseen until the next bench.
+run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=true
 
 # Where clang's libFuzzer is at hand, each fuzzer also runs coverage-guided for a while, from its
 # seed corpus into a scratch one (what it finds stays out of the repository).
