@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include <blkmodel/names.h>
 
@@ -101,7 +102,7 @@ static int list_pick_columns(ListContext *lc)
                 _cleanup_(freep) char *key = strdup(lc->columns[i]->name);
 
                 lc->table_columns[i] = (TableColumn){lc->columns[i]->name, lc->columns[i]->align,
-                                                     lc->columns[i]->min_width};
+                                                     lc->columns[i]->width_hint};
                 /* lsblk's JSON keys: the column names in lower case. */
                 for (char *p = key; p && *p; p++)
                         *p = (char) (*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
@@ -111,30 +112,43 @@ static int list_pick_columns(ListContext *lc)
         return EXIT_OK;
 }
 
-static uint64_t list_devno(json_object *model, const char *path)
+/* lsblk sorts by makedev()'s number, not by (major, minor): 7:256 comes after 253:0. */
+static dev_t list_devno(json_object *model, const char *path)
 {
         json_object *o = model_object(model, path);
         const char *iface = model_has_iface(o, BLKMODEL_IFACE_PARTITION) ? BLKMODEL_IFACE_PARTITION
                                                                          : BLKMODEL_IFACE_DISK;
 
-        return model_u64(o, iface, BLKMODEL_PROP_MAJOR) << 32 | model_u64(o, iface, BLKMODEL_PROP_MINOR);
+        return makedev((unsigned) model_u64(o, iface, BLKMODEL_PROP_MAJOR),
+                       (unsigned) model_u64(o, iface, BLKMODEL_PROP_MINOR));
 }
 
 static int list_compare(const void *a, const void *b, void *userdata)
 {
         const char *pa = *(const char *const *) a, *pb = *(const char *const *) b;
         json_object *model = userdata;
-        uint64_t da = list_devno(model, pa), db = list_devno(model, pb);
+        dev_t da = list_devno(model, pa), db = list_devno(model, pb);
 
         if (da != db)
                 return da < db ? -1 : 1;
         return strverscmp(model_name(model, pa), model_name(model, pb));
 }
 
-/* lsblk's order: by MAJ:MIN. */
+/* lsblk's order: by MAJ:MIN as list_devno() has it. */
 static void list_sort(ListContext *lc, const char **paths, size_t n)
 {
         qsort_r(paths, n, sizeof(char *), list_compare, lc->model);
+}
+
+/* Drops the repeats of a sorted list; returns the new length. */
+static size_t list_unique(const char **paths, size_t n)
+{
+        size_t w = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (w == 0 || !streq(paths[w - 1], paths[i]))
+                        paths[w++] = paths[i];
+        return w;
 }
 
 /* Children in lsblk's order: partitions first, then holders, each sorted as list_sort() does. */
@@ -223,9 +237,9 @@ static int list_node(TreeDraw *d, const char *path, json_object *j, void *userda
 }
 
 /*
- * The devices the user named, in the order named; each must be a disk or a partition.  One that
- * lsblk's rule hides is said so on stderr and left out (*ret_hidden counts them); a failure is
- * reported and its exit code returned, with nothing in *ret_paths.
+ * The devices the user named, each once; each must be a disk or a partition.  One that lsblk's
+ * rule hides is said so on stderr and left out (*ret_hidden counts them); a failure is reported
+ * and its exit code returned, with nothing in *ret_paths.
  */
 static int list_named_roots(ListContext *lc, char **args, int n_args, const char **roots, size_t *n_roots,
                             char ***ret_paths, size_t *ret_hidden)
@@ -299,7 +313,7 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
                 if (r != EXIT_OK)
                         return r;
                 /* As lsblk fails when none of the devices named is shown. */
-                if (hidden == (size_t) n_args)
+                if (n_roots == 0 && hidden > 0)
                         return EXIT_FAIL;
         } else {
                 /* Top level: disks that sit on nothing (no slaves). */
@@ -313,8 +327,10 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
                                 continue;
                         roots[n_roots++] = path;
                 }
-                list_sort(&lc, roots, n_roots);
         }
+        /* lsblk's order, for the devices named too: by MAJ:MIN, not as named; one named twice once. */
+        list_sort(&lc, roots, n_roots);
+        n_roots = list_unique(roots, n_roots);
 
         TreeDrawOps ops = {
                         .style = TREE_STYLE_LSBLK,

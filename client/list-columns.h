@@ -53,7 +53,7 @@ typedef struct ListColumn {
         const char *name;
         ColumnType type;
         Align align;
-        size_t min_width;
+        size_t width_hint; /* TableColumn.width_hint */
         const char *help;
         int (*get)(const ListRow *row, const struct ListColumn *c, Cell *ret);
         /* For columns that are one attribute: where it is, and which. */

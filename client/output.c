@@ -152,16 +152,25 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
                 return;
 
         for (size_t c = 0; c < t->n_columns; c++) {
-                widths[c] = t->columns[c].min_width;
                 /* The heading counts even when not printed, as in lsblk: --no-legend must not
                  * squeeze RO to one character. */
-                if (output_width(t->columns[c].header) > widths[c])
-                        widths[c] = output_width(t->columns[c].header);
+                size_t header = output_width(t->columns[c].header), hint = t->columns[c].width_hint;
+                size_t cells = 0;
+
                 for (size_t r = 0; r < t->n_rows; r++) {
                         size_t w = output_width(t->cells[r * t->n_columns + c]);
-                        if (w > widths[c])
-                                widths[c] = w;
+                        if (w > cells)
+                                cells = w;
                 }
+                /* libsmartcols' rule: cells narrower than the heading take its width; else a
+                 * hint wider than both is the width (lsblk's SIZE is 5 wide for "256G", 4 for
+                 * "64M"). */
+                if (cells < header)
+                        widths[c] = header;
+                else if (cells < hint && header < hint)
+                        widths[c] = hint;
+                else
+                        widths[c] = cells;
         }
 
         /* A right-aligned last column still needs its padding. */

@@ -39,7 +39,9 @@ typedef enum Align {
 typedef struct TableColumn {
         const char *header;
         Align align;
-        size_t min_width; /* 0: as wide as the widest cell */
+        /* libsmartcols' width hint (lsblk's column table): where the widest cell is at least as
+         * wide as the heading but narrower than this, the column is this wide; 0: none. */
+        size_t width_hint;
 } TableColumn;
 
 typedef struct Table Table;

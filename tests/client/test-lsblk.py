@@ -98,15 +98,20 @@ class ListAgreesWithLsblk(unittest.TestCase):
             self.check_default_and_widths(d)
 
     def check_devices(self, tree):
-        """list DEVICE...: each named device with what sits on it, in the
-        order named, as lsblk's whole tree has it."""
+        """list DEVICE...: each named device with what sits on it, as
+        lsblk's whole tree has it; in lsblk's order (by MAJ:MIN, not as
+        named), a device named twice once."""
         nodes = {n["kname"]: n for n in walk(tree)}
-        for names in (("sda",), ("loop0",), ("sda2", "nvme0n1"),
-                      ("/dev/sda1",), ("8:3",)):
+        for names, order in ((("sda",), None), (("loop0",), None),
+                             (("sda2", "nvme0n1"), None),
+                             (("nvme0n1", "sda2"), ("sda2", "nvme0n1")),
+                             (("sda", "sda"), ("sda",)),
+                             (("/dev/sda1",), None), (("8:3",), None)):
             with self.subTest(devices=names):
                 got = ct.run_json("list", "-o", SHARED, *names)
                 want = [nodes[os.path.basename(n) if "/" in n else
-                              {"8:3": "sda3"}.get(n, n)] for n in names]
+                              {"8:3": "sda3"}.get(n, n)]
+                        for n in order or names]
                 self.assertEqual(got["blockdevices"], want)
         # As text: the subtree rows of the whole listing (columns as wide
         # as these rows need).

@@ -12,6 +12,7 @@ file's value (compared where two reads of the file agree: stat and
 friends move).  Afterwards, also on failure, the scheduler is put back,
 the device detached and deleted.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -194,6 +195,35 @@ class RealSys(unittest.TestCase):
                                if is_partition_dir(os.path.join(d, p))))
         for name in set(published) - set(after):
             self.assertNotIn(name, before)
+
+    def test_list_named_devices_as_lsblk(self):
+        """blkmodelctl list DEVICE... prints what lsblk prints for the same
+        devices, byte for byte, in every column both have: in lsblk's order
+        (by MAJ:MIN, not as named), a device named twice once, each column
+        as wide as lsblk makes it (SIZE is 5 wide for "256G", 4 for "64M")."""
+        lsblk = shutil.which("lsblk")
+        if not lsblk:
+            raise AssertionError("lsblk (util-linux) is required")
+        cols = bt.ctl("list", "--help", check=0).stdout
+        cols = cols[cols.index("Columns:") + len("Columns:"):cols.index("(each")]
+        cols = [c for c in cols.split() if c != "OBJECT"]
+        self.assertGreater(len(cols), 30)
+        disk, p1, p2 = self.dev, self.dev + "p1", self.dev + "p2"
+        for devices in ([p1], [disk], [p2, disk], [disk, disk], [p2, p1]):
+            for col in cols:
+                for extra in ([], ["-b"], ["-J"]):
+                    args = extra + ["-o", "NAME,%s,RO" % col] + devices
+                    with self.subTest(args=" ".join(args)):
+                        want = subprocess.run(
+                            [lsblk] + args, check=True, capture_output=True,
+                            text=True, timeout=60).stdout
+                        if "-J" not in extra:   # lsblk pads the last column
+                            want = "".join(ln.rstrip() + "\n"
+                                           for ln in want.splitlines())
+                        got = bt.ctl("list", *args, check=0).stdout
+                        if "-J" in extra:
+                            got, want = json.loads(got), json.loads(want)
+                        self.assertEqual(got, want)
 
     def compare_object(self, path, ktype, dirpath):
         """Read every attribute file, GetAll every interface, read again;
