@@ -253,7 +253,19 @@ static json_object *info_node_json(sd_bus *bus, json_object *model, const InfoNo
         return TAKE_PTR(j);
 }
 
-/* udevadm info -q all: P: devpath, M: name, U: subsystem, T: devtype, D: number, N: node, E: env. */
+/* udevadm's R: the kernel name's trailing number ("sda1" → "1", "0000:00:02.0" → "0"); NULL if none. */
+static const char *info_sysnum(const char *name)
+{
+        const char *p = name + strlen(name);
+
+        while (p > name && isdigit((unsigned char) p[-1]))
+                p--;
+        return *p ? p : NULL;
+}
+
+/* udevadm info -q all: P: devpath, M: name, R: its number, U: subsystem, T: devtype, D: device
+ * number, N: node, Q: disk sequence number, V: driver, E: env.  udevadm's L: and S: (link priority
+ * and links) are udev's database, not the kernel's: not in the model. */
 static void info_print_query(json_object *model, const char *path)
 {
         json_object *obj = model_object(model, path);
@@ -263,6 +275,8 @@ static void info_print_query(json_object *model, const char *path)
         json_object *v;
 
         printf("P: %s\nM: %s\n", devpath, model_name(model, path));
+        if (info_sysnum(model_name(model, path)))
+                printf("R: %s\n", info_sysnum(model_name(model, path)));
         if (!isempty(info_subsystem(obj)))
                 printf("U: %s\n", info_subsystem(obj));
         devtype = json_object_object_get_ex(uevent, "DEVTYPE", &v) ? json_object_get_string(v) : NULL;
@@ -277,6 +291,10 @@ static void info_print_query(json_object *model, const char *path)
         }
         if (json_object_object_get_ex(uevent, "DEVNAME", &v))
                 printf("N: %s\n", json_object_get_string(v));
+        if (json_object_object_get_ex(uevent, "DISKSEQ", &v))
+                printf("Q: %s\n", json_object_get_string(v));
+        if (!isempty(info_driver(obj)))
+                printf("V: %s\n", info_driver(obj));
         printf("O: %s\n", path);
         printf("E: DEVPATH=%s\n", devpath);
         if (!isempty(info_subsystem(obj)))

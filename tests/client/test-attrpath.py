@@ -123,9 +123,15 @@ class AttrPath(unittest.TestCase):
         self.assertEqual((j["kernel"], j["parents"]), ("dm-0", []))
         # Without -a: udevadm info's query, no walk.
         out = ct.run("info", "sda1", check=0).stdout.split("\n")
-        self.assertEqual(out[:6], ["P: " + SDA + "/sda1", "M: sda1",
+        self.assertEqual(out[:8], ["P: " + SDA + "/sda1", "M: sda1", "R: 1",
                                    "U: block", "T: partition", "D: b 8:1",
-                                   "N: sda1"])
+                                   "N: sda1", "Q: 1"])
+        # A device's driver is V:, as udevadm prints it.
+        dev = ct.run("info", bt.path_of("devices", "pci0000:00", "0000:00:1f.2"),
+                     check=0).stdout.split("\n")
+        self.assertEqual(dev[:5], ["P: /devices/pci0000:00/0000:00:1f.2",
+                                   "M: 0000:00:1f.2", "R: 2", "U: pci",
+                                   "V: ahci"])
         self.assertIn("E: PARTN=1", out)
         self.assertEqual(ct.run_json("info", "sda1")["parents"], [])
 

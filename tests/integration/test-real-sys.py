@@ -364,6 +364,24 @@ class RealSys(unittest.TestCase):
         if not read_value(os.path.join(part, "power/autosuspend_delay_ms"))[0]:
             self.assertNotIn("ATTR{power/autosuspend_delay_ms}", ours[0][1])
 
+    def test_info_as_udevadm(self):
+        """blkmodelctl info prints udevadm info's lines that come from the
+        kernel (P M R U T D N Q V), the same, in the same order; udevadm's
+        L:, S: and E: lines are udev's database (and E: ours is the uevent
+        file's), O: is ours."""
+        udevadm = shutil.which("udevadm")
+        if not udevadm:
+            raise AssertionError("udevadm (udev) is required")
+        for name in [self.name] + self.parts:
+            with self.subTest(device=name):
+                want = subprocess.run(
+                    [udevadm, "info", "-p", os.path.join("/sys/class/block", name)],
+                    check=True, capture_output=True, text=True, timeout=60).stdout
+                got = bt.ctl("info", name, check=0).stdout
+                self.assertEqual(
+                    [ln for ln in got.splitlines() if ln[:2] not in ("O:", "E:")],
+                    [ln for ln in want.splitlines() if ln and ln[:2] not in ("L:", "S:", "E:")])
+
     def test_exact_set_of_objects_below_loop(self):
         """The loop disk's subtree is exactly its directories: the disk, its
         partitions, the queue, the scheduler; no more."""
