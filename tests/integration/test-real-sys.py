@@ -324,6 +324,36 @@ class RealSys(unittest.TestCase):
                 walk[-1][1][key] = value
         return walk
 
+    def compare_walk(self, name, walk_len=None):
+        """blkmodelctl info -a NAME against udevadm info -a on its sysfs
+        directory; returns our walk."""
+        udevadm = shutil.which("udevadm")
+        if not udevadm:
+            raise AssertionError("udevadm (udev) is required")
+        syspath = os.path.realpath(os.path.join(SYS, "class/block", name))
+
+        def theirs():
+            out = subprocess.run([udevadm, "info", "-a", "-p", syspath],
+                                 check=True, capture_output=True, text=True,
+                                 timeout=60).stdout
+            return [(at, {k: v for k, v in attrs.items() if "{mq/" not in k})
+                    for at, attrs in self.attribute_walk(out)]
+
+        before = theirs()
+        ours = self.attribute_walk(bt.ctl("info", "-a", name, check=0).stdout)
+        after = theirs()
+        self.assertEqual([at for at, _ in ours], [at for at, _ in before])
+        if walk_len is not None:
+            self.assertEqual(len(ours), walk_len)
+        for (at, mine), (_, b), (_, a) in zip(ours, before, after):
+            with self.subTest(device=at):
+                self.assertEqual(sorted(mine), sorted(b))
+                # Values that moved between udevadm's two walks (stat,
+                # power/runtime_active_time) are only compared by name.
+                self.assertEqual({k: v for k, v in mine.items() if b[k] == a[k]},
+                                 {k: v for k, v in b.items() if b[k] == a[k]})
+        return ours
+
     def test_info_walk_as_udevadm(self):
         """A udev rule written from `blkmodelctl info -a` matches what udevadm
         info -a would have given: the same devices, the same attribute names
@@ -331,30 +361,8 @@ class RealSys(unittest.TestCase):
         unreadable ones left out), the same values.  Only the blk-mq
         hardware contexts (mq/N/) are udevadm's alone: they are not block
         kobjects (SPEC §1)."""
-        udevadm = shutil.which("udevadm")
-        if not udevadm:
-            raise AssertionError("udevadm (udev) is required")
         part = os.path.join(self.sysdir, self.parts[0])
-
-        def theirs():
-            out = subprocess.run([udevadm, "info", "-a", "-p", part], check=True,
-                                 capture_output=True, text=True, timeout=60).stdout
-            return [(at, {k: v for k, v in attrs.items() if "{mq/" not in k})
-                    for at, attrs in self.attribute_walk(out)]
-
-        before = theirs()
-        ours = self.attribute_walk(bt.ctl("info", "-a", self.parts[0],
-                                          check=0).stdout)
-        after = theirs()
-        self.assertEqual([at for at, _ in ours], [at for at, _ in before])
-        self.assertEqual(len(ours), 2)          # the partition, its disk
-        for (at, mine), (_, b), (_, a) in zip(ours, before, after):
-            with self.subTest(device=at):
-                self.assertEqual(sorted(mine), sorted(b))
-                # Values that moved between udevadm's two walks (stat) are
-                # only compared by name.
-                self.assertEqual({k: v for k, v in mine.items() if b[k] == a[k]},
-                                 {k: v for k, v in b.items() if b[k] == a[k]})
+        ours = self.compare_walk(self.parts[0], walk_len=2)  # it, its disk
         disk = ours[1][1]
         self.assertIn("ATTRS{queue/scheduler}", disk)
         if self.sched:
@@ -363,6 +371,17 @@ class RealSys(unittest.TestCase):
         # loop partition, which has no runtime PM) is left out, as udevadm does.
         if not read_value(os.path.join(part, "power/autosuspend_delay_ms"))[0]:
             self.assertNotIn("ATTR{power/autosuspend_delay_ms}", ours[0][1])
+
+    def test_info_walk_of_this_machines_disks(self):
+        """The same for every disk of this machine with hardware under it
+        (virtio, PCI, SCSI ... whatever CI runs on): only read, never written."""
+        disks = [n for n in os.listdir(os.path.join(SYS, "block"))
+                 if os.path.exists(os.path.join(SYS, "block", n, "device"))]
+        if not disks:
+            self.skipTest("no disk with hardware under it on this machine")
+        for name in sorted(disks):
+            with self.subTest(disk=name):
+                self.assertGreater(len(self.compare_walk(name)), 1)
 
     def test_info_as_udevadm(self):
         """blkmodelctl info prints udevadm info's lines that come from the
