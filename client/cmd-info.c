@@ -162,8 +162,9 @@ static int info_node_load(InfoNode *n, sd_bus *bus, json_object *model, const ch
  * GetAll reports a file that failed as "", so an empty value is asked for again with Get, which says
  * why.  *ret_got holds the value Get returned.
  */
-static int info_attribute_value(sd_bus *bus, const char *path, json_object *obj, const IntrospectInterface *f,
-                                const IntrospectProperty *prop, const char **ret, json_object **ret_got)
+static int info_attribute_value(sd_bus *bus, const char *path, json_object *obj,
+                                const IntrospectInterface *f, const IntrospectProperty *prop,
+                                const char **ret, json_object **ret_got)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         json_object *v = model_prop(obj, f->name, prop->name);
@@ -177,7 +178,9 @@ static int info_attribute_value(sd_bus *bus, const char *path, json_object *obj,
                 *ret = json_object_get_string(*ret_got);
                 return 1;
         }
-        return sd_bus_error_has_names(&error, SD_BUS_ERROR_ACCESS_DENIED, BLKMODEL_ERROR_ACCESS_DENIED) ? 0 : -1;
+        if (sd_bus_error_has_names(&error, SD_BUS_ERROR_ACCESS_DENIED, BLKMODEL_ERROR_ACCESS_DENIED))
+                return 0;
+        return -1;
 }
 
 /* { "file", "group/file" or "queue/file": value or null (not readable) }, sorted, of the raw
@@ -205,7 +208,7 @@ static json_object *info_attributes(sd_bus *bus, json_object *model, const InfoN
                                 _cleanup_(freep) char *key = NULL;
                                 const IntrospectProperty *prop = &f->properties[k];
                                 const char *value = NULL;
-                                int readable;
+                                int readable, r;
 
                                 if (interface_find_property(f->name, prop->name))
                                         continue;
@@ -218,8 +221,9 @@ static json_object *info_attributes(sd_bus *bus, json_object *model, const InfoN
                                 readable = info_attribute_value(bus, part->path, obj, f, prop, &value, &got);
                                 if (readable < 0 || (readable > 0 && !info_value_shown(value)))
                                         continue;
-                                if (json_object_object_add(all, key,
-                                                           readable ? json_object_new_string(value) : NULL) < 0)
+                                r = json_object_object_add(all, key,
+                                                           readable ? json_object_new_string(value) : NULL);
+                                if (r < 0)
                                         return NULL;
                         }
                 }
@@ -317,7 +321,8 @@ static void info_print_walk_node(sd_bus *bus, json_object *model, const InfoNode
         printf("    SUBSYSTEM%s==\"%s\"\n", s, info_subsystem(obj));
         printf("    DRIVER%s==\"%s\"\n", s, info_driver(obj));
         json_object_object_foreach(attrs, name, value)
-                printf("    ATTR%s{%s}==\"%s\"\n", s, name, value ? json_object_get_string(value) : NOT_READABLE);
+                printf("    ATTR%s{%s}==\"%s\"\n", s, name,
+                       value ? json_object_get_string(value) : NOT_READABLE);
         printf("\n");
 }
 

@@ -207,8 +207,11 @@ int introspect_parse(const char *xml, Introspection *ret)
                 } else if (xml_tag_is(tag, len, "/property"))
                         in_property = false;
                 else if (cur && xml_tag_is(tag, len, "annotation")) {
-                        r = add_file_annotation(cur, in_property ? &cur->properties[cur->n_properties - 1] : NULL,
-                                                tag, len);
+                        IntrospectProperty *prop = NULL;
+
+                        if (in_property) /* then there is one: the last */
+                                prop = &cur->properties[cur->n_properties - 1];
+                        r = add_file_annotation(cur, prop, tag, len);
                         if (r < 0)
                                 return r;
                 }

@@ -72,12 +72,23 @@ static void xml_file_annotation(FILE *f, const char *indent, const char *file)
         fprintf(f, "%s<annotation name=\"" BLKMODEL_ANNOTATION_FILE "\" value=\"", indent);
         for (const char *c = file; *c; c++)
                 switch (*c) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
-                case '\'': fputs("&apos;", f); break;
-                default: fputc(*c, f);
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
+                case '\'':
+                        fputs("&apos;", f);
+                        break;
+                default:
+                        fputc(*c, f);
                 }
         fputs("\"/>\n", f);
 }
