@@ -8,7 +8,6 @@
 #include <blkmodel/names.h>
 
 #include "introspect.h"
-#include "model.h"
 
 #include "common/util.h"
 
@@ -267,17 +266,33 @@ static int interface_rank(const char *iface)
         return -1;
 }
 
-static bool find_in(const Introspection *in, const char *iface_name, const char *member,
+/* Does prop answer to name: as its D-Bus name, or (by_file) as its file's name? */
+static bool property_is(const IntrospectProperty *prop, const char *name, bool by_file)
+{
+        return streq(by_file ? introspect_property_file(prop) : prop->name, name);
+}
+
+/* Does f answer to group: as the group's directory or as its interface name's end? */
+static bool group_is(const IntrospectInterface *f, const char *group)
+{
+        const char *element = startswith(f->name, BLKMODEL_IFACE_GROUP_PREFIX);
+
+        return element && (streq(element, group) || streq(introspect_interface_dir(f), group));
+}
+
+static bool find_in(const Introspection *in, const char *group, const char *name, bool by_file,
                     const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
 {
         for (int rank = 0; rank <= 3; rank++)
                 for (size_t i = 0; i < in->n_interfaces; i++) {
                         const IntrospectInterface *f = in->interfaces + i;
 
-                        if (iface_name ? !streq(f->name, iface_name) : interface_rank(f->name) != rank)
+                        bool wanted = group ? rank == 0 && group_is(f, group) : interface_rank(f->name) == rank;
+
+                        if (!wanted)
                                 continue;
                         for (size_t j = 0; j < f->n_properties; j++)
-                                if (streq(f->properties[j].name, member)) {
+                                if (property_is(&f->properties[j], name, by_file)) {
                                         *ret_iface = f;
                                         *ret_prop = f->properties + j;
                                         return true;
@@ -286,37 +301,23 @@ static bool find_in(const Introspection *in, const char *iface_name, const char 
         return false;
 }
 
-/* GROUP/FILE: an attribute group's file, e.g. power/control, on the group's interface. */
-static int find_group_file(const Introspection *in, const char *attr, const char *slash,
-                           const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
-{
-        _cleanup_(freep) char *group = NULL, *g = NULL, *member = NULL, *iface = NULL;
-
-        group = strndup(attr, (size_t) (slash - attr));
-        if (!group)
-                return -ENOMEM;
-        g = model_sanitize_member(group);
-        member = model_sanitize_member(slash + 1);
-        if (!g || !member || asprintf(&iface, BLKMODEL_IFACE_GROUP_PREFIX "%s", g) < 0)
-                return -ENOMEM;
-        return find_in(in, iface, member, ret_iface, ret_prop) ? 0 : -ENOENT;
-}
-
 int introspect_find_property(const Introspection *in, const char *attr,
                              const IntrospectInterface **ret_iface, const IntrospectProperty **ret_prop)
 {
-        _cleanup_(freep) char *member = NULL;
-        const char *slash = strchr(attr, '/');
+        _cleanup_(freep) char *group = NULL;
+        const char *slash = strchr(attr, '/'), *name = attr;
 
-        if (slash)
-                return find_group_file(in, attr, slash, ret_iface, ret_prop);
-
-        /* The exact name first, so typed properties win over look-alikes. */
-        if (find_in(in, NULL, attr, ret_iface, ret_prop))
+        if (slash) {
+                group = strndup(attr, (size_t) (slash - attr));
+                if (!group)
+                        return -ENOMEM;
+                name = slash + 1;
+        }
+        /* The D-Bus name first, so typed properties win over look-alikes; then the file's name,
+         * exactly as the daemon's introspection gives it (never a look-alike: set must write the
+         * file named, not another that sanitizes to the same name). */
+        if (find_in(in, group, name, false, ret_iface, ret_prop) ||
+            find_in(in, group, name, true, ret_iface, ret_prop))
                 return 0;
-
-        member = model_sanitize_member(attr);
-        if (!member)
-                return -ENOMEM;
-        return find_in(in, NULL, member, ret_iface, ret_prop) ? 0 : -ENOENT;
+        return -ENOENT;
 }

@@ -42,9 +42,10 @@ const char *introspect_interface_dir(const IntrospectInterface *f);
 bool introspect_interface_is_model(const char *iface);
 
 /*
- * Finds ATTR on an object: a typed or raw property name, a file name
- * (sanitized as the daemon does), or GROUP/FILE for an attribute group.
- * Kind interfaces come first, then Kobject, Kset, Manager, then groups.
+ * Finds ATTR on an object: a typed or raw property name, an attribute's file
+ * name (as the org.blkmodel1.File annotation gives it where the two differ),
+ * or GROUP/FILE for an attribute group.  Names first, then file names; kind
+ * interfaces first, then Kobject, Kset, Manager, then groups.
  */
 int introspect_find_property(const Introspection *i, const char *attr, const IntrospectInterface **ret_iface,
                              const IntrospectProperty **ret_prop);

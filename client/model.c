@@ -92,24 +92,6 @@ void model_sort_paths(json_object *model, const char **paths, size_t n)
         qsort_r(paths, n, sizeof(char *), compare_paths, model);
 }
 
-char *model_sanitize_member(const char *name)
-{
-        size_t n = strlen(name);
-        char *s = malloc(n + 2), *d = s;
-
-        if (!s)
-                return NULL;
-        if (name[0] >= '0' && name[0] <= '9')
-                *d++ = '_';
-        for (const char *c = name; *c; c++) {
-                bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                          *c == '_';
-                *d++ = ok ? *c : '_';
-        }
-        *d = '\0';
-        return s;
-}
-
 int model_interface_rank(const char *iface)
 {
         if (streq(iface, BLKMODEL_IFACE_KOBJECT))

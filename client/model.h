@@ -25,9 +25,6 @@ const char *model_name(json_object *model, const char *path);
 /* Sorts paths by their objects' names in version order (sda2 < sda10). */
 void model_sort_paths(json_object *model, const char **paths, size_t n);
 
-/* doc/model.md: a file name as a D-Bus member name; caller frees. */
-char *model_sanitize_member(const char *name);
-
 /* Display and dump order of interfaces: Kobject, the kind, Kset/Manager, then the groups. */
 int model_interface_rank(const char *iface);
 

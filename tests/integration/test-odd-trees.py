@@ -351,6 +351,24 @@ class OddTrees(unittest.TestCase):
                          'ATTR{queue/extra/knob}=="7"'):
                 self.assertIn("    " + line + "\n", out)
             self.assertNotIn("ATTR{foo_bar}", out)
+            # get and set find an attribute by its file name exactly (from
+            # the annotation), or by its D-Bus name; never by a look-alike
+            # that sanitizes to the same name: set must not write foo-bar
+            # when asked for foo.bar.
+            for attr, value in (("foo-bar", "1"), ("foo_bar", "1"),
+                                ("1abc", "2"), ("x.y", "3"), ("a-b", "first"),
+                                ("it's&<x>\"", "7"), ("caf_", "8"),
+                                ("my-group/v", "d"), ("my_group/v", "d"),
+                                ("weird/1abc", "b"), ("queue/extra/knob", "7")):
+                self.assertEqual(bt.ctl("get", "sda", attr, check=0).stdout,
+                                 value + "\n", attr)
+            for attr in ("foo.bar", "x_y_", "1abc_", "my.group/v"):
+                p = bt.ctl("get", "sda", attr)
+                self.assertEqual(p.returncode, 1, attr)
+                self.assertIn("No attribute or property", p.stderr)
+            p = bt.ctl("set", "sda", "foo.bar", "9")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(bt.read_attr(self.p(SDA + "/foo-bar")), "1")
 
         log = self.run_daemon(check)
         self.assertIn("collides with the typed property Size", log)
