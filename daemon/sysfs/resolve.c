@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "blkmodel/names.h"
 #include "common/util.h"
@@ -77,7 +78,54 @@ static int resolve_majmin(const Sysfs *sysfs, const Model *m, const char *s, Kob
         return walk(model_find_devpath(m, devpath), *e ? e + 1 : NULL, ret);
 }
 
-/* A path below the sysfs root: "/devices/…", "/block/sda/queue", "/class/block/sda1", "/dev/block/8:1". */
+/* The path the kernel gives an open directory (/proc/self/fd), or NULL. */
+static char *fd_path(int fd)
+{
+        char proc[64], buf[SPEC_MAX + 1];
+        ssize_t n;
+
+        (void) snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        n = readlink(proc, buf, sizeof(buf) - 1);
+        if (n <= 0 || n >= (ssize_t) sizeof(buf) - 1)
+                return NULL;
+        buf[n] = 0;
+        return strdup(buf);
+}
+
+/*
+ * Any other directory below the sysfs root, with its links followed as sysfs follows them
+ * (/sys/block/sda/device, sda/holders/dm-0, as udevadm info -p takes them): opened beneath the
+ * root, so no link and no ".." leads out, and named by the path the kernel gives the directory.
+ */
+static int resolve_through_links(const Sysfs *sysfs, const Model *m, const char *rel, Kobject **ret)
+{
+        _cleanup_(closep) int fd = -EBADF;
+        _cleanup_(freep) char *root = NULL, *dir = NULL;
+        const char *devpath;
+        Kobject *k;
+
+        while (*rel == '/')
+                rel++;
+        if (!*rel)
+                return -ENOENT;
+        fd = sysfs_openat_beneath(sysfs->root_fd, rel, O_PATH | O_DIRECTORY, false);
+        if (fd < 0)
+                return -ENOENT;
+        root = fd_path(sysfs->root_fd);
+        dir = fd_path(fd);
+        if (!root || !dir)
+                return -ENOENT;
+        /* Without openat2 a link may have led out: then the path is not below the root. */
+        devpath = startswith(dir, streq(root, "/") ? "" : root);
+        k = devpath && devpath[0] == '/' ? model_find_devpath(m, devpath) : NULL;
+        if (!k)
+                return -ENOENT;
+        *ret = k;
+        return 0;
+}
+
+/* A path below the sysfs root: "/devices/…", "/block/sda/queue", "/class/block/sda1", "/dev/block/8:1",
+ * or any other way there through sysfs's links. */
 static int resolve_sysfs_path(const Sysfs *sysfs, const Model *m, const char *p, Kobject **ret)
 {
         _cleanup_(freep) char *clean = NULL;
@@ -102,11 +150,14 @@ static int resolve_sysfs_path(const Sysfs *sysfs, const Model *m, const char *p,
                 *ret = m->block_kset;
                 return 0;
         }
-        if ((rest = startswith(clean, "/block/")) || (rest = startswith(clean, "/class/block/")))
-                return resolve_name_path(m, rest, ret);
-        if ((rest = startswith(clean, "/dev/block/")))
-                return resolve_majmin(sysfs, m, rest, ret);
-        return -ENOENT;
+        if ((rest = startswith(clean, "/block/")) || (rest = startswith(clean, "/class/block/"))) {
+                if (resolve_name_path(m, rest, ret) == 0)
+                        return 0;
+        } else if ((rest = startswith(clean, "/dev/block/"))) {
+                if (resolve_majmin(sysfs, m, rest, ret) == 0)
+                        return 0;
+        }
+        return resolve_through_links(sysfs, m, clean, ret);
 }
 
 /*
@@ -180,5 +231,12 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
         int r = resolve_majmin(sysfs, m, spec, ret);
         if (r != -ENOENT)
                 return r;
-        return resolve_name_path(m, spec, ret);
+        r = resolve_name_path(m, spec, ret);
+        if (r != -ENOENT)
+                return r;
+        /* "sda/device", "dm-0/slaves/sda": the name's directory, then its links. */
+        _cleanup_(freep) char *below = NULL;
+        if (asprintf(&below, "/class/block/%s", spec) < 0)
+                return -ENOMEM;
+        return resolve_through_links(sysfs, m, below, ret);
 }

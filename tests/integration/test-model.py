@@ -481,6 +481,13 @@ class Model(unittest.TestCase):
             "cciss!c0d0": P("block", "cciss!c0d0"),
             "/dev/dm-0": P("block", "dm-0"),
             "/sys/block": P("block"),
+            # Through sysfs's links, as udevadm info -p takes a path.
+            "/sys/block/sda/device": dev_path(SDA_DEV),
+            "sda/device": dev_path(SDA_DEV),
+            self.root + "/block/sda/device/": dev_path(SDA_DEV),
+            "sda/sda2/holders/dm-0": P("block", "dm-0"),
+            "dm-0/slaves/sda2": P("block", "sda", "sda2"),
+            "/sys/block/sda/queue/../sda1": sda1,
             bt.ROOT: bt.ROOT,
             bt.MANAGER_PATH: bt.MANAGER_PATH,
         }
@@ -495,7 +502,11 @@ class Model(unittest.TestCase):
                "/org/blkmodel1/block/dm-0", "/org/blkmodel1/block/dm_2D0",
                "/devices/pci0000:00/nothing", "/nothing", "", "/",
                "../../etc/passwd", "/sys/../etc/passwd", "/dev/",
-               "x" * 5000, "sda\n", "queue", "iosched"]
+               "x" * 5000, "sda\n", "queue", "iosched",
+               # Not a kobject's directory, or out of sysfs through a link.
+               "sda/size", "/sys/block/sda/bdi", "sda/holders",
+               "sda/device/../../../../../../../../../etc",
+               "/sys/block/sda/device/" + "../" * 12 + "etc"]
         for spec in bad:
             with self.subTest(spec=spec):
                 self.assertDBusError(bt.IFACE + "Error.NoSuchObject",
