@@ -189,9 +189,9 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
         for (size_t r = 0; r < t->n_rows; r++) {
                 size_t end = t->n_columns;
 
-                /* No trailing blanks: drop empty left-aligned cells at the end. */
-                while (end > 1 && t->columns[end - 1].align == ALIGN_LEFT &&
-                       t->cells[r * t->n_columns + end - 1][0] == '\0')
+                /* No trailing blanks: drop empty cells at the end, right-aligned ones too (lsblk
+                 * prints only its separator for them: START of a disk, RA of a partition). */
+                while (end > 1 && t->cells[r * t->n_columns + end - 1][0] == '\0')
                         end--;
 
                 for (size_t c = 0; c < end; c++) {
