@@ -69,27 +69,16 @@ static bool xml_file_annotated(const char *member, const char *file)
 
 static void xml_file_annotation(FILE *f, const char *indent, const char *file)
 {
+        static const char *const entities[256] = {
+                ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
+        };
+
         fprintf(f, "%s<annotation name=\"" BLKMODEL_ANNOTATION_FILE "\" value=\"", indent);
         for (const char *c = file; *c; c++)
-                switch (*c) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                case '\'':
-                        fputs("&apos;", f);
-                        break;
-                default:
+                if (entities[(unsigned char) *c])
+                        fputs(entities[(unsigned char) *c], f);
+                else
                         fputc(*c, f);
-                }
         fputs("\"/>\n", f);
 }
 
