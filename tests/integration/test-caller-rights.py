@@ -8,7 +8,9 @@ written by root only.  Runs on a bus every uid may join; the other caller
 is `nobody`."""
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import blkmodeltest as bt
@@ -76,6 +78,29 @@ class CallerRights(unittest.TestCase):
                 self.assertNotIn("secret", got[key], key)
                 self.assertNotIn("rootonly", got[key], key)
                 self.assertIn("vendor", got[key], key)
+
+            # blkmodelctl info -a as nobody: what it may not read is
+            # "(not readable)", as udevadm info -a prints a file it may not
+            # open; root sees the value.  (The client is copied out of the
+            # build tree, which nobody may not be able to reach.)
+            with tempfile.TemporaryDirectory() as d:
+                os.chmod(d, 0o755)
+                ctl = shutil.copy(bt.BLKMODELCTL if os.path.isabs(bt.BLKMODELCTL)
+                                  else shutil.which(bt.BLKMODELCTL), d)
+
+                def drop():
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                p = subprocess.run([ctl, "--session", "info", "-a", "sda"],
+                                   capture_output=True, text=True, timeout=60,
+                                   preexec_fn=drop)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('    ATTRS{secret}=="(not readable)"\n', p.stdout)
+            self.assertIn('    ATTRS{rootonly}=="(not readable)"\n', p.stdout)
+            self.assertIn('    ATTRS{vendor}=="ATA     "\n', p.stdout)
+            out = bt.ctl("info", "-a", "sda", check=0).stdout
+            self.assertIn('    ATTRS{secret}=="s3cret"\n', out)
 
             # Root reads and writes them; GetAll and GetManagedObjects hold them.
             self.assertEqual(dm.get(lun, dev, "secret"), "s3cret")
