@@ -28,6 +28,12 @@
 /* A confused model must not send the walk round in circles. */
 #define MAX_CHAIN 64
 
+/* An object path property that points somewhere: "/" is the model's none. */
+static bool info_link_set(const char *path)
+{
+        return !isempty(path) && !streq(path, "/");
+}
+
 /* The next object up the device chain, or NULL at its top. */
 static const char *info_up(json_object *obj)
 {
@@ -45,7 +51,7 @@ static const char *info_up(json_object *obj)
                 if (streq_ptr(next, model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KSET)))
                         return NULL;
         }
-        return isempty(next) || streq(next, "/") ? NULL : next;
+        return info_link_set(next) ? next : NULL;
 }
 
 static const char *info_subsystem(json_object *obj)
@@ -126,11 +132,6 @@ static int info_node_add(InfoNode *n, sd_bus *bus, json_object *model, const cha
         if (r < 0)
                 return r;
         return model_object(model, path) ? 0 : -ENOENT;
-}
-
-static bool info_link_set(const char *path)
-{
-        return !isempty(path) && !streq(path, "/");
 }
 
 /* The node's own object; for a disk its queue and the queue's scheduler too. */
@@ -275,12 +276,13 @@ static void info_print_query(json_object *model, const char *path)
         json_object *obj = model_object(model, path);
         json_object *uevent = model_prop(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_UEVENT);
         const char *devpath = strempty(model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_DEVPATH));
+        const char *sysnum = info_sysnum(model_name(model, path));
         const char *devtype;
         json_object *v;
 
         printf("P: %s\nM: %s\n", devpath, model_name(model, path));
-        if (info_sysnum(model_name(model, path)))
-                printf("R: %s\n", info_sysnum(model_name(model, path)));
+        if (sysnum)
+                printf("R: %s\n", sysnum);
         if (!isempty(info_subsystem(obj)))
                 printf("U: %s\n", info_subsystem(obj));
         devtype = json_object_object_get_ex(uevent, "DEVTYPE", &v) ? json_object_get_string(v) : NULL;

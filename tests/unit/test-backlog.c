@@ -24,7 +24,7 @@ static uint64_t run(BacklogState *s, const uint64_t (*looks)[2], size_t n, Backl
         return 0;
 }
 
-#define RUN(s, looks, step) run(s, looks, sizeof(looks) / sizeof(looks[0]), step)
+#define RUN(s, looks, step) run(s, looks, ELEMENTSOF(looks), step)
 
 static void test_a_bus_that_reads(void)
 {
