@@ -689,7 +689,7 @@ def bench_tree(a, tree, built_in):
     return r
 
 
-def busctl_tree_costs(a, bus, name, service_pid):
+def busctl_tree_costs(bus, name, service_pid):
     """busctl tree NAME: wall, busctl's CPU and the service's and dbus-daemon's CPU deltas."""
     s0, b0 = proc_cpu_sched(service_pid), proc_cpu_sched(bus.pid)
     t0, c0 = time.monotonic(), os.times()
@@ -733,9 +733,9 @@ def tree_floor(a, bus, daemon_pid):
             out["blkmodeld"] = {"runs": []}
             for _ in range(a.runs):
                 out["blkmodeld"]["runs"].append(
-                    busctl_tree_costs(a, bus, BUS_NAME, daemon_pid))
+                    busctl_tree_costs(bus, BUS_NAME, daemon_pid))
                 for mode, name, p in floors:
-                    out[mode]["runs"].append(busctl_tree_costs(a, bus, name, p.pid))
+                    out[mode]["runs"].append(busctl_tree_costs(bus, name, p.pid))
         finally:
             for _, _, p in floors:
                 p.stdin.close()
