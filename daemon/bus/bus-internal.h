@@ -72,11 +72,41 @@ typedef enum BacklogStep {
 } BacklogStep;
 BacklogStep backlog_state_update(BacklogState *s, uint64_t queued, uint64_t now_ms);
 
+/*
+ * ---- wire sizes: what the D-Bus marshalling makes of a value, for bounds on a reply's size ----
+ * Offsets count from an 8-aligned origin.  Every dict entry starts 8-aligned, so an entry's size
+ * follows from its own content, and the sum of the entries' sizes rounded up to 8 is where the next
+ * entry starts: exact, but for the padding after the last one of an array.
+ */
+static inline size_t wire_align(size_t off, size_t alignment)
+{
+        return (off + alignment - 1) / alignment * alignment;
+}
+
+/* s, o: a 4-byte length, the bytes, a NUL. */
+static inline size_t wire_string_end(size_t off, const char *s)
+{
+        return wire_align(off, 4) + 4 + strlen(s) + 1;
+}
+
+/* {sv}: the key and the variant's signature; the value follows, at its own alignment. */
+static inline size_t wire_entry_head(const char *key, const char *signature)
+{
+        return wire_string_end(0, key) + 1 + strlen(signature) + 1;
+}
+
+/* {oa{sa{sv}}}, {sa{sv}}: the key, the array's length, and the padding to its first entry. */
+static inline size_t wire_dict_head(const char *key)
+{
+        return wire_align(wire_align(wire_string_end(0, key), 4) + 4, 8);
+}
+
 /* ---- properties.c ---- */
 
 /*
  * The appenders.  bound, if not NULL, grows by at least the bytes appended (alignment and
- * padding included), so that a reply can be refused before it passes the bus's message limit.
+ * padding included, reckoned as above), so that a reply can be refused before it passes the bus's
+ * message limit.
  */
 
 /* One property of iface as a variant: 1, or 0 if the interface has no such property.  lenient: an

@@ -10,26 +10,28 @@
 /* Values guessed for an object never read yet: most attribute values are a few characters. */
 #define GUESSED_VALUE_BYTES 16
 #define GUESSED_UEVENT_BYTES 256
+#define GUESSED_VOLATILE_BYTES 64
 
-static size_t entry_estimate(const char *name, const char *signature)
-{
-        return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1;
-}
-
-/* About what bus_append_object() appends for k, without reading anything. */
+/* About what bus_append_object() appends for k, without reading anything: the keys and signatures as
+ * they will be marshalled, the values as the last reading found them (their padding included). */
 static size_t bus_object_size_estimate(const Kobject *k)
 {
-        size_t n = 16 + strlen(k->path), values = live_object_value_bytes(k), guessed = 0;
+        size_t n = wire_dict_head(k->path), values = live_object_value_bytes(k), guessed = 0;
         Iface iface;
 
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
-                n += 16 + strlen(iface.name);
+                n += wire_dict_head(iface.name);
                 for (const PropertyInfo *p = iface.properties; p->name; p++)
-                        n += entry_estimate(p->name, p->signature) + 8;
+                        n += wire_align(wire_entry_head(p->name, p->signature), 4);
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
-                        n += entry_estimate(iface.attrs->attrs[j].member, "s") + 8;
-                        guessed += GUESSED_VALUE_BYTES;
+                        const Attr *a = &iface.attrs->attrs[j];
+                        n += wire_align(wire_entry_head(a->member, "s"), 4);
+                        /* A reading keeps nothing of stat and inflight: their length is a guess. */
+                        if (a->flags & ATTR_VOLATILE)
+                                n += GUESSED_VOLATILE_BYTES;
+                        else
+                                guessed += GUESSED_VALUE_BYTES;
                 }
         }
         /* The values at the last reading; before one, a guess. */
@@ -125,7 +127,7 @@ static int append_managed_object(Publisher *p, Kobject *k, ObjDir *d, Reply *rep
         r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
         if (r >= 0)
                 r = sd_bus_message_append(reply->m, "o", k->path);
-        reply->bound += 8 + 4 + strlen(k->path) + 1 + 8;
+        reply->bound += wire_dict_head(k->path);
         if (r >= 0)
                 r = bus_append_object(p, reply->m, k, d, reply->privileged, &reply->bound);
         if (r >= 0)
@@ -288,9 +290,11 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
         if (r >= 0)
                 r = sd_bus_message_close_container(g->reply.m);
-        if (r >= 0)
+        if (r >= 0) {
+                log_debug("GetManagedObjects on %s: at most %zu bytes.",
+                          g->top ? g->top->path : BLKMODEL_ROOT_PATH, g->reply.bound);
                 r = sd_bus_send(NULL, g->reply.m, NULL);
-        else if (sd_bus_error_is_set(&error))
+        } else if (sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(g->call, &error);
         else
                 (void) sd_bus_reply_method_errno(g->call, r, NULL);

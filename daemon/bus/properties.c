@@ -42,11 +42,31 @@ static int append_typed_value(sd_bus_message *m, const TypedValue *v)
         return -EINVAL;
 }
 
-/* What one dict entry {sv} takes at most: its 8-byte alignment, the name, the variant's signature, the
- * value's own alignment and the value. */
-static size_t entry_bound(const char *name, const char *signature, size_t value_bytes)
+/* Where a typed value marshalled at off ends. */
+static size_t wire_typed_end(size_t off, const TypedValue *v)
 {
-        return 8 + 4 + strlen(name) + 1 + 1 + strlen(signature) + 1 + 8 + value_bytes;
+        const char *sig = v->signature;
+
+        switch (sig[0]) {
+        case 'u':
+        case 'b':
+                return wire_align(off, 4) + 4;
+        case 't':
+                return wire_align(off, 8) + 8;
+        case 's':
+        case 'o':
+                return wire_string_end(off, strempty(v->string));
+        }
+        /* as, ao, a{ss}: the length, then the elements at their alignment (a dict entry's is 8). */
+        off = wire_align(off, 4) + 4;
+        if (streq(sig, "a{ss}")) {
+                off = wire_align(off, 8);
+                for (char *const *p = v->strv; p && p[0] && p[1]; p += 2)
+                        off = wire_string_end(wire_string_end(wire_align(off, 8), p[0]), p[1]);
+        } else
+                for (char *const *p = v->strv; p && *p; p++)
+                        off = wire_string_end(off, *p);
+        return off;
 }
 
 static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bus_message *m, size_t *bound)
@@ -58,7 +78,7 @@ static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bu
         if (r < 0)
                 return r;
         if (bound)
-                *bound += entry_bound(info->name, info->signature, typed_value_size(&v));
+                *bound += wire_align(wire_typed_end(wire_entry_head(info->name, info->signature), &v), 8);
         r = sd_bus_message_open_container(m, 'v', info->signature);
         if (r >= 0)
                 r = append_typed_value(m, &v);
@@ -85,7 +105,7 @@ static int append_attr(ObjDir *d, const Iface *iface, const Attr *a, sd_bus_mess
                 value = "";
         }
         if (bound)
-                *bound += entry_bound(a->member, "s", 4 + strlen(value) + 1);
+                *bound += wire_align(wire_string_end(wire_entry_head(a->member, "s"), value), 8);
         r = sd_bus_message_open_container(m, 'v', "s");
         if (r >= 0)
                 r = sd_bus_message_append_basic(m, 's', value);
@@ -165,7 +185,7 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *dir, 
                 if (r >= 0)
                         r = sd_bus_message_append(m, "s", iface.name);
                 if (bound)
-                        *bound += 8 + 4 + strlen(iface.name) + 1 + 8;
+                        *bound += wire_dict_head(iface.name);
                 if (r >= 0)
                         r = bus_append_iface_properties(p, d, &iface, m, privileged, bound);
                 if (r >= 0)

@@ -10,6 +10,9 @@ import unittest
 import blkmodeltest as bt
 
 LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
+# --max-message-size less what the daemon keeps for the reply's header.
+HEADER_ROOM = 4096
+
 
 
 class SmallBus(unittest.TestCase):
@@ -44,6 +47,21 @@ class SmallBus(unittest.TestCase):
             for name in ("sda", "sda1", "nvme0n1", "sr0", "md0"):
                 self.assertIn(name, p.stdout.split())
             dm.manager("Rescan")
+
+    def test_a_reply_that_fits_is_sent(self):
+        """A reply a few bytes under the limit is sent whole; one byte over, it
+        is refused and the daemon stays on the bus."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        sda = bt.path_of("block", "sda")
+        with bt.Daemon(sys_) as dm:
+            size = bt.reply_body_size(sda)
+        with bt.Daemon(sys_, extra_args=["--max-message-size=%d" % (size + 64 + HEADER_ROOM)]) as dm:
+            self.assertIn(sda + "/sda1", dm.call(sda, bt.OM, "GetManagedObjects"))
+        with bt.Daemon(sys_, extra_args=["--max-message-size=%d" % (size - 1 + HEADER_ROOM)]) as dm:
+            with self.assertRaises(bt.dbus.DBusException) as cm:
+                dm.call(sda, bt.OM, "GetManagedObjects")
+            self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
+            self.assertGreater(dm.manager_prop("ObjectCount"), 0)
 
     @staticmethod
     def children(dm, path):

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,7 @@ import unittest
 
 import dbus
 from dbus.mainloop.glib import DBusGMainLoop
-from gi.repository import GLib
+from gi.repository import Gio, GLib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")
@@ -298,6 +299,25 @@ class SignalRecorder:
 
     def close(self):
         self.match.remove()
+
+
+def reply_body_size(path, iface=OM, method="GetManagedObjects"):
+    """The marshalled body of a reply as it crossed the bus (GDBus gives the
+    message's bytes; dbus-python does not)."""
+    conn = Gio.DBusConnection.new_for_address_sync(
+        os.environ["DBUS_SESSION_BUS_ADDRESS"],
+        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+        Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+    try:
+        call = Gio.DBusMessage.new_method_call(BUS_NAME, path, iface, method)
+        reply, _ = conn.send_message_with_reply_sync(call, Gio.DBusSendMessageFlags.NONE,
+                                                      600000, None)
+        if reply.get_message_type() == Gio.DBusMessageType.ERROR:
+            raise AssertionError("%s %s: %s" % (path, method, reply.get_error_name()))
+        blob = bytes(reply.to_blob(Gio.DBusCapabilityFlags.NONE))
+        return struct.unpack("<I" if blob[:1] == b"l" else ">I", blob[4:8])[0]
+    finally:
+        conn.close_sync(None)
 
 
 def wait_until(cond, every=0.01, timeout=30):
