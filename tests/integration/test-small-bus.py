@@ -14,7 +14,6 @@ LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
 HEADER_ROOM = 4096
 
 
-
 class SmallBus(unittest.TestCase):
     def test_refused_then_read_in_parts(self):
         sys_ = os.path.join(bt.make_fixture(), "sys")
@@ -49,8 +48,8 @@ class SmallBus(unittest.TestCase):
             dm.manager("Rescan")
 
     def test_a_reply_that_fits_is_sent(self):
-        """A reply a few bytes under the limit is sent whole; one byte over, it
-        is refused and the daemon stays on the bus."""
+        """With a limit 64 bytes above a reply's size, the reply is sent whole;
+        with one a byte short of it, refused, and the daemon stays on the bus."""
         sys_ = os.path.join(bt.make_fixture(), "sys")
         sda = bt.path_of("block", "sda")
         with bt.Daemon(sys_) as dm:
