@@ -8,7 +8,7 @@
 #include "bus/errors.h"
 
 /* Values guessed for an object never read yet: most attribute values are a few characters. */
-#define GUESSED_VALUE_BYTES 16
+#define GUESSED_VALUE_BYTES 12
 #define GUESSED_UEVENT_BYTES 256
 #define GUESSED_VOLATILE_BYTES 64
 
