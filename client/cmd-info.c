@@ -23,6 +23,7 @@
 #include "output.h"
 
 #include "common/interfaces.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 /* A confused model must not send the walk round in circles. */
@@ -85,7 +86,7 @@ static bool info_value_shown(const char *value)
         if (value[0] == '/')
                 return false;
         for (const char *p = value; *p; p++) {
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                if (char_is_control(*p))
                         return false;
                 /* The daemon writes bytes that are no text as \xNN: binary files like PCI config. */
                 if (p[0] == '\\' && p[1] == 'x' && isxdigit((unsigned char) p[2]) &&

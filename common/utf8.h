@@ -16,3 +16,10 @@ bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len);
 bool utf8_is_valid_n(const char *s, size_t n);
 /* The whole NUL-terminated string. */
 bool utf8_is_valid(const char *s);
+
+/* An ASCII control character (C0 or DEL): text that no log line, XML attribute or udev rule should
+ * carry as it is.  Not iscntrl(), which follows the locale. */
+static inline bool char_is_control(char c)
+{
+        return (unsigned char) c < 0x20 || c == 0x7f;
+}

@@ -62,7 +62,7 @@ static bool xml_file_annotated(const char *member, const char *file)
         if (!file || streq(file, member) || !utf8_is_valid(file))
                 return false;
         for (const char *c = file; *c; c++)
-                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                if (char_is_control(*c))
                         return false;
         return true;
 }

@@ -56,7 +56,7 @@ static bool devpath_valid(const char *p)
                 if ((l == 1 && e[0] == '.') || (l == 2 && e[0] == '.' && e[1] == '.'))
                         return false;
                 for (size_t i = 0; i < l; i++)
-                        if ((unsigned char) e[i] < 0x20 || e[i] == 0x7f)
+                        if (char_is_control(e[i]))
                                 return false;
                 if (e[l] == 0)
                         break;
