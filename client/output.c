@@ -163,11 +163,11 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
                                 cells = w;
                 }
                 /* libsmartcols' rule: cells narrower than the heading take its width; else a
-                 * hint wider than both is the width (lsblk's SIZE is 5 wide for "256G", 4 for
-                 * "64M"). */
+                 * hint wider than the cells (and so than the heading) is the width (lsblk's SIZE
+                 * is 5 wide for "256G", 4 for "64M"). */
                 if (cells < header)
                         widths[c] = header;
-                else if (cells < hint && header < hint)
+                else if (cells < hint)
                         widths[c] = hint;
                 else
                         widths[c] = cells;

@@ -52,9 +52,11 @@ def is_partition_dir(path):
 class RealSys(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for tool in ("losetup", "sfdisk", "partx"):
+        for tool, package in (("losetup", "util-linux"), ("sfdisk", "fdisk"),
+                              ("partx", "util-linux"), ("lsblk", "util-linux"),
+                              ("udevadm", "udev")):
             if not shutil.which(tool):
-                raise AssertionError(tool + " (util-linux) is required")
+                raise AssertionError("%s (%s) is required" % (tool, package))
         cls.tmp = tempfile.mkdtemp(prefix="blkmodel-realsys-")
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.img = os.path.join(cls.tmp, "disk.img")
@@ -202,9 +204,6 @@ class RealSys(unittest.TestCase):
         devices, byte for byte, in every column both have: in lsblk's order
         (by MAJ:MIN, not as named), a device named twice once, each column
         as wide as lsblk makes it (SIZE is 5 wide for "256G", 4 for "64M")."""
-        lsblk = shutil.which("lsblk")
-        if not lsblk:
-            raise AssertionError("lsblk (util-linux) is required")
         cols = bt.ctl("list", "--help", check=0).stdout
         cols = cols[cols.index("Columns:") + len("Columns:"):cols.index("(each")]
         cols = [c for c in cols.split() if c != "OBJECT"]
@@ -219,7 +218,7 @@ class RealSys(unittest.TestCase):
                     args = extra + ["-o", out % col] + devices
                     with self.subTest(args=" ".join(args)):
                         want = subprocess.run(
-                            [lsblk] + args, check=True, capture_output=True,
+                            ["lsblk"] + args, check=True, capture_output=True,
                             text=True, timeout=60).stdout
                         got = bt.ctl("list", *args, check=0).stdout
                         if "-J" in extra:
@@ -338,13 +337,10 @@ class RealSys(unittest.TestCase):
     def compare_walk(self, name, walk_len=None):
         """blkmodelctl info -a NAME against udevadm info -a on its sysfs
         directory; returns our walk."""
-        udevadm = shutil.which("udevadm")
-        if not udevadm:
-            raise AssertionError("udevadm (udev) is required")
         syspath = os.path.realpath(os.path.join(SYS, "class/block", name))
 
         def theirs():
-            out = subprocess.run([udevadm, "info", "-a", "-p", syspath],
+            out = subprocess.run(["udevadm", "info", "-a", "-p", syspath],
                                  check=True, capture_output=True, text=True,
                                  timeout=60).stdout
             return [(at, {k: v for k, v in attrs.items() if "{mq/" not in k})
@@ -399,13 +395,10 @@ class RealSys(unittest.TestCase):
         kernel (P M R U T D N Q V), the same, in the same order; udevadm's
         L:, S: and E: lines are udev's database (and E: ours is the uevent
         file's), O: is ours."""
-        udevadm = shutil.which("udevadm")
-        if not udevadm:
-            raise AssertionError("udevadm (udev) is required")
         for name in [self.name] + self.parts:
             with self.subTest(device=name):
                 want = subprocess.run(
-                    [udevadm, "info", "-p", os.path.join("/sys/class/block", name)],
+                    ["udevadm", "info", "-p", os.path.join("/sys/class/block", name)],
                     check=True, capture_output=True, text=True, timeout=60).stdout
                 got = bt.ctl("info", name, check=0).stdout
                 self.assertEqual(
