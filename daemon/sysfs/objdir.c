@@ -12,11 +12,15 @@ void objdir_values_free(ObjDirValue *values, size_t n, size_t n_borrowed)
         free(values);
 }
 
+/* Past this many values, a file not read yet is looked up in d->files, not searched for. */
+#define OBJDIR_SCAN_MAX 64
+
 static void objdir_forget(ObjDir *d)
 {
+        hashmap_deinit(&d->files);
         objdir_values_free(d->values, d->n_values, d->n_borrowed);
         d->values = NULL;
-        d->n_values = d->n_borrowed = d->next = 0;
+        d->n_values = d->n_allocated = d->n_borrowed = d->next = 0;
 }
 
 void objdir_done(ObjDir *d)
@@ -34,10 +38,29 @@ int objdir_fd(ObjDir *d)
         return d->fd;
 }
 
+/* Could relpath have been read?  Only a large object keeps the set that says so: without it, a
+ * reading of N files (each new) would compare N²/2 names. */
+static bool objdir_may_hold(ObjDir *d, const char *relpath)
+{
+        if (d->n_values <= OBJDIR_SCAN_MAX)
+                return true;
+        if (hashmap_size(&d->files) == 0) {
+                hashmap_init(&d->files, hashmap_key_self);
+                for (size_t i = 0; i < d->n_values; i++)
+                        if (hashmap_put(&d->files, d->values[i].file) == -ENOMEM) {
+                                hashmap_deinit(&d->files);
+                                return true; /* searched instead */
+                        }
+        }
+        return hashmap_get(&d->files, relpath);
+}
+
 /* The value read of relpath, if any.  A reply reads an object's files in the order they were read
  * ahead (sysfs/prefetch.h): looking after the last one found first makes that one step each. */
 static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
 {
+        if (!objdir_may_hold(d, relpath))
+                return NULL;
         for (size_t n = 0, i = d->next; n < d->n_values; n++, i++) {
                 if (i >= d->n_values)
                         i = 0;
@@ -53,7 +76,6 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 {
         _cleanup_(freep) char *file = NULL, *value = NULL;
         const ObjDirValue *v;
-        ObjDirValue *t;
         int fd, r;
 
         v = objdir_find(d, relpath);
@@ -70,19 +92,19 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
         r = sysfs_read_source(fd, relpath, d->sysfs->kernfs, &value);
         if (r == -ENOMEM)
                 return r;
-        /* Each checked before the next: a realloc that moved the array must be kept. */
         file = strdup(relpath);
         if (!file)
                 return -ENOMEM;
-        t = realloc(d->values, sizeof(ObjDirValue) * (d->n_values + 1));
-        if (!t)
+        if (GREEDY_REALLOC(d->values, d->n_allocated, d->n_values + 1) < 0)
                 return -ENOMEM;
-        d->values = t;
         d->values[d->n_values++] = (ObjDirValue){
                         .file = TAKE_PTR(file),
                         .value = r >= 0 ? value : NULL,
                         .error = r,
         };
+        /* Kept whole, or rebuilt by the next lookup that needs it. */
+        if (hashmap_size(&d->files) > 0 && hashmap_put(&d->files, d->values[d->n_values - 1].file) < 0)
+                hashmap_deinit(&d->files);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(value);

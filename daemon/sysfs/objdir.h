@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include "base/hashmap.h"
 
 #include "model/iface.h"
 #include "sysfs/sysfs.h"
@@ -22,11 +23,14 @@ typedef struct ObjDir {
         const Kobject *k;
         int fd;
         ObjDirValue *values;
-        size_t n_values;
+        size_t n_values, n_allocated;
         /* The first n_borrowed values' strings belong to whoever read them ahead (sysfs/prefetch.h),
          * which keeps them until d is done; the array and the rest are d's. */
         size_t n_borrowed;
         size_t next; /* where the next lookup starts */
+        /* The files read, once there are so many that a lookup of a file not read yet would cost
+         * more than a hash (an object of thousands of attributes); empty until then. */
+        Hashmap files;
 } ObjDir;
 
 #define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})

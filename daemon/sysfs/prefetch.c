@@ -140,5 +140,6 @@ void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
                 d->fd = TAKE_FD(o->fd);
         d->values = TAKE_PTR(o->values);
         d->n_values = d->n_borrowed = o->n_values;
+        d->n_allocated = o->n_allocated;
         o->n_values = o->n_allocated = 0;
 }
