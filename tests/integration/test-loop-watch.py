@@ -90,7 +90,10 @@ class LoopWatch(unittest.TestCase):
             # One buffer's worth and the message being written when it filled (at most one more).
             self.assertLessEqual(held[0][0], 2 * SNDBUF, held)
             self.assertEqual([tb for _, tb in socket_memory(dm.proc.pid)], [SNDBUF])
-            self.assertEqual(long_work(dm.output()), [])
+            # Under ASan the reply's building alone has turns of 25-50 ms on a 2-CPU VM, all of it
+            # page faults in its allocator (perf), none in what this test is about.
+            if not bt.daemon_sanitized():
+                self.assertEqual(long_work(dm.output()), [])
 
     def test_thread_pool_no_larger_than_the_cpus(self):
         # More helpers than CPUs: one is preempted holding the pool's lock and the loop thread,
