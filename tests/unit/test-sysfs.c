@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -9,6 +10,37 @@
 #include "tests.h"
 
 static char root[] = "/tmp/test-sysfs-XXXXXX";
+
+/* A directory of the real sysfs listed as kernfs (one getdents64 when it fits with room to spare)
+ * holds what glibc's readdir() finds, with the same names. */
+static void check_kernfs_listing(const Sysfs *sys, const char *rel)
+{
+        _cleanup_(closep) int fd = -1;
+        SysfsEntry *e = NULL;
+        size_t n = 0, found = 0, expected = 0;
+        struct dirent *de;
+        DIR *d;
+
+        fd = openat(sys->root_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return; /* not on this kernel */
+        CHECK(sysfs_list(fd, true, &e, &n) == 0);
+        d = opendir(rel);
+        CHECK(d != NULL);
+        while (d && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                expected++;
+                for (size_t i = 0; i < n; i++)
+                        found += streq(e[i].name, de->d_name);
+        }
+        if (d)
+                closedir(d);
+        if (n != expected || found != expected)
+                fprintf(stderr, "%s: listed %zu, readdir %zu, matched %zu\n", rel, n, expected, found);
+        CHECK(n == expected && found == expected);
+        sysfs_entries_free(e, n);
+}
 
 static void write_file(const char *rel, const void *data, size_t len)
 {
@@ -143,7 +175,7 @@ int main(void)
         CHECK(v == NULL);
         CHECK(sysfs_open_dir(&s, "../") < 0);
 
-        CHECK(sysfs_list(fd, &e, &n) == 0);
+        CHECK(sysfs_list(fd, false, &e, &n) == 0);
         CHECK(n == 7);
         if (n == 7) {
                 CHECK_STREQ(e[0].name, "big");
@@ -220,6 +252,13 @@ int main(void)
                 CHECK_STREQ(v, "");
                 free(v);
         }
+        /* A directory that fits in one call, and ones of several buffers (slab: ~400 entries). */
+        CHECK(chdir("/sys") == 0);
+        check_kernfs_listing(&sys, "class/block");
+        check_kernfs_listing(&sys, "kernel/mm");
+        check_kernfs_listing(&sys, "module");
+        check_kernfs_listing(&sys, "kernel/slab");
+        check_kernfs_listing(&sys, "devices/system/cpu");
         sysfs_close(&sys);
 
         _cleanup_(freep) char *cmd = NULL;
