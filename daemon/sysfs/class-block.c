@@ -18,14 +18,10 @@ void block_devs_free(BlockDev *l, size_t n)
         free(l);
 }
 
-/* A class/block entry: a link to the device's directory, which must carry the same name (and, if
- * opened, open as a directory, and say whether it is a partition); logged and negative when
- * unusable. */
-static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, bool opened,
-                      BlockDev *ret)
+int block_dev_resolve(int classfd, const char *entry, SysfsEntryType type, char **ret_devpath)
 {
-        _cleanup_(freep) char *target = NULL, *devpath = NULL, *name = NULL;
-        int fd, r;
+        _cleanup_(freep) char *target = NULL, *devpath = NULL;
+        int r;
 
         if (type != SYSFS_ENTRY_LINK) {
                 log_warning("class/block/%s is not a link, skipped.", entry);
@@ -40,14 +36,25 @@ static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntry
                 log_warning("class/block/%s points to %s, a different name; skipped.", entry, devpath);
                 return -EXDEV;
         }
-        if (opened) {
-                fd = sysfs_open_dir(s, devpath);
-                if (fd < 0)
-                        return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry,
-                                                 devpath);
-                ret->partition = sysfs_has_file(fd, "partition");
-                (void) close(fd);
-        }
+        *ret_devpath = TAKE_PTR(devpath);
+        return 0;
+}
+
+/* A class/block entry as block_dev_resolve() finds it, opened (does it open as a directory, is it a
+ * partition); logged and negative when unusable. */
+static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, BlockDev *ret)
+{
+        _cleanup_(freep) char *devpath = NULL, *name = NULL;
+        int fd, r;
+
+        r = block_dev_resolve(classfd, entry, type, &devpath);
+        if (r < 0)
+                return r;
+        fd = sysfs_open_dir(s, devpath);
+        if (fd < 0)
+                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry, devpath);
+        ret->partition = sysfs_has_file(fd, "partition");
+        (void) close(fd);
         name = strdup(entry);
         if (!name)
                 return -ENOMEM;
@@ -60,7 +67,6 @@ struct BlockDevReader {
         const Sysfs *sysfs;
         int fd;
         SysfsDir *dir;
-        bool open_each; /* a rescan's reader; the start's listing opens each directory anyway */
 };
 
 BlockDevReader *block_dev_reader_free(BlockDevReader *r)
@@ -82,7 +88,7 @@ int block_dev_reader_open(const Sysfs *s, BlockDevReader **ret)
         r = calloc(1, sizeof(BlockDevReader));
         if (!r)
                 return -ENOMEM;
-        *r = (BlockDevReader){.sysfs = s, .fd = -1, .open_each = true};
+        *r = (BlockDevReader){.sysfs = s, .fd = -1};
         r->fd = sysfs_open_dir(s, "class/block");
         if (r->fd < 0)
                 return r->fd;
@@ -105,7 +111,7 @@ int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t
                         return k;
                 if (GREEDY_REALLOC(*devs, *n_max, *n + 1) < 0)
                         return -ENOMEM;
-                k = read_entry(r->sysfs, r->fd, entry, type, r->open_each, &(*devs)[*n]);
+                k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
                 if (k == -ENOMEM)
                         return k;
                 if (k >= 0)
@@ -119,18 +125,29 @@ static int block_dev_cmp(const void *a, const void *b)
         return strcmp(((const BlockDev *) a)->name, ((const BlockDev *) b)->name);
 }
 
-int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
+int scan_list_block_names(const Sysfs *s, BlockDev **ret, size_t *ret_n)
 {
-        _cleanup_(block_dev_reader_freep) BlockDevReader *r = NULL;
+        _cleanup_(closep) int fd = -1;
         BlockDev *l = NULL;
         size_t n = 0, n_max = 0;
+        SysfsDir *dir = NULL;
+        SysfsEntryType type;
+        const char *entry;
         int k;
 
-        k = block_dev_reader_open(s, &r);
-        if (k < 0)
-                return k;
-        r->open_each = false;
-        k = block_dev_reader_next(r, SIZE_MAX, &l, &n, &n_max);
+        fd = sysfs_open_dir(s, "class/block");
+        if (fd < 0)
+                return fd;
+        k = sysfs_opendir(fd, s->kernfs, &dir);
+        while (k >= 0 && (k = sysfs_readdir(dir, &entry, &type)) > 0) {
+                k = GREEDY_REALLOC(l, n_max, n + 1);
+                if (k >= 0) {
+                        l[n] = (BlockDev){.name = strdup(entry), .type = type};
+                        k = l[n].name ? 0 : -ENOMEM;
+                        n += k >= 0;
+                }
+        }
+        sysfs_closedir(dir);
         if (k < 0) {
                 block_devs_free(l, n);
                 return k;
@@ -140,6 +157,25 @@ int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n)
         *ret = l;
         *ret_n = n;
         return 0;
+}
+
+const BlockDev *block_devs_find(const BlockDev *l, size_t n, const char *name, size_t len)
+{
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strncmp(l[mid].name, name, len);
+                if (c == 0)
+                        c = l[mid].name[len] != 0; /* longer: after name */
+                if (c == 0)
+                        return &l[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
 }
 
 /* The kernel's own list of block devices: class/block/NAME links to the device's directory. */

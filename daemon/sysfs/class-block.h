@@ -12,15 +12,23 @@
 typedef struct BlockDev {
         char *name;
         char *devpath;
-        bool partition; /* BlockDevReader only: scan_list_block_devs() leaves it to its caller */
+        bool partition;      /* BlockDevReader only */
+        SysfsEntryType type; /* scan_list_block_names() only */
 } BlockDev;
 
 void block_devs_free(BlockDev *l, size_t n);
 
-/* What class/block lists now, in name order.  Entries that are not links to a path of the same name
- * are logged and left out; whether each opens, and is a partition, is for the caller to find out
- * (scan_all() does it on its listing threads). */
-int scan_list_block_devs(const Sysfs *s, BlockDev **ret, size_t *ret_n);
+/* What class/block lists now, in name order: names and entry types only, no devpath.  The start
+ * leaves each link's reading (block_dev_resolve()) to its listing threads: read here first, 3,000
+ * links kept them waiting for 10-20 ms. */
+int scan_list_block_names(const Sysfs *s, BlockDev **ret, size_t *ret_n);
+
+/* The entry named by the first len bytes of name in l (sorted by name, as above), or NULL. */
+const BlockDev *block_devs_find(const BlockDev *l, size_t n, const char *name, size_t len);
+
+/* The devpath class/block/entry links to (classfd: class/block).  An entry that is not a link to a
+ * path of the same name is logged, and negative. */
+int block_dev_resolve(int classfd, const char *entry, SysfsEntryType type, char **ret_devpath);
 
 /* The same a few entries at a time, in the directory's own order, for a reader that must not keep
  * the loop long (a rescan: 50,000 entries and their sort at once took 36 ms). */

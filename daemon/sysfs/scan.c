@@ -514,55 +514,72 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
         return r;
 }
 
+/* A device the listing helpers did not list (listing_ahead_take() returned 0): a partition its disk
+ * brought along, as a real tree always has it.  An odd tree may hold something else there, which is
+ * treated as the scan of one device would: a partition stays out if its disk did not bring it, any
+ * other directory is listed as a disk.  1 if a disk was added. */
+static int add_unlisted(const Sysfs *s, Model *m, const char *devpath)
+{
+        bool partition;
+        int fd, r;
+
+        if (model_find_devpath(m, devpath))
+                return 0;
+        fd = sysfs_open_dir(s, devpath);
+        if (fd < 0)
+                return fd;
+        partition = sysfs_has_file(fd, "partition");
+        (void) close(fd);
+        if (partition)
+                return 0;
+        r = scan_add_disk(s, m, devpath, NULL);
+        return r < 0 ? r : 1;
+}
+
 int scan_all(const Sysfs *s, Model *m)
 {
         _cleanup_(listing_ahead_freep) ListingAhead *ahead = NULL;
-        _cleanup_(freep) const char **disks = NULL;
         BlockDev *devs = NULL;
-        size_t n = 0, n_disks = 0;
+        size_t n = 0;
         int r, added = 0;
 
-        r = scan_list_block_devs(s, &devs, &n);
+        r = scan_list_block_names(s, &devs, &n);
         if (r < 0)
                 return log_error_errno(r, "Cannot list %s/class/block: %m", s->root);
-
-        /* Which are partitions the listing says, on the helpers' threads. */
-        disks = calloc(n ? n : 1, sizeof(char *));
-        if (!disks) {
-                block_devs_free(devs, n);
-                return log_error_errno(-ENOMEM, "Cannot list the disks: %m");
-        }
-        for (size_t i = 0; i < n; i++)
-                disks[n_disks++] = devs[i].devpath;
-        r = listing_ahead_start(s, disks, n_disks, &ahead);
+        r = listing_ahead_start(s, devs, n, &ahead);
         if (r < 0) {
                 block_devs_free(devs, n);
                 return log_error_errno(r, "Cannot start listing: %m");
         }
 
-        for (size_t i = 0; i < n_disks; i++) {
+        for (size_t i = 0; i < n; i++) {
+                const char *devpath;
                 DirListing l;
 
-                r = listing_ahead_take(ahead, i, &l);
+                r = listing_ahead_take(ahead, i, &devs[i].devpath, &l);
+                devpath = devs[i].devpath;
+                if (!devpath)
+                        continue; /* not a usable link: logged */
                 if (r == 0)
-                        continue; /* a partition: its disk brings it along */
-                if (r > 0) {
-                        r = add_disk_listed(s, m, disks[i], &l, NULL);
+                        r = add_unlisted(s, m, devpath);
+                else if (r > 0) {
+                        r = add_disk_listed(s, m, devpath, &l, NULL);
                         listing_done(&l);
+                        r = r < 0 ? r : 1;
                 }
                 if (r == -EEXIST)
                         log_warning("%s: a block device of that name or path exists already, skipped.",
-                                    disks[i]);
+                                    devpath);
                 else if (r < 0)
-                        log_warning_errno(r, "%s: cannot read the disk, skipped: %m", disks[i]);
+                        log_warning_errno(r, "%s: cannot read the disk, skipped: %m", devpath);
                 else
-                        added++;
+                        added += r;
         }
         ahead = listing_ahead_free(ahead);
 
         /* A partition whose disk did not make it stays out; say so rather than vanish silently. */
         for (size_t i = 0; i < n; i++)
-                if (!model_find_name(m, devs[i].name))
+                if (devs[i].devpath && !model_find_name(m, devs[i].name))
                         log_notice("class/block/%s is not in the model.", devs[i].name);
 
         block_devs_free(devs, n);

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "common/util.h"
 #include "fixture.h"
 #include "sysfs/class-block.h"
@@ -58,31 +61,34 @@ static void test_disk(const Fixture *f)
         sysfs_close(&s);
 }
 
-/* Every class/block device through the helpers: disks listed, partitions told apart, and each
- * hardware ancestor listed with exactly one disk (the first to reach it). */
+/* Every class/block device through the helpers: links resolved, disks listed, partitions told apart
+ * (inside their disks, not listed), and each hardware ancestor listed with exactly one disk (the
+ * first to reach it). */
 static void test_ahead(const Fixture *f)
 {
         _cleanup_(listing_ahead_freep) ListingAhead *a = NULL;
-        _cleanup_(freep) const char **devpaths = NULL;
         BlockDev *devs = NULL;
         size_t n = 0, disks = 0, partitions = 0, lun_listed = 0, ahci_listed = 0;
         Sysfs s;
 
         CHECK(sysfs_open(f->root, &s) == 0);
-        CHECK(scan_list_block_devs(&s, &devs, &n) == 0);
+        CHECK(scan_list_block_names(&s, &devs, &n) == 0);
         CHECK(n == 13);
-        devpaths = calloc(n, sizeof(char *));
-        CHECK(devpaths);
-        for (size_t i = 0; i < n; i++)
-                devpaths[i] = devs[i].devpath;
+        for (size_t i = 0; i + 1 < n; i++)
+                CHECK(strcmp(devs[i].name, devs[i + 1].name) < 0);
+        CHECK(block_devs_find(devs, n, "sda1x", 4) &&
+              streq(block_devs_find(devs, n, "sda1x", 4)->name, "sda1"));
+        CHECK(!block_devs_find(devs, n, "sd", 2) && !block_devs_find(devs, n, "sda10", 5));
 
-        CHECK(listing_ahead_start(&s, devpaths, n, &a) == 0);
+        CHECK(listing_ahead_start(&s, devs, n, &a) == 0);
         sysfs_close(&s); /* the helpers have their own root */
         for (size_t i = 0; i < n; i++) {
                 DirListing l = {};
-                int r = listing_ahead_take(a, i, &l);
+                int r = listing_ahead_take(a, i, &devs[i].devpath, &l);
 
                 CHECK(r >= 0);
+                CHECK(devs[i].devpath && startswith(devs[i].devpath, "/devices/"));
+                CHECK(devs[i].devpath && streq(path_basename(devs[i].devpath), devs[i].name));
                 if (r == 0) {
                         partitions++;
                         CHECK(l.n_entries == 0);
@@ -106,36 +112,61 @@ static void test_ahead(const Fixture *f)
         block_devs_free(devs, n);
 }
 
-/* A disk that vanished between class/block and its listing: its error, the others unharmed. */
+/* Devices that vanished between class/block's reading and their listing: the link's gone (no devpath)
+ * or only the directory (its error); the others unharmed. */
 static void test_vanished(const Fixture *f)
 {
         _cleanup_(listing_ahead_freep) ListingAhead *a = NULL;
-        const char *devpaths[] = {FIXTURE_LOOP0, "/devices/virtual/block/gone", FIXTURE_SDA};
+        _cleanup_(freep) char *link = NULL;
+        BlockDev devs[] = {
+                        {.name = (char *) "gone", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "linked", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "loop0", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "sda", .type = SYSFS_ENTRY_LINK},
+        };
+        char *devpath;
         DirListing l;
         Sysfs s;
 
+        CHECK(asprintf(&link, "%s/class/block/linked", f->root) > 0);
+        CHECK(symlink("../../devices/virtual/block/linked", link) == 0);
         CHECK(sysfs_open(f->root, &s) == 0);
-        CHECK(listing_ahead_start(&s, devpaths, ELEMENTSOF(devpaths), &a) == 0);
-        CHECK(listing_ahead_take(a, 0, &l) == 1);
+        CHECK(listing_ahead_start(&s, devs, ELEMENTSOF(devs), &a) == 0);
+        CHECK(listing_ahead_take(a, 0, &devpath, &l) == -ENOENT);
+        CHECK(!devpath);
+        CHECK(listing_ahead_take(a, 1, &devpath, &l) == -ENOENT);
+        CHECK(devpath && streq(devpath, "/devices/virtual/block/linked"));
+        free(devpath);
+        CHECK(listing_ahead_take(a, 2, &devpath, &l) == 1);
+        free(devpath);
         listing_done(&l);
-        CHECK(listing_ahead_take(a, 1, &l) == -ENOENT);
-        CHECK(listing_ahead_take(a, 2, &l) == 1);
+        CHECK(listing_ahead_take(a, 3, &devpath, &l) == 1);
+        CHECK(devpath && streq(devpath, FIXTURE_SDA));
+        free(devpath);
         CHECK(listing_subdir(&l, "sda1"));
         listing_done(&l);
         sysfs_close(&s);
+        CHECK(unlink(link) == 0);
 }
 
 /* Stopped early (the start failed half-way): what nobody took is freed, helpers are joined. */
 static void test_stopped_early(const Fixture *f)
 {
-        const char *devpaths[] = {FIXTURE_LOOP0, FIXTURE_SDA, FIXTURE_SR0, FIXTURE_NVME0N1};
+        BlockDev devs[] = {
+                        {.name = (char *) "loop0", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "nvme0n1", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "sda", .type = SYSFS_ENTRY_LINK},
+                        {.name = (char *) "sr0", .type = SYSFS_ENTRY_LINK},
+        };
         ListingAhead *a = NULL;
+        char *devpath;
         DirListing l;
         Sysfs s;
 
         CHECK(sysfs_open(f->root, &s) == 0);
-        CHECK(listing_ahead_start(&s, devpaths, ELEMENTSOF(devpaths), &a) == 0);
-        CHECK(listing_ahead_take(a, 0, &l) == 1);
+        CHECK(listing_ahead_start(&s, devs, ELEMENTSOF(devs), &a) == 0);
+        CHECK(listing_ahead_take(a, 0, &devpath, &l) == 1);
+        free(devpath);
         listing_done(&l);
         a = listing_ahead_free(a);
         CHECK(!a);
