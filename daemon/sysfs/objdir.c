@@ -12,8 +12,10 @@ void objdir_values_free(ObjDirValue *values, size_t n, size_t n_borrowed)
         free(values);
 }
 
-/* Past this many values, a file not read yet is looked up in d->files, not searched for. */
+/* Past this many values, a file not read yet is looked up in d->files, not searched for... */
 #define OBJDIR_SCAN_MAX 64
+/* ...once it is not among the next few after the last one found. */
+#define OBJDIR_NEAR ((size_t) 4)
 
 static void objdir_forget(ObjDir *d)
 {
@@ -55,13 +57,10 @@ static bool objdir_may_hold(ObjDir *d, const char *relpath)
         return hashmap_get(&d->files, relpath);
 }
 
-/* The value read of relpath, if any.  A reply reads an object's files in the order they were read
- * ahead (sysfs/prefetch.h): looking after the last one found first makes that one step each. */
-static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
+/* The value read of relpath among the steps values from where the last lookup found one. */
+static const ObjDirValue *objdir_scan(ObjDir *d, const char *relpath, size_t steps)
 {
-        if (!objdir_may_hold(d, relpath))
-                return NULL;
-        for (size_t n = 0, i = d->next; n < d->n_values; n++, i++) {
+        for (size_t n = 0, i = d->next; n < steps; n++, i++) {
                 if (i >= d->n_values)
                         i = 0;
                 if (streq(d->values[i].file, relpath)) {
@@ -70,6 +69,18 @@ static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
                 }
         }
         return NULL;
+}
+
+/* The value read of relpath, if any.  A reply reads an object's files in the order they were read
+ * ahead (sysfs/prefetch.h): looking after the last one found first makes that one step each, and a
+ * large object's set of names is asked only when those few steps found nothing. */
+static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
+{
+        const ObjDirValue *v = objdir_scan(d, relpath, MIN(d->n_values, OBJDIR_NEAR));
+
+        if (v || d->n_values <= OBJDIR_NEAR || !objdir_may_hold(d, relpath))
+                return v;
+        return objdir_scan(d, relpath, d->n_values);
 }
 
 int objdir_read(ObjDir *d, const char *relpath, const char **ret)

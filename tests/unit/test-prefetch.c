@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <pthread.h>
+#include <stdio.h>
 
 #include "common/util.h"
 #include "fixture.h"
@@ -109,6 +110,42 @@ static void test_never_read(const Fixture *f)
         sysfs_close(&s);
 }
 
+/* An object of many files (past the linear search's 64): each read once, in any order, and what it
+ * read before it has is what it gives back, even after the file changed. */
+static void test_many_files(const Fixture *f)
+{
+        Kobject sda = {.devpath = (char *) FIXTURE_SDA};
+        char name[256], value[64];
+        Sysfs s;
+
+        for (unsigned i = 0; i < 200; i++) {
+                snprintf(name, sizeof(name), FIXTURE_SDA "/many_%03u", i);
+                snprintf(value, sizeof(value), "%u", i);
+                CHECK(fixture_write(f, name, value) == 0);
+        }
+        CHECK(sysfs_open(f->root, &s) == 0);
+        {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &sda);
+                for (unsigned i = 0; i < 200; i++) {
+                        snprintf(name, sizeof(name), "many_%03u", i);
+                        snprintf(value, sizeof(value), "%u", i);
+                        check_read(&d, name, value);
+                }
+                CHECK(d.n_values == 200);
+                CHECK(fixture_write(f, FIXTURE_SDA "/many_007", "changed") == 0);
+                for (unsigned k = 0; k < 200; k++) {
+                        unsigned i = (k * 37) % 200; /* out of order */
+                        snprintf(name, sizeof(name), "many_%03u", i);
+                        snprintf(value, sizeof(value), "%u", i);
+                        check_read(&d, name, value);
+                }
+                check_read(&d, "size", "1234");
+                check_read(&d, "size", "1234");
+                CHECK(d.n_values == 201);
+        }
+        sysfs_close(&s);
+}
+
 int main(void)
 {
         Fixture f = {};
@@ -116,6 +153,7 @@ int main(void)
         CHECK(fixture_new(&f) == 0);
         test_read_ahead(&f);
         test_never_read(&f);
+        test_many_files(&f);
         fixture_done(&f);
         return tests_summary();
 }
