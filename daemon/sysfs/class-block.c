@@ -40,21 +40,32 @@ int block_dev_resolve(int classfd, const char *entry, SysfsEntryType type, char 
         return 0;
 }
 
+int block_dev_is_partition(const Sysfs *s, const char *devpath)
+{
+        int fd = sysfs_open_dir(s, devpath);
+        bool partition;
+
+        if (fd < 0)
+                return fd;
+        partition = sysfs_has_file(fd, "partition");
+        (void) close(fd);
+        return partition;
+}
+
 /* A class/block entry as block_dev_resolve() finds it, opened (does it open as a directory, is it a
  * partition); logged and negative when unusable. */
 static int read_entry(const Sysfs *s, int classfd, const char *entry, SysfsEntryType type, BlockDev *ret)
 {
         _cleanup_(freep) char *devpath = NULL, *name = NULL;
-        int fd, r;
+        int r;
 
         r = block_dev_resolve(classfd, entry, type, &devpath);
         if (r < 0)
                 return r;
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return log_warning_errno(fd, "class/block/%s: cannot open %s, skipped: %m", entry, devpath);
-        ret->partition = sysfs_has_file(fd, "partition");
-        (void) close(fd);
+        r = block_dev_is_partition(s, devpath);
+        if (r < 0)
+                return log_warning_errno(r, "class/block/%s: cannot open %s, skipped: %m", entry, devpath);
+        ret->partition = r;
         name = strdup(entry);
         if (!name)
                 return -ENOMEM;
@@ -127,19 +138,15 @@ static int block_dev_cmp(const void *a, const void *b)
 
 int scan_list_block_names(const Sysfs *s, BlockDev **ret, size_t *ret_n)
 {
-        _cleanup_(closep) int fd = -1;
+        _cleanup_(block_dev_reader_freep) BlockDevReader *r = NULL;
         BlockDev *l = NULL;
         size_t n = 0, n_max = 0;
-        SysfsDir *dir = NULL;
         SysfsEntryType type;
         const char *entry;
         int k;
 
-        fd = sysfs_open_dir(s, "class/block");
-        if (fd < 0)
-                return fd;
-        k = sysfs_opendir(fd, s->kernfs, &dir);
-        while (k >= 0 && (k = sysfs_readdir(dir, &entry, &type)) > 0) {
+        k = block_dev_reader_open(s, &r);
+        while (k >= 0 && (k = sysfs_readdir(r->dir, &entry, &type)) > 0) {
                 k = GREEDY_REALLOC(l, n_max, n + 1);
                 if (k >= 0) {
                         l[n] = (BlockDev){.name = strdup(entry), .type = type};
@@ -147,7 +154,6 @@ int scan_list_block_names(const Sysfs *s, BlockDev **ret, size_t *ret_n)
                         n += k >= 0;
                 }
         }
-        sysfs_closedir(dir);
         if (k < 0) {
                 block_devs_free(l, n);
                 return k;

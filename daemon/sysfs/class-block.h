@@ -26,6 +26,10 @@ int scan_list_block_names(const Sysfs *s, BlockDev **ret, size_t *ret_n);
 /* The entry named by the first len bytes of name in l (sorted by name, as above), or NULL. */
 const BlockDev *block_devs_find(const BlockDev *l, size_t n, const char *name, size_t len);
 
+/* Does devpath's directory hold a `partition` file: 1 or 0, or the negative errno its opening failed
+ * with. */
+int block_dev_is_partition(const Sysfs *s, const char *devpath);
+
 /* The devpath class/block/entry links to (classfd: class/block).  An entry that is not a link to a
  * path of the same name is logged, and negative. */
 int block_dev_resolve(int classfd, const char *entry, SysfsEntryType type, char **ret_devpath);

@@ -416,7 +416,6 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
 {
         _cleanup_(freep) char *parent = NULL;
         Kobject *disk, *k;
-        bool is_partition;
         int fd, r;
 
         if (model_find_devpath(m, devpath))
@@ -428,12 +427,10 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
                 (void) close(fd);
                 return -ENODEV;
         }
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return fd;
-        is_partition = sysfs_has_file(fd, "partition");
-        (void) close(fd);
-        if (!is_partition)
+        r = block_dev_is_partition(s, devpath);
+        if (r < 0)
+                return r;
+        if (r == 0)
                 return scan_add_disk(s, m, devpath, ret);
 
         parent = path_dirname(devpath);
@@ -520,17 +517,14 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
  * other directory is listed as a disk.  1 if a disk was added. */
 static int add_unlisted(const Sysfs *s, Model *m, const char *devpath)
 {
-        bool partition;
-        int fd, r;
+        int r;
 
         if (model_find_devpath(m, devpath))
                 return 0;
-        fd = sysfs_open_dir(s, devpath);
-        if (fd < 0)
-                return fd;
-        partition = sysfs_has_file(fd, "partition");
-        (void) close(fd);
-        if (partition)
+        r = block_dev_is_partition(s, devpath);
+        if (r < 0)
+                return r;
+        if (r > 0)
                 return 0;
         r = scan_add_disk(s, m, devpath, NULL);
         return r < 0 ? r : 1;
