@@ -233,6 +233,19 @@ static int handles_init(Manager *m)
         return r;
 }
 
+/* Before the first thread starts, so that every thread reads the fixture as kernfs would. */
+static void drop_dac_override(const char *root)
+{
+        int r = sysfs_drop_dac_override();
+
+        if (r < 0)
+                log_warning_errno(r, "%s is not the kernel's sysfs, and cannot give up CAP_DAC_OVERRIDE (%m): "
+                                  "telling files without read permission by an fstat() each.", root);
+        else if (r > 0)
+                log_debug("%s is not the kernel's sysfs: gave up CAP_DAC_OVERRIDE, so that opens refuse "
+                          "files without read permission as kernfs does.", root);
+}
+
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
 {
         Manager *m;
@@ -257,6 +270,8 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
                 if (r < 0)
                         log_error_errno(r, "Cannot open the sysfs root %s: %m", o->sysfs_root);
         }
+        if (r >= 0 && !m->sysfs.kernfs)
+                drop_dac_override(o->sysfs_root);
         if (r >= 0)
                 r = model_new(&m->model);
         if (r >= 0) {

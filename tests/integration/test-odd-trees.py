@@ -206,6 +206,46 @@ class OddTrees(unittest.TestCase):
 
         self.run_daemon(check)
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand files to nobody")
+    def test_files_of_another_owner(self):
+        """On a fixture the daemon gives up CAP_DAC_OVERRIDE on every
+        thread, so that its opens refuse files without read bits as
+        kernfs's do.  A file whose bits let only its owner (not root) read
+        or write it is still read and written, as root could before."""
+        nobody = 65534
+        self.write(SDA + "/theirs", "their value\n", 0o600)
+        os.chown(self.p(SDA + "/theirs"), nobody, nobody)
+        self.write(SDA + "/secret", "hidden\n", 0o200)
+        os.chown(self.p(SDA + "/secret"), nobody, nobody)
+        ra = self.p(SDA + "/queue/read_ahead_kb")
+        os.chown(ra, nobody, nobody)
+        os.chmod(ra, 0o600)
+        dac = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+
+        def caps(pid, tid):
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                fields = dict(line.split(":\t", 1) for line in f)
+            return int(fields["CapEff"], 16), int(fields["CapPrm"], 16)
+
+        def check(dm, objs):
+            sda = P("block", "sda")
+            queue = P("block", "sda", "queue")
+            for got in (objs[sda][DISK], dm.get_all(sda, DISK)):
+                self.assertEqual(got["theirs"], "their value")
+                self.assertEqual(got["secret"], "")
+            self.assertEqual(objs[queue][QUEUE]["read_ahead_kb"], "128")
+            dm.call(queue, bt.PROPS, "Set", QUEUE, "read_ahead_kb",
+                    dbus.String("256", variant_level=1))
+            self.assertEqual(bt.read_attr(ra), "256")
+            self.assertEqual(dm.get_all(queue, QUEUE)["read_ahead_kb"], "256")
+            tids = os.listdir("/proc/%d/task" % dm.proc.pid)
+            self.assertGreater(len(tids), 1)  # the workers that read and wrote
+            for tid in tids:
+                eff, prm = caps(dm.proc.pid, tid)
+                self.assertEqual((eff & dac, prm & dac), (0, dac), tid)
+
+        self.run_daemon(check)
+
     def test_file_vanishes_after_scan(self):
         """A file or a whole device gone between the scan and a Get: Get
         fails with ReadFailed, GetAll and GetManagedObjects show "" for it
