@@ -299,7 +299,7 @@ class Daemon:
         with open("/proc/self/fd/%d" % self.log.fileno()) as f:
             turns = loop_turns.new_longest(f.read())
         seen = len(r.setdefault("long_turn_records", []))
-        r["long_turn_records"].extend((phase, ms) for ms in turns[seen:])
+        r["long_turn_records"].extend((phase, ms, asleep) for ms, asleep in turns[seen:])
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
