@@ -239,11 +239,14 @@ static void drop_dac_override(const char *root)
         int r = sysfs_drop_dac_override();
 
         if (r < 0)
-                log_warning_errno(r, "%s is not the kernel's sysfs, and cannot give up CAP_DAC_OVERRIDE (%m): "
-                                  "telling files without read permission by an fstat() each.", root);
+                log_warning_errno(r,
+                                  "%s is not the kernel's sysfs, and cannot give up CAP_DAC_OVERRIDE (%m): "
+                                  "telling files without read permission by an fstat() each.",
+                                  root);
         else if (r > 0)
                 log_debug("%s is not the kernel's sysfs: gave up CAP_DAC_OVERRIDE, so that opens refuse "
-                          "files without read permission as kernfs does.", root);
+                          "files without read permission as kernfs does.",
+                          root);
 }
 
 int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)

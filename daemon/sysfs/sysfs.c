@@ -372,7 +372,8 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value)
         if (fd == -EACCES) {
                 int mode = sysfs_file_mode(dirfd, name);
                 if (mode >= 0 && (mode & 0222))
-                        fd = sysfs_openat_overriding(dirfd, name, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK);
+                        fd = sysfs_openat_overriding(dirfd, name,
+                                                     O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK);
         }
         if (fd < 0)
                 return fd;
