@@ -24,8 +24,11 @@ void hashmap_init(Hashmap *h, HashmapKeyOf key_of)
 
 void hashmap_deinit(Hashmap *h)
 {
+        unsigned resizes = h->resizes;
+
         free(h->slots);
         hashmap_init(h, h->key_of);
+        h->resizes = resizes + 1; /* every entry went */
 }
 
 const char *hashmap_key_self(const void *value)
@@ -47,6 +50,7 @@ static int resize(Hashmap *h, size_t n_buckets)
         }
         h->n_buckets = n_buckets;
         h->n_tombstones = 0;
+        h->resizes++;
 
         for (size_t i = 0; i < old_n; i++) {
                 bool found;

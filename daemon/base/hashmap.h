@@ -21,6 +21,7 @@ typedef struct Hashmap {
         size_t n_buckets; /* a power of two, or 0 */
         size_t n_entries;
         size_t n_tombstones;
+        unsigned resizes; /* every put may move all entries; while this stays, none moved */
 } Hashmap;
 
 void hashmap_init(Hashmap *h, HashmapKeyOf key_of);
@@ -38,5 +39,6 @@ void *hashmap_get(const Hashmap *h, const char *key);
 void *hashmap_remove(Hashmap *h, const void *value);
 size_t hashmap_size(const Hashmap *h);
 
-/* Iteration: *i starts at 0; returns NULL when done. */
+/* Iteration: *i starts at 0; returns NULL when done.  It may go on across puts and removes (a
+ * put may be seen or not) as long as resizes is unchanged: else entries moved, and it starts over. */
 void *hashmap_iterate(const Hashmap *h, size_t *i);

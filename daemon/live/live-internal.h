@@ -5,6 +5,7 @@
 
 #include "base/hashmap.h"
 #include "live/live.h"
+#include "model/round.h"
 
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
@@ -49,8 +50,7 @@ struct Live {
         Hashmap stacked;
 
         uv_idle_t warmup;
-        Kobject **warm;
-        size_t n_warm, warm_pos;
+        ModelRound warm;
         unsigned warm_holds; /* live_warmup_hold() */
         uv_idle_t rescan_idle;
         struct Rescan *rescan;             /* the one running, or NULL */
@@ -59,8 +59,7 @@ struct Live {
         bool rescan_held; /* live_rescan_hold() */
 
         uv_timer_t poll_timer;
-        Kobject **polled;
-        size_t n_polled, poll_pos;
+        ModelRound polled;
         uint64_t poll_round_start; /* µs */
         unsigned n_open_handles;
 };

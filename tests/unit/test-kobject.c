@@ -5,6 +5,7 @@
 #include "common/util.h"
 #include "model/iface.h"
 #include "model/kobject.h"
+#include "model/round.h"
 #include "model/naming.h"
 #include "model/shape.h"
 #include "tests.h"
@@ -708,6 +709,89 @@ static void test_ifaces(void)
         model_free(m);
 }
 
+static Kobject *add_loop(Model *m, unsigned i)
+{
+        char name[32], devpath[64];
+
+        snprintf(name, sizeof(name), "loop%u", i);
+        snprintf(devpath, sizeof(devpath), "/devices/virtual/block/%s", name);
+        return add(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath);
+}
+
+/* A round takes every object with values once, a few at a time, while objects come and go: an
+ * object removed after it was taken is still handed out (unlinked), and when the index moved its
+ * entries the taking starts over rather than skip or repeat one. */
+static bool round_holds(const ModelRound *r, const Kobject *k)
+{
+        for (size_t i = 0; i < r->n; i++)
+                if (r->objects[i] == k)
+                        return true;
+        return false;
+}
+
+static void test_round(void)
+{
+        Model *m = NULL;
+        ModelRound r = {};
+        Kobject *k, *taken, *not_taken = NULL;
+        size_t n_linked = 0, n_seen = 0, n_unlinked = 0;
+        unsigned resizes;
+        int t;
+
+        CHECK(model_new(&m) == 0);
+        if (!m)
+                return;
+        for (unsigned i = 0; i < 1000; i++)
+                add_loop(m, i);
+
+        model_round_begin(&r, m);
+        CHECK(model_round_active(&r));
+        CHECK(model_round_take(&r, m, 100) == 0);
+        CHECK(r.n > 0 && r.n <= 100);
+        resizes = m->by_path.resizes;
+        /* Enough new objects for the index to grow: every entry moves. */
+        for (unsigned i = 1000; i < 2000; i++)
+                add_loop(m, i);
+        CHECK(m->by_path.resizes != resizes);
+        CHECK(model_round_take(&r, m, 100) == 0);
+        CHECK(r.n > 0 && r.n <= 100); /* over again */
+
+        /* One taken and one not go: the first is still handed out, the other not. */
+        taken = r.objects[r.n - 1];
+        for (size_t i = 0; !not_taken && (k = hashmap_iterate(&m->by_path, &i));)
+                if (k->ktype->id != KTYPE_KSET && !round_holds(&r, k))
+                        not_taken = k;
+        CHECK(not_taken != NULL);
+        model_unlink(m, taken);
+        if (not_taken)
+                model_unlink(m, not_taken);
+
+        while ((t = model_round_take(&r, m, 100)) == 0)
+                ;
+        CHECK(t == 1);
+        CHECK(model_round_take(&r, m, 100) == 1);
+        while ((k = model_round_next(&r))) {
+                CHECK(k->ktype->id != KTYPE_KSET);
+                n_seen++;
+                n_unlinked += !k->linked;
+                kobject_unref(m, k);
+        }
+        CHECK(!model_round_active(&r));
+        for (size_t i = 0; (k = hashmap_iterate(&m->by_path, &i));)
+                n_linked += k->ktype->id != KTYPE_KSET;
+        CHECK(n_linked == 1998);
+        CHECK(n_seen == 1999);
+        CHECK(n_unlinked == 1);
+
+        /* Released half way: the references go with it (the sanitizers' leak check). */
+        model_round_begin(&r, m);
+        CHECK(model_round_take(&r, m, 10) == 0);
+        model_round_release(&r, m);
+        CHECK(!model_round_active(&r));
+        CHECK(r.objects == NULL);
+        model_free(m);
+}
+
 int main(void)
 {
         test_new_model();
@@ -716,5 +800,6 @@ int main(void)
         test_names();
         test_shapes();
         test_ifaces();
+        test_round();
         return tests_summary();
 }
