@@ -6,6 +6,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
+#include "model/round.h"
 
 /* Values guessed for an object never read yet: most attribute values are a few characters. */
 #define GUESSED_VALUE_BYTES 12
@@ -59,15 +60,8 @@ typedef int (*ObjectFunc)(Publisher *p, Kobject *k, void *userdata);
 static int foreach_below(Publisher *p, Kobject *top, ObjectFunc f, void *userdata)
 {
         Kobject *k;
-        size_t i = 0;
         int r;
 
-        if (!top) {
-                while ((k = hashmap_iterate(&p->model->by_path, &i)))
-                        if ((r = f(p, k, userdata)) < 0)
-                                return r;
-                return 0;
-        }
         for (k = top->first_child; k; k = k->next_sibling) {
                 if ((r = f(p, k, userdata)) < 0)
                         return r;
@@ -112,9 +106,10 @@ struct BusGmo {
         sd_bus_message *call;
         Reply reply;
         Kobject *top;      /* a reference; NULL: the root */
-        Kobject **objects; /* references: what there was when the call came */
+        ModelRound taking; /* below the root or a kset: the objects, taken in slices */
+        Kobject **objects; /* references: what there was when the call came (or its taking ended) */
         size_t n_objects, pos;
-        size_t estimated, estimate; /* the reply is started once every object's size is estimated */
+        size_t estimated, estimate;     /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
         size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
         BusGmo *next;
@@ -272,6 +267,7 @@ static BusGmo *gmo_free(Publisher *p, BusGmo *g)
                 else
                         g->batches[i]->gmo = NULL; /* on a worker: it frees itself when read */
         }
+        model_round_release(&g->taking, p->model);
         for (size_t i = g->pos; i < g->n_objects; i++)
                 kobject_unref(p->model, g->objects[i]);
         free(g->objects);
@@ -321,6 +317,21 @@ static int gmo_start_reply(Publisher *p, BusGmo *g)
         return r;
 }
 
+/* Takes the objects below the root or a kset in slices: at 10,000 disks x 4 taking all 91,000 in one
+ * go held the loop 18-20 ms (before a refusal, as the root's is there).  0 while objects are left for
+ * the next slice; 1 when all are taken. */
+static int gmo_take(Publisher *p, BusGmo *g, uint64_t start)
+{
+        int r;
+
+        while ((r = model_round_take(&g->taking, p->model, 256)) == 0)
+                if (uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)
+                        return 0;
+        if (r > 0)
+                model_round_hand_over(&g->taking, &g->objects, &g->n_objects);
+        return r;
+}
+
 /*
  * Estimates the reply's size, in slices like its building: at 10,000 disks × 4 partitions the estimate
  * alone (90,000 objects, their names scattered over the heap) took 50–60 ms in one go.  0 while
@@ -357,6 +368,15 @@ static void on_gmo_idle(uv_idle_t *h)
         if (!g) {
                 (void) uv_idle_stop(p->gmo_idle);
                 return;
+        }
+        if (!g->objects) {
+                r = gmo_take(p, g, start);
+                if (r == 0)
+                        return;
+                if (r < 0) {
+                        gmo_finish(p, g, r);
+                        return;
+                }
         }
         if (!g->reply.m) {
                 r = gmo_estimate(p, g, start);
@@ -427,11 +447,16 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
         g->estimate = 64;
         g->call = sd_bus_message_ref(msg);
         g->top = kobject_ref(top);
-        g->objects = calloc(p->model->n_objects + 1, sizeof(Kobject *));
-        r = g->objects ? foreach_below(p, top, collect, g) : -ENOMEM;
-        if (r < 0) {
-                gmo_free(p, g);
-                return r;
+        if (!top || top->ktype->id == KTYPE_KSET)
+                model_round_begin_below(&g->taking, p->model, top);
+        else {
+                /* A disk's or a device's few objects: at once. */
+                g->objects = calloc(p->model->n_objects + 1, sizeof(Kobject *));
+                r = g->objects ? foreach_below(p, top, collect, g) : -ENOMEM;
+                if (r < 0) {
+                        gmo_free(p, g);
+                        return r;
+                }
         }
         for (tail = &p->gmos; *tail; tail = &(*tail)->next)
                 ;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -13,11 +14,32 @@ void model_round_release(ModelRound *r, Model *m)
         *r = (ModelRound){};
 }
 
-void model_round_begin(ModelRound *r, Model *m)
+static void round_begin(ModelRound *r, Model *m, const Kobject *below, bool ksets)
 {
         model_round_release(r, m);
-        r->taking = true;
-        r->resizes = m->by_path.resizes;
+        *r = (ModelRound){.resizes = m->by_path.resizes, .below = below, .ksets = ksets, .taking = true};
+}
+
+void model_round_begin(ModelRound *r, Model *m)
+{
+        round_begin(r, m, NULL, false);
+}
+
+void model_round_begin_below(ModelRound *r, Model *m, const Kobject *top)
+{
+        round_begin(r, m, top, true);
+}
+
+static bool wanted(const ModelRound *r, const Kobject *k)
+{
+        if (!r->ksets && k->ktype->id == KTYPE_KSET)
+                return false;
+        if (!r->below)
+                return true;
+        for (const Kobject *a = k->parent; a; a = a->parent)
+                if (a == r->below)
+                        return true;
+        return false;
 }
 
 int model_round_take(ModelRound *r, Model *m, size_t max)
@@ -29,7 +51,7 @@ int model_round_take(ModelRound *r, Model *m, size_t max)
                 return 1;
         /* Objects were added meanwhile and every entry moved: over again. */
         if (r->resizes != index->resizes)
-                model_round_begin(r, m);
+                round_begin(r, m, r->below, r->ksets);
         /* As many as there are now: it is kept for the whole round (minutes at 10,000 disks). */
         if (!r->objects) {
                 r->objects = reallocarray(NULL, hashmap_size(index) + 1, sizeof(Kobject *));
@@ -43,7 +65,7 @@ int model_round_take(ModelRound *r, Model *m, size_t max)
                         r->taking = false;
                         return 1;
                 }
-                if (k->ktype->id == KTYPE_KSET)
+                if (!wanted(r, k))
                         continue;
                 if (GREEDY_REALLOC(r->objects, r->n_allocated, r->n + 1) < 0)
                         return -ENOMEM;
@@ -55,6 +77,14 @@ int model_round_take(ModelRound *r, Model *m, size_t max)
 Kobject *model_round_next(ModelRound *r)
 {
         return r->pos < r->n ? r->objects[r->pos++] : NULL;
+}
+
+void model_round_hand_over(ModelRound *r, Kobject ***ret, size_t *ret_n)
+{
+        assert(!r->taking && r->pos == 0);
+        *ret = TAKE_PTR(r->objects);
+        *ret_n = r->n;
+        *r = (ModelRound){};
 }
 
 bool model_round_active(const ModelRound *r)

@@ -19,15 +19,24 @@ typedef struct ModelRound {
         size_t n, n_allocated, pos; /* taken; handed out */
         size_t next_slot;           /* of model->by_path, while taking */
         unsigned resizes;           /* model->by_path's when the taking started */
+        const Kobject *below;       /* only objects below it; NULL: every object */
+        bool ksets;                 /* ksets too */
         bool taking;
 } ModelRound;
 
-/* Drops what the last round left and begins a new one: nothing is taken yet. */
+/* Drops what the last round left and begins a new one over every object with values: nothing is
+ * taken yet. */
 void model_round_begin(ModelRound *r, Model *m);
+/* The same over every object below top, ksets too (every object at all when top is NULL): what a
+ * GetManagedObjects on top answers for.  top stays referenced meanwhile. */
+void model_round_begin_below(ModelRound *r, Model *m, const Kobject *top);
 /* Takes up to max more objects: 1 when all are taken, 0 when some are left, -ENOMEM. */
 int model_round_take(ModelRound *r, Model *m, size_t max);
 /* The next object taken, with its reference (the caller drops it), or NULL. */
 Kobject *model_round_next(ModelRound *r);
+/* Every object taken, with its reference, for who handles them by index: the round is left empty.
+ * Only once all are taken and none was handed out. */
+void model_round_hand_over(ModelRound *r, Kobject ***ret, size_t *ret_n);
 /* Begun and not yet taken, or not all handed out. */
 bool model_round_active(const ModelRound *r);
 void model_round_release(ModelRound *r, Model *m);

@@ -5,8 +5,8 @@
 #include "common/util.h"
 #include "model/iface.h"
 #include "model/kobject.h"
-#include "model/round.h"
 #include "model/naming.h"
+#include "model/round.h"
 #include "model/shape.h"
 #include "tests.h"
 
@@ -782,6 +782,38 @@ static void test_round(void)
         CHECK(n_linked == 1998);
         CHECK(n_seen == 1999);
         CHECK(n_unlinked == 1);
+
+        /* Below a disk: its partitions and nothing else; below the block kset: every disk and
+         * partition; below nothing: every object, the ksets too.  Handed over by index. */
+        Kobject *loop7 = model_find_name(m, "loop7");
+        CHECK(loop7 != NULL);
+        if (loop7) {
+                add(m, &ktype_partition, "loop7p1", loop7, m->block_kset,
+                    "/devices/virtual/block/loop7/loop7p1");
+                add(m, &ktype_partition, "loop7p2", loop7, m->block_kset,
+                    "/devices/virtual/block/loop7/loop7p2");
+        }
+        const Kobject *tops[] = {loop7, m->block_kset, NULL};
+        const size_t want[] = {2, 2000, hashmap_size(&m->by_path)};
+        for (size_t j = 0; j < ELEMENTSOF(tops); j++) {
+                Kobject **objects = NULL;
+                size_t n = 0, n_ksets = 0;
+
+                model_round_begin_below(&r, m, tops[j]);
+                while (model_round_take(&r, m, 100) == 0)
+                        ;
+                model_round_hand_over(&r, &objects, &n);
+                CHECK(!model_round_active(&r));
+                CHECK(n == want[j]);
+                for (size_t i = 0; i < n; i++) {
+                        n_ksets += objects[i]->ktype->id == KTYPE_KSET;
+                        if (tops[j] == loop7)
+                                CHECK(objects[i]->parent == loop7);
+                        kobject_unref(m, objects[i]);
+                }
+                CHECK(tops[j] ? n_ksets == 0 : n_ksets == 2);
+                free(objects);
+        }
 
         /* Released half way: the references go with it (the sanitizers' leak check). */
         model_round_begin(&r, m);
