@@ -7,11 +7,12 @@
 #include "model/kobject.h"
 
 /*
- * A pass over every object with values (a kset has none): the warm-up's and each poll round's.
- * The objects are taken from the model's index a few at a time, as they are then handled, so that
- * no step holds the loop for long: at 10,000 disks x 4 taking all 91,000 at once held it 14-20 ms
- * on a slow VM.  Objects come and go meanwhile: each taken one is referenced, and the taking
- * starts over when the index moved its entries.
+ * A pass over the model's objects: every object with values (a kset has none) for the warm-up and
+ * each poll round, or every object below one for a GetManagedObjects on the root or a kset.  The
+ * objects are taken from the model's index a few at a time, as they are then handled, so that no
+ * step holds the loop for long: at 10,000 disks x 4 taking all 91,000 at once held it 14-20 ms on
+ * a slow VM.  Objects come and go meanwhile: each taken one is referenced, and the taking starts
+ * over when the index moved its entries.
  */
 
 typedef struct ModelRound {
