@@ -3,6 +3,7 @@
 
 #include "base/log.h"
 #include "manager.h"
+#include "model/members.h"
 #include "sysfs/scan.h"
 
 static void manager_stop(Manager *m, int exit_code);
@@ -427,12 +428,12 @@ int manager_start(Manager *m)
         if (m->uevents)
                 uevent_source_drain(m->uevents);
 
-        /* Sorted and their paths gathered while nobody waits yet: at 10,000 disks the first GetAll of
-         * /block sorted its 50,000 members in a turn of its own (24 ms).  After a member comes or goes,
-         * the next reading does it again. */
-        char **members;
-        (void) kset_member_paths(m->model, m->model->block_kset, &members);
-        (void) kset_member_paths(m->model, m->model->devices_kset, &members);
+        /* Sorted while nobody waits yet: at 10,000 disks the first GetAll of /block sorted its 50,000
+         * members in a turn of its own.  After a member comes or goes, the next reading does it again. */
+        Kobject *const *members;
+        size_t n_members;
+        (void) kset_members_sorted(m->model, m->model->block_kset, &members, &n_members);
+        (void) kset_members_sorted(m->model, m->model->devices_kset, &members, &n_members);
 
         r = publisher_take_name(m->publisher);
         if (r < 0)

@@ -5,6 +5,7 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "model/kobject.h"
+#include "model/members.h"
 #include "model/naming.h"
 
 int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset,
@@ -116,19 +117,6 @@ static int index_add(Model *m, Kobject *k)
         return r;
 }
 
-static void member_paths_free(struct MemberPaths *s)
-{
-        free(s->paths);
-        *s = (struct MemberPaths){};
-}
-
-static void members_changed(Model *m, const Kobject *kset)
-{
-        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++)
-                if (m->member_paths[i].kset == kset)
-                        member_paths_free(&m->member_paths[i]);
-}
-
 int model_link(Model *m, Kobject *k)
 {
         int r;
@@ -153,7 +141,7 @@ int model_link(Model *m, Kobject *k)
                         s->first_member->prev_member = k;
                 s->first_member = k;
                 s->n_members++;
-                members_changed(m, s);
+                kset_members_changed(m, s, NULL);
         }
 
         k->linked = true;
@@ -200,7 +188,7 @@ void model_unlink(Model *m, Kobject *k)
                         k->next_member->prev_member = k->prev_member;
                 k->next_member = k->prev_member = NULL;
                 s->n_members--;
-                members_changed(m, s);
+                kset_members_changed(m, s, k);
         }
 
         k->linked = false;
@@ -266,8 +254,7 @@ Model *model_free(Model *m)
         if (m->devices_kset)
                 model_unlink(m, m->devices_kset);
         assert(m->n_objects == 0);
-        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++)
-                member_paths_free(&m->member_paths[i]);
+        kset_members_done(m);
         hashmap_deinit(&m->by_path);
         hashmap_deinit(&m->by_devpath);
         hashmap_deinit(&m->by_name);
@@ -313,7 +300,7 @@ Kobject *kobject_find_child_type(const Kobject *k, KtypeId id)
         return NULL;
 }
 
-static int kobject_name_cmp(const void *a, const void *b)
+int kobject_name_cmp(const void *a, const void *b)
 {
         const Kobject *x = *(Kobject *const *) a, *y = *(Kobject *const *) b;
         return strcmp(x->name, y->name);
@@ -332,58 +319,5 @@ int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size
         qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
         *ret = l;
         *ret_n = n;
-        return 0;
-}
-
-/* The members' paths sorted by their names: the array, then the strings, in one allocation. */
-static char **member_paths_new(const Kobject *kset)
-{
-        _cleanup_(freep) Kobject **l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
-        size_t n = 0, bytes = 0;
-        char **paths, *p;
-
-        if (!l)
-                return NULL;
-        for (Kobject *c = kset->first_member; c; c = c->next_member) {
-                l[n++] = c;
-                bytes += strlen(c->path) + 1;
-        }
-        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
-        paths = malloc(sizeof(char *) * (n + 1) + bytes);
-        if (!paths)
-                return NULL;
-        p = (char *) (paths + n + 1);
-        for (size_t i = 0; i < n; i++) {
-                paths[i] = p;
-                p = stpcpy(p, l[i]->path) + 1;
-        }
-        paths[n] = NULL;
-        return paths;
-}
-
-int kset_member_paths(Model *m, const Kobject *kset, char ***ret)
-{
-        struct MemberPaths *free_slot = NULL;
-        char **paths;
-
-        for (size_t i = 0; i < ELEMENTSOF(m->member_paths); i++) {
-                struct MemberPaths *s = &m->member_paths[i];
-                if (s->kset == kset) {
-                        *ret = s->paths;
-                        return 0;
-                }
-                if (!s->kset && !free_slot)
-                        free_slot = s;
-        }
-        paths = member_paths_new(kset);
-        if (!paths)
-                return -ENOMEM;
-        if (!free_slot) {
-                /* More ksets than slots (the model has two): the first slot's answer makes room. */
-                free_slot = &m->member_paths[0];
-                member_paths_free(free_slot);
-        }
-        *free_slot = (struct MemberPaths){.kset = kset, .paths = paths};
-        *ret = paths;
         return 0;
 }

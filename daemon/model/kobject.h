@@ -63,11 +63,14 @@ struct Model {
         size_t n_objects; /* linked kobjects */
         const ModelObserver *observer;
         void *observer_data;
-        /* kset_member_paths()'s answers, kept until a member comes or goes: one per kset. */
-        struct MemberPaths {
+        /* model/members.c: kset_members_sorted()'s answers, kept until a member comes or goes (one per
+         * kset), and the snapshots readers hold. */
+        struct SortedMembers {
                 const Kobject *kset; /* NULL: a free slot */
-                char **paths;
-        } member_paths[2];
+                Kobject **members;
+                size_t n;
+        } sorted_members[2];
+        struct MembersSnapshot *members_snapshots;
 };
 
 int model_new(Model **ret);
@@ -97,8 +100,5 @@ Kobject *kobject_find_child_type(const Kobject *k, KtypeId id);
 
 /* Sorted by name; the caller frees the array (not the objects).  only: a kind, or _KTYPE_MAX for all. */
 int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size_t *ret_n);
-/* A kset's members' object paths, sorted by name, NULL-terminated: the model's, valid until a member
- * comes or goes.  Kept, because at 10,000 disks a GetAll of /block sorted 50,000 names at every call
- * (a 26 ms turn); copied into one block, because sd-bus then reads them in order, where paths scattered
- * over the heap cost a cache miss each (most of the 13 ms left of that call). */
-int kset_member_paths(Model *m, const Kobject *kset, char ***ret);
+/* For qsort() of Kobject pointers: by name. */
+int kobject_name_cmp(const void *a, const void *b);

@@ -3,6 +3,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "common/util.h"
+#include "model/members.h"
 #include "sysfs/values.h"
 
 void typed_value_done(TypedValue *v)
@@ -14,9 +15,6 @@ void typed_value_done(TypedValue *v)
                 break;
         case STRV_STRINGS_BORROWED:
                 v->strv = mfree(v->strv);
-                break;
-        case STRV_BORROWED:
-                v->strv = NULL;
         }
         v->strv_ownership = STRV_OWNED;
 }
@@ -64,12 +62,12 @@ static int read_children(ObjDir *d, TypedValue *v, KtypeId id)
 
 static int read_members(ObjDir *d, Model *m, TypedValue *v)
 {
+        Kobject *const *l;
+        size_t n;
         int r;
 
-        r = kset_member_paths(m, d->k, &v->strv);
-        if (r >= 0)
-                v->strv_ownership = STRV_BORROWED;
-        return r;
+        r = kset_members_sorted(m, d->k, &l, &n);
+        return r < 0 ? r : set_paths(v, l, n);
 }
 
 /* holders/ and slaves/ hold one link per stacked device, named by its kernel name. */

@@ -17,8 +17,8 @@ typedef struct TypedValue {
         uint64_t number;       /* u, t, b */
         char *string;          /* s, o */
         char **strv;           /* as, ao; a{ss} as key, value, key, value … */
-        /* What of strv is the model's: nothing, its strings (the objects' own paths), or all of it. */
-        enum { STRV_OWNED, STRV_STRINGS_BORROWED, STRV_BORROWED } strv_ownership;
+        /* What of strv is the model's: nothing, or its strings (the objects' own paths). */
+        enum { STRV_OWNED, STRV_STRINGS_BORROWED } strv_ownership;
 } TypedValue;
 
 void typed_value_done(TypedValue *v);

@@ -5,6 +5,7 @@
 #include "common/util.h"
 #include "model/iface.h"
 #include "model/kobject.h"
+#include "model/members.h"
 #include "model/naming.h"
 #include "model/round.h"
 #include "model/shape.h"
@@ -178,25 +179,36 @@ static void test_link_unlink(void)
         /* Kset membership: disks and partitions are members of block, queues of nothing. */
         CHECK(m->block_kset->n_members == 3);
         {
-                /* Sorted by name, in a block of their own. */
-                char **l = NULL;
-                CHECK(kset_member_paths(m, m->block_kset, &l) == 0);
-                CHECK(l && streq_ptr(l[0], sda->path) && l[0] != sda->path);
-                CHECK(l && streq_ptr(l[1], sda1->path) && streq_ptr(l[2], sda2->path) && !l[3]);
+                /* Sorted by name. */
+                Kobject *const *l = NULL, *const *again = NULL;
+                size_t n = 0;
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+                CHECK(n == 3 && l[0] == sda && l[1] == sda1 && l[2] == sda2);
                 /* Kept from one asking to the next, and made again when a member comes or goes. */
-                char **again = NULL;
-                CHECK(kset_member_paths(m, m->block_kset, &again) == 0);
-                CHECK(again == l);
+                CHECK(kset_members_sorted(m, m->block_kset, &again, &n) == 0);
+                CHECK(again == l && n == 3);
                 Kobject *sda0 = add(m, &ktype_partition, "sda0", sda, m->block_kset, SDA "/sda0");
-                CHECK(kset_member_paths(m, m->block_kset, &l) == 0);
-                CHECK(l && streq_ptr(l[0], sda->path) && streq_ptr(l[1], sda0->path));
-                CHECK(l && streq_ptr(l[2], sda1->path) && streq_ptr(l[3], sda2->path) && !l[4]);
-                CHECK(kset_member_paths(m, m->devices_kset, &again) == 0);
-                CHECK(again && !again[0]);
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+                CHECK(n == 4 && l[0] == sda && l[1] == sda0 && l[2] == sda1 && l[3] == sda2);
+                CHECK(kset_members_sorted(m, m->devices_kset, &again, &n) == 0);
+                CHECK(n == 0);
+                /* A snapshot outlives changes: who left reads as NULL, who came is not in it. */
+                MembersSnapshot *snap = NULL, *devices_snap = NULL;
+                CHECK(kset_members_snapshot(m, m->block_kset, &snap) == 0);
+                CHECK(kset_members_snapshot(m, m->devices_kset, &devices_snap) == 0);
                 model_unlink(m, sda0);
-                CHECK(kset_member_paths(m, m->block_kset, &l) == 0);
-                CHECK(l && streq_ptr(l[0], sda->path) && streq_ptr(l[1], sda1->path));
-                CHECK(l && streq_ptr(l[2], sda2->path) && !l[3]);
+                CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+                CHECK(n == 3 && l[0] == sda && l[1] == sda1 && l[2] == sda2);
+                Kobject *sda3 = add(m, &ktype_partition, "sda3", sda, m->block_kset, SDA "/sda3");
+                CHECK(snap && members_snapshot_size(snap) == 4);
+                CHECK(snap && members_snapshot_get(snap, 0) == sda && !members_snapshot_get(snap, 1));
+                CHECK(snap && members_snapshot_get(snap, 2) == sda1 &&
+                      members_snapshot_get(snap, 3) == sda2);
+                CHECK(devices_snap && members_snapshot_size(devices_snap) == 0);
+                snap = members_snapshot_free(m, snap);
+                devices_snap = members_snapshot_free(m, devices_snap);
+                CHECK(!m->members_snapshots);
+                model_unlink(m, sda3);
                 journal_clear(&j);
         }
         CHECK(m->devices_kset->n_members == 0);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "model/kobject.h"
+
+/*
+ * A kset's members in name order, for the Kset interface's Members.  The block kset has every disk
+ * and partition: 50,000 of them at 10,000 disks, where sorting them for every GetAll was a 26 ms
+ * turn.  So the order is kept until a member comes or goes, and a reader that takes several loop
+ * turns holds a snapshot instead.
+ */
+
+/* The members sorted by name: the model's array, valid until a member comes or goes. */
+int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n);
+
+/*
+ * The members as they are now, sorted by name, valid across loop turns: one that leaves the kset
+ * meanwhile reads as NULL.  They are not referenced: at 10,000 disks, referencing 50,000 objects no
+ * one had touched for a while took 10 ms in one turn.  Free every snapshot before the model.
+ */
+typedef struct MembersSnapshot MembersSnapshot;
+int kset_members_snapshot(Model *m, const Kobject *kset, MembersSnapshot **ret);
+size_t members_snapshot_size(const MembersSnapshot *s);
+/* The i-th member, i < members_snapshot_size(s), or NULL if it has left since. */
+Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i);
+MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s);
+
+/* For model_link() and model_unlink(): a member came, or gone left. */
+void kset_members_changed(Model *m, const Kobject *kset, const Kobject *gone);
+/* At model_free(). */
+void kset_members_done(Model *m);
