@@ -20,6 +20,7 @@ typedef struct Backlog Backlog;
 typedef struct Authorization Authorization;
 typedef struct BusWrite BusWrite;
 typedef struct BusGmo BusGmo;
+typedef struct BusMembers BusMembers;
 
 struct Publisher {
         sd_bus *bus;
@@ -36,9 +37,11 @@ struct Publisher {
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
         uv_loop_t *loop;
-        BusWrite *writes;    /* Set's writes on the thread pool (write.c) */
-        BusGmo *gmos;        /* GetManagedObjects replies being built (managed-objects.c) */
-        uv_idle_t *gmo_idle; /* its own allocation: it goes in its close callback */
+        BusWrite *writes;        /* Set's writes on the thread pool (write.c) */
+        BusGmo *gmos;            /* GetManagedObjects replies being built (managed-objects.c) */
+        uv_idle_t *gmo_idle;     /* its own allocation: it goes in its close callback */
+        BusMembers *members;     /* large ksets' Members being appended (members-reply.c) */
+        uv_idle_t *members_idle; /* as gmo_idle */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         PublisherDisconnected disconnected;
@@ -118,6 +121,9 @@ int bus_append_property(Publisher *p, ObjDir *d, const Iface *iface, const char 
  * may read (ATTR_PRIVILEGED) only if privileged. */
 int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
                                 bool privileged, size_t *bound);
+/* The {sv} entries alone, but the property named skip (NULL: none). */
+int bus_append_iface_entries(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
+                             const char *skip, size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it; read through d (NULL: a directory of its own). */
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged,
@@ -137,6 +143,18 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
                                    sd_bus_error *error);
 /* At exit: replies being built are dropped, unanswered. */
 void bus_gmo_cancel(Publisher *p);
+
+/* ---- members-reply.c ---- */
+
+/* Is Get of property (NULL: GetAll) of k's interface iface answered by bus_reply_members()?  For a
+ * kset with thousands of members. */
+bool bus_members_in_slices(const Kobject *k, const Iface *iface, const char *property);
+/* Answers call with kset's Members (whole_interface: GetAll of its interface), appended in slices.
+ * 1 (answered later), or a negative errno. */
+int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool whole_interface,
+                      bool privileged);
+/* At exit: replies being built are dropped, unanswered. */
+void bus_members_cancel(Publisher *p);
 
 /* ---- introspect.c ---- */
 

@@ -73,6 +73,8 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         a = privileged_attr(&iface, property);
         if (a && !privileged)
                 return access_denied_read(k, &iface, a, error);
+        if (bus_members_in_slices(k, &iface, property))
+                return bus_reply_members(p, msg, k, false, privileged);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
@@ -131,6 +133,8 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
 
         if (!kobject_find_iface(k, interface, &iface))
                 return bus_error_unknown_interface(error, k->path, interface);
+        if (bus_members_in_slices(k, &iface, NULL))
+                return bus_reply_members(p, msg, k, true, privileged);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = bus_append_iface_properties(p, &d, &iface, reply, privileged, NULL);

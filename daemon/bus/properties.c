@@ -9,7 +9,7 @@ static int append_object_paths(sd_bus_message *m, char *const *paths)
 {
         int r = sd_bus_message_open_container(m, 'a', "o");
         for (char *const *p = paths; r >= 0 && p && *p; p++)
-                r = sd_bus_message_append(m, "o", *p);
+                r = sd_bus_message_append_basic(m, 'o', *p);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
@@ -156,17 +156,28 @@ static bool attr_shown(const Attr *a, bool privileged)
         return privileged || !(a->flags & ATTR_PRIVILEGED);
 }
 
+int bus_append_iface_entries(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
+                             const char *skip, size_t *bound)
+{
+        int r = 0;
+
+        for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
+                if (!streq_ptr(info->name, skip))
+                        r = append_dict_entry(p, d, iface, info, NULL, m, bound);
+        for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
+                if (attr_shown(&iface->attrs->attrs[i], privileged))
+                        r = append_dict_entry(p, d, iface, NULL, &iface->attrs->attrs[i], m, bound);
+        return r;
+}
+
 int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m,
                                 bool privileged, size_t *bound)
 {
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
-        for (const PropertyInfo *info = iface->properties; r >= 0 && info->name; info++)
-                r = append_dict_entry(p, d, iface, info, NULL, m, bound);
-        for (size_t i = 0; r >= 0 && iface->attrs && i < iface->attrs->n_attrs; i++)
-                if (attr_shown(&iface->attrs->attrs[i], privileged))
-                        r = append_dict_entry(p, d, iface, NULL, &iface->attrs->attrs[i], m, bound);
+        if (r >= 0)
+                r = bus_append_iface_entries(p, d, iface, m, privileged, NULL, bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 

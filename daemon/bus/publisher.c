@@ -16,6 +16,20 @@ static void on_idle_closed(uv_handle_t *h)
         free(h);
 }
 
+/* Its own allocation, freed by its close callback. */
+static int idle_new(Publisher *p, uv_idle_t **ret)
+{
+        uv_idle_t *h = calloc(1, sizeof(uv_idle_t));
+
+        if (!h || uv_idle_init(p->loop, h) < 0) {
+                free(h);
+                return -ENOMEM;
+        }
+        h->data = p;
+        *ret = h;
+        return 0;
+}
+
 static int publisher_register(Publisher *p)
 {
         int r;
@@ -75,13 +89,13 @@ int publisher_new(const PublisherConfig *c, Publisher **ret)
                 publisher_free(p);
                 return log_error_errno(r, "Cannot publish the objects: %m");
         }
-        p->gmo_idle = calloc(1, sizeof(uv_idle_t));
-        if (!p->gmo_idle || uv_idle_init(c->loop, p->gmo_idle) < 0) {
-                p->gmo_idle = mfree(p->gmo_idle);
+        r = idle_new(p, &p->gmo_idle);
+        if (r >= 0)
+                r = idle_new(p, &p->members_idle);
+        if (r < 0) {
                 publisher_free(p);
-                return -ENOMEM;
+                return r;
         }
-        p->gmo_idle->data = p;
         r = bus_loop_attach(c->loop, p->bus, on_disconnected, p, &p->bus_loop);
         if (r < 0) {
                 publisher_free(p);
@@ -99,8 +113,11 @@ Publisher *publisher_free(Publisher *p)
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
         bus_gmo_cancel(p);
+        bus_members_cancel(p);
         if (p->gmo_idle)
                 uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
+        if (p->members_idle)
+                uv_close((uv_handle_t *) p->members_idle, on_idle_closed);
         bus_writes_orphan(p);
         bus_uids_forget(p);
         bus_loop_free(p->bus_loop);

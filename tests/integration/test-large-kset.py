@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The Members of a kset with thousands of them (1,000 disks x 4
+partitions: 5,000), which the daemon appends over several loop turns: Get
+and GetAll answer every member in name order, several calls at once each get
+their whole answer, and members removed after a call, before its reply
+reached them, are left out."""
+import os
+import shutil
+import signal
+import unittest
+
+import dbus
+
+import blkmodeltest as bt
+
+BLOCK = bt.path_of("block")
+
+
+def name_of(path):
+    return path.rsplit("/", 1)[1]
+
+
+class LargeKset(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sys = os.path.join(bt.make_fixture(disks=1000, partitions=4), "sys")
+
+    def setUp(self):
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+        self.rec = bt.SignalRecorder()
+
+    def tearDown(self):
+        self.rec.close()
+        self.dm.stop()
+
+    def published_members(self):
+        """Disks and partitions, from GetManagedObjects, in name order."""
+        objs = self.dm.call(BLOCK, bt.OM, "GetManagedObjects")
+        return sorted((p for p, i in objs.items()
+                       if i[bt.KOBJ]["Ktype"] in ("disk", "partition")), key=name_of)
+
+    def call_async(self, method, *args):
+        """Calls on /block; its reply goes into the recorder's list, in arrival
+        order among the signals, as ("reply", method, value)."""
+        def on_reply(*value):
+            self.rec.signals.append(("reply", method, None, bt.unwrap(list(value))))
+
+        def on_error(e):
+            self.rec.signals.append(("error", method, None, str(e)))
+
+        iface = bt.PROPS if method in ("Get", "GetAll") else "org.freedesktop.DBus.Peer"
+        self.dm.object(BLOCK).get_dbus_method(method, iface)(
+            *args, reply_handler=on_reply, error_handler=on_error)
+
+    def wait_replies(self, n):
+        return self.rec.wait_for(
+            lambda s: len([x for x in s if x[0] in ("reply", "error")]) >= n, timeout=120)
+
+    def test_get_and_get_all(self):
+        want = self.published_members()
+        self.assertGreater(len(want), 4096)
+        self.assertEqual(self.dm.get_all(BLOCK, bt.KSET), {"Members": want})
+        self.assertEqual(self.dm.get(BLOCK, bt.KSET, "Members"), want)
+        raw = self.dm.object(BLOCK).Get(bt.KSET, "Members", dbus_interface=bt.PROPS)
+        self.assertEqual(raw.signature, "o")
+
+        # Several at once, a Ping among them: each is answered, whole.
+        for _ in range(4):
+            self.call_async("GetAll", bt.KSET)
+            self.call_async("Get", bt.KSET, "Members")
+            self.call_async("Ping")
+        got = self.wait_replies(12)
+        self.assertEqual([x for x in got if x[0] == "error"], [])
+        for kind, method, _, value in got:
+            if method == "GetAll":
+                self.assertEqual(value, [{"Members": want}])
+            elif method == "Get":
+                self.assertEqual(value, [want])
+
+        # Unknown interfaces and properties are errors, as on any object.
+        with self.assertRaises(dbus.DBusException) as e:
+            self.dm.get(BLOCK, bt.KSET, "Nothing")
+        self.assertIn("UnknownProperty", e.exception.get_dbus_name())
+
+    def remove_from_fixture(self, disk, devpath, members):
+        """As the kernel takes a disk away: its directory, and its and its
+        partitions' links in class/block, block and dev/block."""
+        for p in members:
+            n = name_of(p)
+            with open(os.path.join(self.sys, devpath.lstrip("/"), "" if p == disk else n,
+                                   "dev")) as f:
+                devnum = f.read().strip()
+            for link in ("class/block/" + n, "block/" + n, "dev/block/" + devnum):
+                if os.path.lexists(os.path.join(self.sys, link)):
+                    os.unlink(os.path.join(self.sys, link))
+        shutil.rmtree(os.path.join(self.sys, devpath.lstrip("/")))
+
+    def test_removed_meanwhile(self):
+        """Calls and removals that reach the daemon in one loop turn: each reply
+        holds the members there were when its call came, but those removed
+        before the reply reached them, and the reply, then the signals that
+        arrived after the call, give the model as it is (org.blkmodel1(5))."""
+        want = self.published_members()
+        # A datagram socket queues 10 datagrams (net.unix.max_dgram_qlen) while
+        # the daemon is stopped: 8 disks, 40 members.
+        disks = [p for p in want if name_of(p).isalpha()][::100][:8]
+        gone = {d: [p for p in want if p == d or p.startswith(d + "/")] for d in disks}
+        devpaths = {d: self.dm.get(d, bt.KOBJ, "DevPath") for d in disks}
+        calls = 6
+        os.kill(self.dm.proc.pid, signal.SIGSTOP)
+        try:
+            for d in disks:
+                self.remove_from_fixture(d, devpaths[d], gone[d])
+            # The calls first, so that they are ahead of the uevents when the
+            # daemon wakes: the removals come after the calls.
+            for _ in range(calls // 2):
+                self.call_async("GetAll", bt.KSET)
+                self.call_async("Get", bt.KSET, "Members")
+            self.rec.pump(0.5)
+            for d in disks:
+                self.dm.send_uevent("remove", devpaths[d], {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+        finally:
+            os.kill(self.dm.proc.pid, signal.SIGCONT)
+        removed = {p for l in gone.values() for p in l}
+        self.wait_replies(calls)
+        seen = self.rec.wait_for(
+            lambda s: removed <= {x[3][0] for x in s if x[1] == "InterfacesRemoved"})
+
+        left_out = 0
+        for kind, member, _, args in seen:
+            self.assertNotEqual(kind, "error", args)
+            if kind != "reply" or member == "Ping":
+                continue
+            members = args[0]["Members"] if member == "GetAll" else args[0]
+            self.assertEqual(members, sorted(members, key=name_of))
+            self.assertLessEqual(set(want) - removed, set(members))
+            self.assertLessEqual(set(members), set(want))
+            left_out += len(set(want) - set(members))
+            # The reply, then every signal: the members as they are now.
+            for _, m, _, a in seen:
+                if m == "InterfacesRemoved" and a[0] in members:
+                    members.remove(a[0])
+            self.assertEqual(set(members), set(want) - removed)
+        # The case this test is for: members that went after the call, before
+        # the reply reached them, are not in it.
+        self.assertGreater(left_out, 0)
+        self.assertEqual(self.dm.get_all(BLOCK, bt.KSET),
+                         {"Members": [p for p in want if p not in removed]})
+
+if __name__ == "__main__":
+    bt.main()
