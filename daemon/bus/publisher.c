@@ -138,6 +138,7 @@ int publisher_take_name(Publisher *p)
 {
         int r;
 
+        bus_introspect_prepare(p);
         r = sd_bus_request_name(p->bus, BLKMODEL_BUS_NAME, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME ": %m");

@@ -146,6 +146,7 @@ int model_link(Model *m, Kobject *k)
 
         k->linked = true;
         m->n_objects++;
+        m->tree_changes++;
         if (!k->ktype->held_by_dependents)
                 kobject_ref(k);
         if (m->observer && m->observer->added)
@@ -194,6 +195,7 @@ void model_unlink(Model *m, Kobject *k)
         k->linked = false;
         k->unlinking = false;
         m->n_objects--;
+        m->tree_changes++;
         if (!k->ktype->held_by_dependents)
                 kobject_unref(m, k);
 }

@@ -59,8 +59,10 @@ struct Model {
         ShapeRegistry shapes;
         Hashmap by_path;
         Hashmap by_devpath;
-        Hashmap by_name;  /* disks and partitions by kernel name */
-        size_t n_objects; /* linked kobjects */
+        Hashmap by_name;       /* disks and partitions by kernel name */
+        size_t n_objects;      /* linked kobjects */
+        uint64_t tree_changes; /* how many times an object was linked or unlinked: what was derived
+                                * from the tree holds while it is the same */
         const ModelObserver *observer;
         void *observer_data;
         /* model/members.c: kset_members_sorted()'s answers, kept until a member comes or goes (one per

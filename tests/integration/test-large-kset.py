@@ -3,11 +3,13 @@
 partitions: 5,000), which the daemon appends over several loop turns: Get
 and GetAll answer every member in name order, several calls at once each get
 their whole answer, and members removed after a call, before its reply
-reached them, are left out."""
+reached them, are left out.  Its 1,000 child nodes are kept between
+Introspect calls while the tree stays as it is."""
 import os
 import shutil
 import signal
 import unittest
+import xml.etree.ElementTree as ET
 
 import dbus
 
@@ -86,6 +88,26 @@ class LargeKset(unittest.TestCase):
         with self.assertRaises(dbus.DBusException) as e:
             self.dm.get(BLOCK, bt.KSET, "Nothing")
         self.assertIn("UnknownProperty", e.exception.get_dbus_name())
+
+    def child_nodes(self, path):
+        root = ET.fromstring(self.dm.introspect(path))
+        return [n.get("name") for n in root.findall("node")]
+
+    def test_introspect_children(self):
+        """The block kset's 1,000 child nodes are kept between calls (the
+        daemon sorts them once): still exactly its disks after one goes."""
+        want = self.fixture_members()
+        disks = [name_of(p) for p in want if name_of(p).isalpha()]
+        self.assertEqual(self.child_nodes(BLOCK), disks)
+        self.assertEqual(self.child_nodes(BLOCK), disks)
+        gone = disks[500]
+        devpath = self.dm.get(bt.path_of("block", gone), bt.KOBJ, "DevPath")
+        self.remove_from_fixture(bt.path_of("block", gone), devpath,
+                                 [p for p in want if p.startswith(bt.path_of("block", gone))])
+        self.dm.send_uevent("remove", devpath, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+        self.rec.wait_for(lambda s: any(x[1] == "InterfacesRemoved" and
+                                        x[3][0] == bt.path_of("block", gone) for x in s))
+        self.assertEqual(self.child_nodes(BLOCK), [d for d in disks if d != gone])
 
     def remove_from_fixture(self, disk, devpath, members):
         """As the kernel takes a disk away: its directory, and its and its
