@@ -96,10 +96,11 @@ static size_t gone_position(const MembersSnapshot *s, const Kobject *k)
 
 Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i)
 {
-        Kobject *k = s->members[i];
+        Kobject *k;
         size_t at;
 
         assert(i < s->n);
+        k = s->members[i];
         if (s->n_gone == 0)
                 return k;
         at = gone_position(s, k);
