@@ -44,7 +44,7 @@ struct Publisher {
         uv_idle_t *members_idle; /* as gmo_idle */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
-        /* introspect.c: the child nodes' XML of objects with thousands of children, a few of them */
+        /* introspect.c: the child nodes' XML of objects with hundreds of children or more, four at most */
         struct KeptChildren {
                 const Kobject *k; /* not referenced: tree_changes tells whether it is the same object */
                 uint64_t tree_changes;
@@ -169,8 +169,8 @@ void bus_members_cancel(Publisher *p);
 /* The XML of an object: the interfaces' part cached per ktype and shape, checked to be UTF-8 once. */
 int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_t *ret_len);
 void bus_introspect_cache_init(Publisher *p);
-/* Before the name is taken: the child nodes' XML of the objects with thousands of children (the block
- * kset), whose sort is too long for a turn at their first Introspect. */
+/* Before the name is taken: the child nodes' XML of the objects with hundreds of children or more (the
+ * block kset), whose sort is too long for a turn at their first Introspect. */
 void bus_introspect_prepare(Publisher *p);
 void bus_introspect_cache_clear(Publisher *p);
 
