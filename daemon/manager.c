@@ -3,7 +3,6 @@
 
 #include "base/log.h"
 #include "manager.h"
-#include "model/members.h"
 #include "sysfs/scan.h"
 
 static void manager_stop(Manager *m, int exit_code);
@@ -427,13 +426,6 @@ int manager_start(Manager *m)
          * harmless). */
         if (m->uevents)
                 uevent_source_drain(m->uevents);
-
-        /* Sorted while nobody waits yet: at 10,000 disks the first GetAll of /block sorted its 50,000
-         * members in a turn of its own.  After a member comes or goes, the next reading does it again. */
-        Kobject *const *members;
-        size_t n_members;
-        (void) kset_members_sorted(m->model, m->model->block_kset, &members, &n_members);
-        (void) kset_members_sorted(m->model, m->model->devices_kset, &members, &n_members);
 
         r = publisher_take_name(m->publisher);
         if (r < 0)
