@@ -9,6 +9,7 @@ import os
 import unittest
 
 import blkmodeltest as bt
+import loopdev
 
 LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
 
@@ -29,6 +30,7 @@ class ResolveDev(unittest.TestCase):
         return path
 
     def test_links_below_dev(self):
+        loopdev.hold_sys_block()
         taken = {int(n[4:]) for n in os.listdir("/sys/block")
                  if n.startswith("loop") and n[4:].isdigit()}
         n = next(i for i in range(300, 100000) if i not in taken)

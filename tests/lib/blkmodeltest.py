@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 sys.path.insert(0, FIXTURES)
 import mksysfs  # noqa: E402  (the fixture builder, also a library)
+import loopdev  # noqa: E402
 
 BUS_NAME = "org.blkmodel1"
 ROOT = "/org/blkmodel1"
@@ -131,6 +132,8 @@ class Daemon:
 
     def __init__(self, sysfs_root, uevent_socket=None, no_uevents=None,
                  extra_args=(), wait=True):
+        if os.path.realpath(sysfs_root) == "/sys":
+            loopdev.hold_sys_block()
         self.sysfs_root = sysfs_root
         self.tmp = tempfile.mkdtemp(prefix="blkmodeld-")
         if uevent_socket is True:

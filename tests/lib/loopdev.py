@@ -22,7 +22,28 @@ import time
 LOOP_CTL_ADD = 0x4C80
 LOOP_CTL_REMOVE = 0x4C81
 
+# Machine-wide, as /sys/block is: two checkouts' suites on one machine meet here too.
+SYS_BLOCK_LOCK = os.path.join("/run/lock" if os.path.isdir("/run/lock") else "/tmp",
+                              "blkmodel-tests-sys-block.lock")
+
 _live = []
+_sys_block_held = None
+
+
+def hold_sys_block():
+    """Waits until no other test of ours uses this machine's block devices,
+    then holds them until this process exits.
+
+    A test on the real /sys creates loop devices and compares the daemon's
+    model of /sys/block with the kernel's: two at once would see each
+    other's devices come and go.  They take this lock rather than run alone
+    (meson's is_parallel: false), so that the tests on fixture trees run
+    beside them."""
+    global _sys_block_held
+    if _sys_block_held is None:
+        fd = os.open(SYS_BLOCK_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _sys_block_held = fd
 
 
 def _run(*args):
@@ -52,6 +73,7 @@ def _active_scheduler(text):
 
 class LoopDevice:
     def __init__(self):
+        hold_sys_block()
         fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
         try:
             # Far above what boot creates (max_loop, 8 here) and what
