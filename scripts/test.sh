@@ -61,7 +61,12 @@ if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d
         clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
         [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzzer=true \
                 -Db_sanitize=address,undefined -Db_lundef=false
-        ninja -C build-fuzz
+        # Only the fuzzers: nothing runs the rest of the tree built with clang (45 s against 14 s).
+        fuzzers=()
+        for corpus in tests/fuzz/corpus/*; do
+                fuzzers+=("tests/fuzz/fuzz-$(basename "$corpus")")
+        done
+        ninja -C build-fuzz "${fuzzers[@]}"
         # The four at once, each for twice the time: on CI's two CPUs the same CPU per fuzzer as one
         # after another, in half the wall time.
         seconds=$((2 * ${FUZZ_SECONDS:-10}))
