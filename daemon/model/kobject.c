@@ -141,7 +141,7 @@ int model_link(Model *m, Kobject *k)
                         s->first_member->prev_member = k;
                 s->first_member = k;
                 s->n_members++;
-                kset_members_changed(m, s, NULL);
+                kset_members_changed(m, s, k, true);
         }
 
         k->linked = true;
@@ -189,7 +189,7 @@ void model_unlink(Model *m, Kobject *k)
                         k->next_member->prev_member = k->prev_member;
                 k->next_member = k->prev_member = NULL;
                 s->n_members--;
-                kset_members_changed(m, s, k);
+                kset_members_changed(m, s, k, false);
         }
 
         k->linked = false;

@@ -65,12 +65,13 @@ struct Model {
                                 * from the tree holds while it is the same */
         const ModelObserver *observer;
         void *observer_data;
-        /* model/members.c: kset_members_sorted()'s answers, kept until a member comes or goes (one per
-         * kset), and the snapshots readers hold. */
+        /* model/members.c: kset_members_sorted()'s answers, kept up to date as members come and go (one
+         * per kset), and the snapshots readers hold. */
         struct SortedMembers {
                 const Kobject *kset; /* NULL: a free slot */
                 Kobject **members;
-                size_t n;
+                size_t n, n_allocated;
+                unsigned changes; /* members that came or went since the last reading */
         } sorted_members[2];
         struct MembersSnapshot *members_snapshots;
 };

@@ -4,6 +4,14 @@
 #include "common/util.h"
 #include "model/members.h"
 
+/*
+ * How many members may come or go between two readings while the order is kept up to date: each is a
+ * binary search and a move of the pointers after it (at most 400 KB at 50,000 members), where sorting
+ * them again at the next reading held the loop 20-24 ms at 10,000 disks x 4.  Past that many (a
+ * hotplug storm nobody reads during) the order is dropped, and the next reading sorts once.
+ */
+#define MEMBERS_KEPT_CHANGES 256
+
 struct MembersSnapshot {
         const Kobject *kset;
         Kobject **members; /* sorted by name */
@@ -29,6 +37,7 @@ int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, siz
         for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
                 struct SortedMembers *s = &m->sorted_members[i];
                 if (s->kset == kset) {
+                        s->changes = 0; /* read: worth keeping up to date again */
                         *ret = s->members;
                         *ret_n = s->n;
                         return 0;
@@ -47,7 +56,8 @@ int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, siz
                 free_slot = &m->sorted_members[0];
                 sorted_members_free(free_slot);
         }
-        *free_slot = (struct SortedMembers){.kset = kset, .members = l, .n = n};
+        *free_slot = (struct SortedMembers){
+                        .kset = kset, .members = l, .n = n, .n_allocated = kset->n_members + 1};
         *ret = l;
         *ret_n = n;
         return 0;
@@ -140,15 +150,57 @@ static void snapshot_forget(MembersSnapshot *s, const Kobject *k)
         s->n_gone++;
 }
 
-void kset_members_changed(Model *m, const Kobject *kset, const Kobject *gone)
+/* The first position whose member's name is not below k's. */
+static size_t sorted_position(const struct SortedMembers *s, const Kobject *k)
 {
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                if (m->sorted_members[i].kset == kset)
-                        sorted_members_free(&m->sorted_members[i]);
-        if (gone)
+        size_t lo = 0, hi = s->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (kobject_name_cmp(&s->members[mid], &k) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* Puts k in its place, or takes it out: false if the order must be made again instead. */
+static bool sorted_members_update(struct SortedMembers *s, Kobject *k, bool added)
+{
+        size_t at;
+
+        if (s->changes >= MEMBERS_KEPT_CHANGES)
+                return false;
+        at = sorted_position(s, k);
+        if (added) {
+                if (GREEDY_REALLOC(s->members, s->n_allocated, s->n + 1) < 0)
+                        return false;
+                memmove(s->members + at + 1, s->members + at, (s->n - at) * sizeof(Kobject *));
+                s->members[at] = k;
+                s->n++;
+        } else {
+                /* Another member of the same name first (the kernel's names are unique): sort again. */
+                if (at >= s->n || s->members[at] != k)
+                        return false;
+                memmove(s->members + at, s->members + at + 1, (s->n - at - 1) * sizeof(Kobject *));
+                s->n--;
+        }
+        s->changes++;
+        return true;
+}
+
+void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added)
+{
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
+                struct SortedMembers *s = &m->sorted_members[i];
+                if (s->kset == kset && !sorted_members_update(s, k, added))
+                        sorted_members_free(s);
+        }
+        if (!added)
                 for (MembersSnapshot *s = m->members_snapshots; s; s = s->next)
                         if (s->kset == kset)
-                                snapshot_forget(s, gone);
+                                snapshot_forget(s, k);
 }
 
 void kset_members_done(Model *m)

@@ -6,8 +6,8 @@
 /*
  * A kset's members in name order, for the Kset interface's Members.  The block kset has every disk
  * and partition: 50,000 of them at 10,000 disks, where sorting them for every GetAll was a 26 ms
- * turn.  So the order is kept until a member comes or goes, and a reader that takes several loop
- * turns holds a snapshot instead.
+ * turn.  So the order is kept, and kept up to date as members come and go, and a reader that takes
+ * several loop turns holds a snapshot instead.
  */
 
 /* The members sorted by name: the model's array, valid until a member comes or goes. */
@@ -25,7 +25,7 @@ size_t members_snapshot_size(const MembersSnapshot *s);
 Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i);
 MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s);
 
-/* For model_link() and model_unlink(): a member came, or gone left. */
-void kset_members_changed(Model *m, const Kobject *kset, const Kobject *gone);
+/* For model_link() and model_unlink(): k came (added), or is leaving. */
+void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added);
 /* At model_free(). */
 void kset_members_done(Model *m);

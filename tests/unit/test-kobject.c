@@ -109,6 +109,70 @@ static Kobject *add(Model *m, const Ktype *t, const char *name, Kobject *parent,
 
 #define SDA "/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda"
 
+/* The members' order, kept up to date as they come and go, is the order sorting them gives: after a
+ * few changes between readings (kept up to date) and after many (made again). */
+static void check_members_order(Model *m)
+{
+        _cleanup_(freep) Kobject **want = NULL;
+        Kobject *const *l = NULL;
+        size_t n = 0, n_want = 0;
+
+        want = malloc(sizeof(Kobject *) * (m->block_kset->n_members + 1));
+        if (!want)
+                abort();
+        for (Kobject *c = m->block_kset->first_member; c; c = c->next_member)
+                want[n_want++] = c;
+        qsort(want, n_want, sizeof(Kobject *), kobject_name_cmp);
+        CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
+        CHECK(n == n_want && memcmp(l, want, sizeof(Kobject *) * n) == 0);
+}
+
+static size_t block_changes_kept(Model *m)
+{
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
+                if (m->sorted_members[i].kset == m->block_kset)
+                        return m->sorted_members[i].changes;
+        return SIZE_MAX; /* dropped */
+}
+
+static void test_members_order(void)
+{
+        enum { N = 600 };
+        Kobject *disks[N] = {};
+        unsigned seed = 12345;
+        Model *m = NULL;
+
+        CHECK(model_new(&m) == 0);
+        if (!m)
+                return;
+        for (size_t round = 0; round < 40; round++) {
+                /* Mostly a few changes between readings; every eighth round more than are kept. */
+                size_t changes = round % 8 == 7 ? 400 : 1 + round % 5;
+                for (size_t c = 0; c < changes; c++) {
+                        size_t i;
+                        seed = seed * 1103515245u + 12345u;
+                        i = (seed >> 8) % N;
+                        if (disks[i]) {
+                                model_unlink(m, disks[i]);
+                                disks[i] = NULL;
+                        } else {
+                                char name[16], devpath[64];
+                                /* Names out of order with the indexes, and sharing prefixes. */
+                                snprintf(name, sizeof(name), "sd%zx", (i * 7919) % N);
+                                snprintf(devpath, sizeof(devpath), "/devices/virtual/block/%s", name);
+                                disks[i] = add(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath);
+                        }
+                }
+                CHECK(round == 0 || block_changes_kept(m) == (changes > 256 ? SIZE_MAX : changes));
+                check_members_order(m);
+        }
+        for (size_t i = 0; i < N; i++)
+                if (disks[i])
+                        model_unlink(m, disks[i]);
+        check_members_order(m);
+        model_free(m);
+}
+
 static void test_new_model(void)
 {
         Model *m = NULL;
@@ -184,7 +248,7 @@ static void test_link_unlink(void)
                 size_t n = 0;
                 CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
                 CHECK(n == 3 && l[0] == sda && l[1] == sda1 && l[2] == sda2);
-                /* Kept from one asking to the next, and made again when a member comes or goes. */
+                /* Kept from one asking to the next, and brought up to date when a member comes or goes. */
                 CHECK(kset_members_sorted(m, m->block_kset, &again, &n) == 0);
                 CHECK(again == l && n == 3);
                 Kobject *sda0 = add(m, &ktype_partition, "sda0", sda, m->block_kset, SDA "/sda0");
@@ -840,6 +904,7 @@ int main(void)
 {
         test_new_model();
         test_link_unlink();
+        test_members_order();
         test_devices();
         test_names();
         test_shapes();
