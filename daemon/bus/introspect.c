@@ -6,6 +6,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "common/utf8.h"
+#include "model/order.h"
 
 #define INTROSPECT_DOCTYPE                                                                                  \
         "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"                \
@@ -233,16 +234,30 @@ void bus_introspect_cache_clear(Publisher *p)
 #define CHILD_TAIL "\"/>\n"
 #define NODE_TAIL "</node>\n"
 
+/*
+ * Objects with hundreds of children or more (the block kset; a SCSI host with thousands of targets)
+ * keep their children's lines while the model's tree is as it was, and the model keeps their children
+ * in order (model/order.h): at 10,000 disks, sorting the block kset's 10,000 children held the loop
+ * 9-17 ms at each Introspect, and busctl tree and a reading in parts each make one.
+ */
+#define CHILDREN_KEPT_FROM 512
+
 /* The <node/> lines of k's children, sorted by name.  Measured, then copied: a memstream and a printf
  * per child were a fifth of an Introspect. */
-static int children_xml(Kobject *k, char **ret, size_t *ret_len)
+static int children_xml(Model *m, Kobject *k, char **ret, size_t *ret_len)
 {
-        _cleanup_(freep) Kobject **children = NULL;
+        _cleanup_(freep) Kobject **own = NULL;
+        Kobject *const *children;
         size_t n_children = 0, len = 0;
         char *buf, *q;
         int r;
 
-        r = kobject_children_sorted(k, _KTYPE_MAX, &children, &n_children);
+        if (k->n_children >= CHILDREN_KEPT_FROM)
+                r = model_children_sorted(m, k, &children, &n_children);
+        else {
+                r = kobject_children_sorted(k, _KTYPE_MAX, &own, &n_children);
+                children = own;
+        }
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_children; i++)
@@ -258,14 +273,6 @@ static int children_xml(Kobject *k, char **ret, size_t *ret_len)
         *ret_len = len;
         return 0;
 }
-
-/*
- * Objects with hundreds of children or more (the block kset; a SCSI host with thousands of targets)
- * keep their children's lines while the model's tree is as it was: at 10,000 disks, sorting the block
- * kset's 10,000 children held the loop 9-17 ms at each Introspect, and busctl tree and a reading in
- * parts each make one.
- */
-#define CHILDREN_KEPT_FROM 512
 
 static const char *kept_children_xml(Publisher *p, Kobject *k, size_t *ret_len)
 {
@@ -284,7 +291,7 @@ static const char *kept_children_xml(Publisher *p, Kobject *k, size_t *ret_len)
                 slot = &p->kept_children[p->kept_children_next++ % ELEMENTSOF(p->kept_children)];
         free(slot->xml);
         *slot = (struct KeptChildren){};
-        if (children_xml(k, &slot->xml, &slot->len) < 0)
+        if (children_xml(p->model, k, &slot->xml, &slot->len) < 0)
                 return NULL;
         slot->k = k;
         slot->tree_changes = p->model->tree_changes;
@@ -318,7 +325,7 @@ int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_
                 if (!children)
                         return -ENOMEM;
         } else {
-                r = children_xml(k, &own_children, &children_len);
+                r = children_xml(p->model, k, &own_children, &children_len);
                 if (r < 0)
                         return r;
                 children = own_children;

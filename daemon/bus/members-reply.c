@@ -3,7 +3,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
-#include "model/members.h"
+#include "model/order.h"
 
 /*
  * A kset's Members, when it has thousands (the block kset has every disk and partition), appended in

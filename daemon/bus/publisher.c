@@ -2,7 +2,7 @@
 #include "base/log.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
-#include "model/members.h"
+#include "model/order.h"
 
 static void on_disconnected(BusLoop *loop, void *userdata)
 {

@@ -5,8 +5,8 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "model/kobject.h"
-#include "model/members.h"
 #include "model/naming.h"
+#include "model/order.h"
 
 int kobject_new(Model *m, const Ktype *t, const char *name, Kobject *parent, Kobject *kset,
                 const char *devpath, Kobject **ret)
@@ -133,6 +133,7 @@ int model_link(Model *m, Kobject *k)
                         p->first_child->prev_sibling = k;
                 p->first_child = k;
                 p->n_children++;
+                kobject_children_changed(m, p, k, true);
         }
         if (k->kset) {
                 Kobject *s = k->kset;
@@ -178,6 +179,7 @@ void model_unlink(Model *m, Kobject *k)
                         k->next_sibling->prev_sibling = k->prev_sibling;
                 k->next_sibling = k->prev_sibling = NULL;
                 p->n_children--;
+                kobject_children_changed(m, p, k, false);
         }
         if (k->kset) {
                 Kobject *s = k->kset;
@@ -256,7 +258,7 @@ Model *model_free(Model *m)
         if (m->devices_kset)
                 model_unlink(m, m->devices_kset);
         assert(m->n_objects == 0);
-        kset_members_done(m);
+        model_order_done(m);
         hashmap_deinit(&m->by_path);
         hashmap_deinit(&m->by_devpath);
         hashmap_deinit(&m->by_name);

@@ -20,6 +20,7 @@
 
 typedef struct Kobject Kobject;
 typedef struct Model Model;
+typedef struct SortedList SortedList;
 
 struct Kobject {
         unsigned n_ref;
@@ -65,14 +66,14 @@ struct Model {
                                 * from the tree holds while it is the same */
         const ModelObserver *observer;
         void *observer_data;
-        /* model/members.c: kset_members_sorted()'s answers, kept up to date as members come and go (one
-         * per kset), and the snapshots readers hold. */
-        struct SortedMembers {
-                const Kobject *kset; /* NULL: a free slot */
-                Kobject **members;
+        /* model/order.c: kset_members_sorted()'s and model_children_sorted()'s answers, kept up to date
+         * as members and children come and go (one per owner), and the snapshots readers hold. */
+        struct SortedList {
+                const Kobject *owner; /* NULL: a free slot */
+                Kobject **items;
                 size_t n, n_allocated;
-                unsigned changes; /* members that came or went since the last reading */
-        } sorted_members[2];
+                unsigned changes; /* items that came or went since the last reading */
+        } sorted_members[2], sorted_children[2];
         struct MembersSnapshot *members_snapshots;
 };
 

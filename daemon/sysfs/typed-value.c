@@ -3,7 +3,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "common/util.h"
-#include "model/members.h"
+#include "model/order.h"
 #include "sysfs/values.h"
 
 void typed_value_done(TypedValue *v)

@@ -5,8 +5,8 @@
 #include "common/util.h"
 #include "model/iface.h"
 #include "model/kobject.h"
-#include "model/members.h"
 #include "model/naming.h"
+#include "model/order.h"
 #include "model/round.h"
 #include "model/shape.h"
 #include "tests.h"
@@ -109,29 +109,34 @@ static Kobject *add(Model *m, const Ktype *t, const char *name, Kobject *parent,
 
 #define SDA "/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda"
 
-/* The members' order, kept up to date as they come and go, is the order sorting them gives: after a
- * few changes between readings (kept up to date) and after many (made again). */
-static void check_members_order(Model *m)
+/* The order of the members and of the children, kept up to date as they come and go, is the order
+ * sorting them gives: after a few changes between readings (kept up to date) and after many (made
+ * again). */
+static void check_order(Model *m)
 {
-        _cleanup_(freep) Kobject **want = NULL;
+        _cleanup_(freep) Kobject **members = NULL;
+        _cleanup_(freep) Kobject **children = NULL;
         Kobject *const *l = NULL;
-        size_t n = 0, n_want = 0;
+        size_t n = 0;
 
-        want = malloc(sizeof(Kobject *) * (m->block_kset->n_members + 1));
-        if (!want)
+        CHECK(kobject_children_sorted(m->block_kset, _KTYPE_MAX, &children, &n) == 0);
+        members = malloc(sizeof(Kobject *) * (m->block_kset->n_members + 1));
+        if (!members || !children)
                 abort();
-        for (Kobject *c = m->block_kset->first_member; c; c = c->next_member)
-                want[n_want++] = c;
-        qsort(want, n_want, sizeof(Kobject *), kobject_name_cmp);
+        /* The kset's members are its children here. */
+        CHECK(n == m->block_kset->n_members);
+        memcpy(members, children, sizeof(Kobject *) * n);
         CHECK(kset_members_sorted(m, m->block_kset, &l, &n) == 0);
-        CHECK(n == n_want && memcmp(l, want, sizeof(Kobject *) * n) == 0);
+        CHECK(n == m->block_kset->n_members && memcmp(l, members, sizeof(Kobject *) * n) == 0);
+        CHECK(model_children_sorted(m, m->block_kset, &l, &n) == 0);
+        CHECK(n == m->block_kset->n_children && memcmp(l, children, sizeof(Kobject *) * n) == 0);
 }
 
-static size_t block_changes_kept(Model *m)
+static size_t changes_kept(const SortedList *slots, size_t n_slots, const Kobject *owner)
 {
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                if (m->sorted_members[i].kset == m->block_kset)
-                        return m->sorted_members[i].changes;
+        for (size_t i = 0; i < n_slots; i++)
+                if (slots[i].owner == owner)
+                        return slots[i].changes;
         return SIZE_MAX; /* dropped */
 }
 
@@ -163,13 +168,16 @@ static void test_members_order(void)
                                 disks[i] = add(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath);
                         }
                 }
-                CHECK(round == 0 || block_changes_kept(m) == (changes > 256 ? SIZE_MAX : changes));
-                check_members_order(m);
+                size_t want = round == 0 ? SIZE_MAX : changes > 256 ? SIZE_MAX : changes;
+                CHECK(changes_kept(m->sorted_members, ELEMENTSOF(m->sorted_members), m->block_kset) == want);
+                CHECK(changes_kept(m->sorted_children, ELEMENTSOF(m->sorted_children), m->block_kset) ==
+                      want);
+                check_order(m);
         }
         for (size_t i = 0; i < N; i++)
                 if (disks[i])
                         model_unlink(m, disks[i]);
-        check_members_order(m);
+        check_order(m);
         model_free(m);
 }
 

@@ -4,10 +4,11 @@
 #include "model/kobject.h"
 
 /*
- * A kset's members in name order, for the Kset interface's Members.  The block kset has every disk
- * and partition: 50,000 of them at 10,000 disks, where sorting them for every GetAll was a 26 ms
- * turn.  So the order is kept, and kept up to date as members come and go, and a reader that takes
- * several loop turns holds a snapshot instead.
+ * A kset's members, and an object's children, in name order: for the Kset interface's Members and
+ * Introspect's child nodes.  The block kset has every disk and partition: 50,000 members at 10,000
+ * disks, where sorting them for every GetAll was a 26 ms turn, and 10,000 children.  So the order is
+ * kept, and kept up to date as they come and go, and a reader that takes several loop turns holds a
+ * snapshot of the members instead.
  */
 
 /* The members sorted by name: the model's array, valid until a member comes or goes. */
@@ -25,7 +26,12 @@ size_t members_snapshot_size(const MembersSnapshot *s);
 Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i);
 MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s);
 
+/* k's children sorted by name: the model's array, valid until a child comes or goes.  For objects with
+ * many children; others sort their few with kobject_children_sorted(). */
+int model_children_sorted(Model *m, const Kobject *k, Kobject *const **ret, size_t *ret_n);
+
 /* For model_link() and model_unlink(): k came (added), or is leaving. */
 void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added);
+void kobject_children_changed(Model *m, const Kobject *parent, Kobject *k, bool added);
 /* At model_free(). */
-void kset_members_done(Model *m);
+void model_order_done(Model *m);

@@ -2,15 +2,16 @@
 #include <assert.h>
 
 #include "common/util.h"
-#include "model/members.h"
+#include "model/order.h"
 
 /*
- * How many members may come or go between two readings while the order is kept up to date: each is a
- * binary search and a move of the pointers after it (at most 400 KB at 50,000 members), where sorting
- * them again at the next reading held the loop 20-24 ms at 10,000 disks x 4.  Past that many (a
- * hotplug storm nobody reads during) the order is dropped, and the next reading sorts once.
+ * How many members or children may come or go between two readings while their order is kept up to
+ * date: each is a binary search and a move of the pointers after it (at most 400 KB at 50,000
+ * members), where sorting them again at the next reading held the loop 20-24 ms at 10,000 disks x 4.
+ * Past that many (a hotplug storm nobody reads during) the order is dropped, and the next reading
+ * sorts once.
  */
-#define MEMBERS_KEPT_CHANGES 256
+#define SORTED_KEPT_CHANGES 256
 
 struct MembersSnapshot {
         const Kobject *kset;
@@ -22,45 +23,60 @@ struct MembersSnapshot {
         MembersSnapshot *next;
 };
 
-static void sorted_members_free(struct SortedMembers *s)
+static void sorted_list_free(SortedList *s)
 {
-        free(s->members);
-        *s = (struct SortedMembers){};
+        free(s->items);
+        *s = (SortedList){};
+}
+
+/* The owner's members (or children) in name order, from its slot, or sorted into a free one. */
+static int sorted_list_get(SortedList *slots, size_t n_slots, const Kobject *owner, bool children,
+                           Kobject *const **ret, size_t *ret_n)
+{
+        SortedList *free_slot = NULL;
+        size_t n = 0, most = children ? owner->n_children : owner->n_members;
+        Kobject **l;
+
+        for (size_t i = 0; i < n_slots; i++) {
+                SortedList *s = &slots[i];
+                if (s->owner == owner) {
+                        s->changes = 0; /* read: worth keeping up to date again */
+                        *ret = s->items;
+                        *ret_n = s->n;
+                        return 0;
+                }
+                if (!s->owner && !free_slot)
+                        free_slot = s;
+        }
+        l = malloc(sizeof(Kobject *) * (most + 1));
+        if (!l)
+                return -ENOMEM;
+        if (children)
+                for (Kobject *c = owner->first_child; c; c = c->next_sibling)
+                        l[n++] = c;
+        else
+                for (Kobject *c = owner->first_member; c; c = c->next_member)
+                        l[n++] = c;
+        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
+        if (!free_slot) {
+                /* More owners than slots: the first slot's answer makes room. */
+                free_slot = &slots[0];
+                sorted_list_free(free_slot);
+        }
+        *free_slot = (SortedList){.owner = owner, .items = l, .n = n, .n_allocated = most + 1};
+        *ret = l;
+        *ret_n = n;
+        return 0;
 }
 
 int kset_members_sorted(Model *m, const Kobject *kset, Kobject *const **ret, size_t *ret_n)
 {
-        struct SortedMembers *free_slot = NULL;
-        Kobject **l;
-        size_t n = 0;
+        return sorted_list_get(m->sorted_members, ELEMENTSOF(m->sorted_members), kset, false, ret, ret_n);
+}
 
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
-                struct SortedMembers *s = &m->sorted_members[i];
-                if (s->kset == kset) {
-                        s->changes = 0; /* read: worth keeping up to date again */
-                        *ret = s->members;
-                        *ret_n = s->n;
-                        return 0;
-                }
-                if (!s->kset && !free_slot)
-                        free_slot = s;
-        }
-        l = malloc(sizeof(Kobject *) * (kset->n_members + 1));
-        if (!l)
-                return -ENOMEM;
-        for (Kobject *c = kset->first_member; c; c = c->next_member)
-                l[n++] = c;
-        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
-        if (!free_slot) {
-                /* More ksets than slots (the model has two): the first slot's answer makes room. */
-                free_slot = &m->sorted_members[0];
-                sorted_members_free(free_slot);
-        }
-        *free_slot = (struct SortedMembers){
-                        .kset = kset, .members = l, .n = n, .n_allocated = kset->n_members + 1};
-        *ret = l;
-        *ret_n = n;
-        return 0;
+int model_children_sorted(Model *m, const Kobject *k, Kobject *const **ret, size_t *ret_n)
+{
+        return sorted_list_get(m->sorted_children, ELEMENTSOF(m->sorted_children), k, true, ret, ret_n);
 }
 
 int kset_members_snapshot(Model *m, const Kobject *kset, MembersSnapshot **ret)
@@ -150,14 +166,14 @@ static void snapshot_forget(MembersSnapshot *s, const Kobject *k)
         s->n_gone++;
 }
 
-/* The first position whose member's name is not below k's. */
-static size_t sorted_position(const struct SortedMembers *s, const Kobject *k)
+/* The first position whose name is not below k's. */
+static size_t sorted_position(const SortedList *s, const Kobject *k)
 {
         size_t lo = 0, hi = s->n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (kobject_name_cmp(&s->members[mid], &k) < 0)
+                if (kobject_name_cmp(&s->items[mid], &k) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -166,46 +182,57 @@ static size_t sorted_position(const struct SortedMembers *s, const Kobject *k)
 }
 
 /* Puts k in its place, or takes it out: false if the order must be made again instead. */
-static bool sorted_members_update(struct SortedMembers *s, Kobject *k, bool added)
+static bool sorted_list_update(SortedList *s, Kobject *k, bool added)
 {
         size_t at;
 
-        if (s->changes >= MEMBERS_KEPT_CHANGES)
+        if (s->changes >= SORTED_KEPT_CHANGES)
                 return false;
         at = sorted_position(s, k);
         if (added) {
-                if (GREEDY_REALLOC(s->members, s->n_allocated, s->n + 1) < 0)
+                if (GREEDY_REALLOC(s->items, s->n_allocated, s->n + 1) < 0)
                         return false;
-                memmove(s->members + at + 1, s->members + at, (s->n - at) * sizeof(Kobject *));
-                s->members[at] = k;
+                memmove(s->items + at + 1, s->items + at, (s->n - at) * sizeof(Kobject *));
+                s->items[at] = k;
                 s->n++;
         } else {
-                /* Another member of the same name first (the kernel's names are unique): sort again. */
-                if (at >= s->n || s->members[at] != k)
+                /* Another of the same name first (the kernel's names are unique): sort again. */
+                if (at >= s->n || s->items[at] != k)
                         return false;
-                memmove(s->members + at, s->members + at + 1, (s->n - at - 1) * sizeof(Kobject *));
+                memmove(s->items + at, s->items + at + 1, (s->n - at - 1) * sizeof(Kobject *));
                 s->n--;
         }
         s->changes++;
         return true;
 }
 
+static void sorted_lists_changed(SortedList *slots, size_t n_slots, const Kobject *owner, Kobject *k,
+                                 bool added)
+{
+        for (size_t i = 0; i < n_slots; i++)
+                if (slots[i].owner == owner && !sorted_list_update(&slots[i], k, added))
+                        sorted_list_free(&slots[i]);
+}
+
 void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added)
 {
-        for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++) {
-                struct SortedMembers *s = &m->sorted_members[i];
-                if (s->kset == kset && !sorted_members_update(s, k, added))
-                        sorted_members_free(s);
-        }
+        sorted_lists_changed(m->sorted_members, ELEMENTSOF(m->sorted_members), kset, k, added);
         if (!added)
                 for (MembersSnapshot *s = m->members_snapshots; s; s = s->next)
                         if (s->kset == kset)
                                 snapshot_forget(s, k);
 }
 
-void kset_members_done(Model *m)
+void kobject_children_changed(Model *m, const Kobject *parent, Kobject *k, bool added)
+{
+        sorted_lists_changed(m->sorted_children, ELEMENTSOF(m->sorted_children), parent, k, added);
+}
+
+void model_order_done(Model *m)
 {
         assert(!m->members_snapshots);
         for (size_t i = 0; i < ELEMENTSOF(m->sorted_members); i++)
-                sorted_members_free(&m->sorted_members[i]);
+                sorted_list_free(&m->sorted_members[i]);
+        for (size_t i = 0; i < ELEMENTSOF(m->sorted_children); i++)
+                sorted_list_free(&m->sorted_children[i]);
 }
