@@ -7,6 +7,7 @@
 #include "bus/publisher.h"
 #include "common/util.h"
 #include "model/iface.h"
+#include "model/order.h"
 #include "sysfs/objdir.h"
 #include "sysfs/prefetch.h"
 
@@ -134,6 +135,10 @@ int bus_append_iface_entries(Publisher *p, ObjDir *d, const Iface *iface, sd_bus
                              const char *skip, size_t *bound);
 /* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
  * carry it; read through d (NULL: a directory of its own). */
+/* Appends k's interfaces first to end (not included) as {sa{sv}} entries; bus_append_object() appends
+ * them all in their a{sa{sv}}. */
+int bus_append_ifaces(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged, size_t first,
+                      size_t end, size_t *bound);
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged,
                       size_t *bound);
 /* Adds to b the object and the files bus_append_object() will read of it. */
@@ -163,6 +168,18 @@ int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool wh
                       bool privileged);
 /* At exit: replies being built are dropped, unanswered. */
 void bus_members_cancel(Publisher *p);
+/*
+ * The parts of such a reply, for GetManagedObjects too: bus_members_open() takes a snapshot of kset's
+ * members and opens their array (with entry: as the Members entry of an a{sv}); bus_members_append()
+ * appends from *pos on until the monotonic clock passes until_usec (0: the slice is over, 1: all are
+ * in; *off, if given, follows the marshalled size); bus_members_close() closes what was opened, with
+ * entry appending the interface's other properties after Members.
+ */
+int bus_members_open(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, MembersSnapshot **ret);
+int bus_members_append(sd_bus_message *m, const MembersSnapshot *s, size_t *pos, uint64_t until_usec,
+                       size_t *off);
+int bus_members_close(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, bool privileged,
+                      size_t *bound);
 
 /* ---- introspect.c ---- */
 

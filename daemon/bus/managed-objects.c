@@ -112,6 +112,12 @@ struct BusGmo {
         size_t estimated, estimate;     /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
         size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
+        /* A kset with thousands of members being appended (the block kset, in the root's reply): its
+         * Members in slices, as Get's are (members-reply.c).  A reference; NULL: none. */
+        Kobject *kset;
+        size_t kset_iface; /* the index of the interface Members is in */
+        MembersSnapshot *members;
+        size_t members_pos, members_off;
         BusGmo *next;
 };
 
@@ -131,6 +137,89 @@ static int append_managed_object(Publisher *p, Kobject *k, ObjDir *d, Reply *rep
         if (r >= 0 && reply->bound > reply->limit)
                 return -E2BIG;
         return r;
+}
+
+/* Does k's reply entry take several slices?  A kset with thousands of members. */
+static bool object_in_slices(const Kobject *k, size_t *ret_iface)
+{
+        Iface iface;
+
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                if (bus_members_in_slices(k, &iface, NULL)) {
+                        *ret_iface = i;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Opens k's entry and appends it up to its Members, which gmo_kset_go_on() appends in slices. */
+static int gmo_kset_open(Publisher *p, BusGmo *g, Kobject *k, ObjDir *d, size_t members_iface)
+{
+        Reply *reply = &g->reply;
+        Iface iface;
+        int r;
+
+        r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
+        if (r >= 0)
+                r = sd_bus_message_append_basic(reply->m, 'o', k->path);
+        reply->bound += wire_dict_head(k->path);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply->m, 'a', "{sa{sv}}");
+        if (r >= 0)
+                r = bus_append_ifaces(p, reply->m, k, d, reply->privileged, 0, members_iface, &reply->bound);
+        kobject_iface(k, members_iface, &iface);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply->m, 'e', "sa{sv}");
+        if (r >= 0)
+                r = sd_bus_message_append_basic(reply->m, 's', iface.name);
+        reply->bound += wire_dict_head(iface.name);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply->m, 'a', "{sv}");
+        if (r >= 0)
+                r = bus_members_open(p, reply->m, k, true, &g->members);
+        if (r < 0)
+                return r;
+        g->kset = kobject_ref(k);
+        g->kset_iface = members_iface;
+        g->members_pos = 0;
+        /* As wire_typed_end() reckons an ao: its length, then the paths. */
+        g->members_off = wire_align(wire_entry_head(BLKMODEL_PROP_MEMBERS, "ao"), 4) + 4;
+        return 0;
+}
+
+/* Appends the kset's members for a slice; when all are in, closes its entry.  0 while members are
+ * left for the next slice; 1 when the entry is done. */
+static int gmo_kset_go_on(Publisher *p, BusGmo *g, uint64_t start)
+{
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, g->kset);
+        Reply *reply = &g->reply;
+        int r;
+
+        r = bus_members_append(reply->m, g->members, &g->members_pos, start + GMO_SLICE_USEC,
+                               &g->members_off);
+        if (r <= 0)
+                return r;
+        reply->bound += wire_align(g->members_off, 8);
+        r = bus_members_close(p, reply->m, g->kset, true, reply->privileged, &reply->bound);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply->m); /* a{sv} */
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply->m); /* {sa{sv}} */
+        if (r >= 0)
+                r = bus_append_ifaces(p, reply->m, g->kset, &d, reply->privileged, g->kset_iface + 1,
+                                      kobject_n_ifaces(g->kset), &reply->bound);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply->m); /* a{sa{sv}} */
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply->m); /* {oa{sa{sv}}} */
+        g->members = members_snapshot_free(p->model, g->members);
+        kobject_unref(p->model, g->kset);
+        g->kset = NULL;
+        if (r >= 0 && reply->bound > reply->limit)
+                return -E2BIG;
+        return r < 0 ? r : 1;
 }
 
 static int append_manager(Publisher *p, Reply *reply)
@@ -270,6 +359,8 @@ static BusGmo *gmo_free(Publisher *p, BusGmo *g)
                         g->batches[i]->gmo = NULL; /* on a worker: it frees itself when read */
         }
         model_round_release(&g->taking, p->model);
+        members_snapshot_free(p->model, g->members);
+        kobject_unref(p->model, g->kset);
         for (size_t i = g->pos; i < g->n_objects; i++)
                 kobject_unref(p->model, g->objects[i]);
         free(g->objects);
@@ -389,10 +480,21 @@ static void on_gmo_idle(uv_idle_t *h)
                         return;
                 }
         }
+        if (g->kset) {
+                r = gmo_kset_go_on(p, g, start);
+                if (r == 0)
+                        return;
+                if (r < 0) {
+                        gmo_finish(p, g, r);
+                        return;
+                }
+        }
         gmo_prefetch(p, g);
         while (g->pos < g->n_objects && r >= 0) {
                 Kobject *k = g->objects[g->pos];
                 _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+                size_t members_iface;
+                bool members_left;
 
                 if (gmo_take_prefetched(g, g->pos, &d) == -EAGAIN) {
                         /* Its batch is still being read: on_batch_read() starts the next slice. */
@@ -401,12 +503,20 @@ static void on_gmo_idle(uv_idle_t *h)
                 }
                 g->pos++;
                 /* Gone meanwhile: its InterfacesRemoved went out before this reply will. */
-                if (k->linked) {
+                members_left = false;
+                if (k->linked && object_in_slices(k, &members_iface)) {
+                        r = gmo_kset_open(p, g, k, &d, members_iface);
+                        if (r >= 0)
+                                r = gmo_kset_go_on(p, g, start);
+                        members_left = r == 0;
+                } else if (k->linked) {
                         r = append_managed_object(p, k, &d, &g->reply);
                         if (r >= 0)
                                 live_record_reading(p->live, k, &d);
                 }
                 kobject_unref(p->model, k);
+                if (members_left)
+                        return; /* the next slices go on with them */
                 gmo_prefetch(p, g);
                 if (uv_hrtime() / 1000 - start >= GMO_SLICE_USEC)
                         break;

@@ -45,51 +45,84 @@ static BusMembers *members_free(Publisher *p, BusMembers *b)
         return NULL;
 }
 
-/* Closes what bus_reply_members() opened and sends the reply; GetAll's other properties (a kset has
- * none but Members on the kernels we know) go after Members, as GetAll of a small kset has them. */
-static int members_finish(Publisher *p, BusMembers *b)
+int bus_members_open(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, MembersSnapshot **ret)
 {
-        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, b->kset);
+        int r;
+
+        r = kset_members_snapshot(p->model, kset, ret);
+        if (r >= 0 && entry) {
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append_basic(m, 's', BLKMODEL_PROP_MEMBERS);
+        }
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "ao");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "o");
+        return r;
+}
+
+int bus_members_append(sd_bus_message *m, const MembersSnapshot *s, size_t *pos, uint64_t until_usec,
+                       size_t *off)
+{
+        size_t n = members_snapshot_size(s);
+
+        while (*pos < n) {
+                Kobject *k = members_snapshot_get(s, (*pos)++);
+
+                if (k) {
+                        int r = sd_bus_message_append_basic(m, 'o', k->path);
+                        if (r < 0)
+                                return r;
+                        if (off)
+                                *off = wire_string_end(*off, k->path);
+                }
+                if (*pos % 256 == 0 && *pos < n && uv_hrtime() / 1000 >= until_usec)
+                        return 0;
+        }
+        return 1;
+}
+
+/* The interface's other properties (a kset has none but Members on the kernels we know) go after
+ * Members, as GetAll of a small kset has them. */
+int bus_members_close(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, bool privileged,
+                      size_t *bound)
+{
+        _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, kset);
         Iface iface;
         int r;
 
-        r = sd_bus_message_close_container(b->reply); /* ao */
+        r = sd_bus_message_close_container(m); /* ao */
         if (r >= 0)
-                r = sd_bus_message_close_container(b->reply); /* v */
-        if (r >= 0 && b->whole_interface) {
-                r = sd_bus_message_close_container(b->reply); /* {sv} */
-                if (r >= 0 && kobject_find_iface(b->kset, BLKMODEL_IFACE_KSET, &iface))
-                        r = bus_append_iface_entries(p, &d, &iface, b->reply, b->privileged,
-                                                     BLKMODEL_PROP_MEMBERS, NULL);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(b->reply); /* a{sv} */
+                r = sd_bus_message_close_container(m); /* v */
+        if (r >= 0 && entry) {
+                r = sd_bus_message_close_container(m); /* {sv} */
+                if (r >= 0 && kobject_find_iface(kset, BLKMODEL_IFACE_KSET, &iface))
+                        r = bus_append_iface_entries(p, &d, &iface, m, privileged, BLKMODEL_PROP_MEMBERS,
+                                                     bound);
         }
-        return r < 0 ? r : sd_bus_send(NULL, b->reply, NULL);
+        return r;
 }
 
 static void on_members_idle(uv_idle_t *h)
 {
         Publisher *p = h->data;
         BusMembers *b = p->members;
-        uint64_t start = uv_hrtime() / 1000;
-        int r = 0;
+        int r;
 
         if (!b) {
                 (void) uv_idle_stop(h);
                 return;
         }
-        while (b->pos < members_snapshot_size(b->members) && r >= 0) {
-                Kobject *k = members_snapshot_get(b->members, b->pos++);
-
-                if (k)
-                        r = sd_bus_message_append_basic(b->reply, 'o', k->path);
-                if (b->pos % 256 == 0 && uv_hrtime() / 1000 - start >= MEMBERS_SLICE_USEC)
-                        break;
-        }
-        if (r >= 0 && b->pos < members_snapshot_size(b->members))
+        r = bus_members_append(b->reply, b->members, &b->pos, uv_hrtime() / 1000 + MEMBERS_SLICE_USEC, NULL);
+        if (r == 0)
                 return;
+        if (r > 0)
+                r = bus_members_close(p, b->reply, b->kset, b->whole_interface, b->privileged, NULL);
+        if (r >= 0 && b->whole_interface)
+                r = sd_bus_message_close_container(b->reply); /* a{sv} */
         if (r >= 0)
-                r = members_finish(p, b);
+                r = sd_bus_send(NULL, b->reply, NULL);
         if (r < 0) {
                 log_debug_errno(r, "Members of %s: %m", b->kset->path);
                 (void) sd_bus_reply_method_errno(b->call, r, NULL);
@@ -111,20 +144,11 @@ int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool wh
                           .kset = kobject_ref(kset),
                           .whole_interface = whole_interface,
                           .privileged = privileged};
-        r = kset_members_snapshot(p->model, kset, &b->members);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(call, &b->reply);
-        if (r >= 0 && whole_interface) {
+        r = sd_bus_message_new_method_return(call, &b->reply);
+        if (r >= 0 && whole_interface)
                 r = sd_bus_message_open_container(b->reply, 'a', "{sv}");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(b->reply, 'e', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append_basic(b->reply, 's', BLKMODEL_PROP_MEMBERS);
-        }
         if (r >= 0)
-                r = sd_bus_message_open_container(b->reply, 'v', "ao");
-        if (r >= 0)
-                r = sd_bus_message_open_container(b->reply, 'a', "o");
+                r = bus_members_open(p, b->reply, kset, whole_interface, &b->members);
         if (r < 0) {
                 members_free(p, b);
                 return r;

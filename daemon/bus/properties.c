@@ -181,20 +181,17 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
-int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *dir, bool privileged,
-                      size_t *bound)
+int bus_append_ifaces(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged, size_t first,
+                      size_t end, size_t *bound)
 {
-        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(p->sysfs, k);
-        ObjDir *d = dir ?: &own;
         Iface iface;
-        int r;
+        int r = 0;
 
-        r = sd_bus_message_open_container(m, 'a', "{sa{sv}}");
-        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+        for (size_t i = first; r >= 0 && i < end; i++) {
                 kobject_iface(k, i, &iface);
                 r = sd_bus_message_open_container(m, 'e', "sa{sv}");
                 if (r >= 0)
-                        r = sd_bus_message_append(m, "s", iface.name);
+                        r = sd_bus_message_append_basic(m, 's', iface.name);
                 if (bound)
                         *bound += wire_dict_head(iface.name);
                 if (r >= 0)
@@ -202,6 +199,18 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *dir, 
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }
+        return r;
+}
+
+int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *dir, bool privileged,
+                      size_t *bound)
+{
+        _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(p->sysfs, k);
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "{sa{sv}}");
+        if (r >= 0)
+                r = bus_append_ifaces(p, m, k, dir ?: &own, privileged, 0, kobject_n_ifaces(k), bound);
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The Members of a kset with thousands of them (1,000 disks x 4
-partitions: 5,000), which the daemon appends over several loop turns: Get
-and GetAll answer every member in name order, several calls at once each get
-their whole answer, and members removed after a call, before its reply
-reached them, are left out.  Its 1,000 child nodes are kept between
+partitions: 5,000), which the daemon appends over several loop turns: Get,
+GetAll and the root's GetManagedObjects answer every member in name order,
+several calls at once each get their whole answer, and members removed after
+a call, before its reply reached them, are left out.  Its 1,000 child nodes are kept between
 Introspect calls while the tree stays as it is."""
 import os
 import shutil
@@ -55,9 +55,19 @@ class LargeKset(unittest.TestCase):
         def on_error(e):
             self.rec.signals.append(("error", method, None, str(e)))
 
-        iface = bt.PROPS if method in ("Get", "GetAll") else "org.freedesktop.DBus.Peer"
-        self.dm.object(BLOCK).get_dbus_method(method, iface)(
+        if method == "GetManagedObjects":
+            path, iface = bt.ROOT, bt.OM
+        else:
+            path = BLOCK
+            iface = bt.PROPS if method in ("Get", "GetAll") else "org.freedesktop.DBus.Peer"
+        self.dm.object(path).get_dbus_method(method, iface)(
             *args, reply_handler=on_reply, error_handler=on_error)
+
+    def members_in(self, method, reply):
+        """The block kset's Members in a reply to method."""
+        if method == "GetManagedObjects":
+            return reply[0][BLOCK][bt.KSET]["Members"]
+        return reply[0]["Members"] if method == "GetAll" else reply[0]
 
     def wait_replies(self, n):
         return self.rec.wait_for(
@@ -71,18 +81,41 @@ class LargeKset(unittest.TestCase):
         raw = self.dm.object(BLOCK).Get(bt.KSET, "Members", dbus_interface=bt.PROPS)
         self.assertEqual(raw.signature, "o")
 
-        # Several at once, a Ping among them: each is answered, whole.
-        for _ in range(4):
+        # The root's GetManagedObjects: the kset in its place, whole, and the
+        # objects after it as the ksets' own GetManagedObjects have them.
+        # (Compared as dbus-python gives them: unwrapping takes seconds.)
+        def gmo(path):
+            return self.dm.object(path).GetManagedObjects(dbus_interface=bt.OM)
+        objs = gmo(bt.ROOT)
+        ifaces = {i.get("name")
+                  for i in ET.fromstring(self.dm.introspect(BLOCK)).findall("interface")
+                  if i.get("name").startswith(bt.IFACE)}
+        self.assertEqual(bt.unwrap(objs[BLOCK]), {i: self.dm.get_all(BLOCK, i) for i in ifaces})
+        self.assertEqual(bt.unwrap(objs[BLOCK][bt.KSET]), {"Members": want})
+        devices = bt.path_of("devices")
+        below = dict(gmo(BLOCK))
+        below.update(gmo(devices))
+        self.assertEqual({k: v for k, v in objs.items()
+                          if k not in (BLOCK, devices, bt.MANAGER_PATH)}, below)
+        objs = bt.unwrap(objs)
+        objs.pop(bt.MANAGER_PATH)
+
+        # Several at once, a Ping among them: each is answered, whole.  (One
+        # GetManagedObjects: python takes seconds to unwrap each.)
+        for i in range(4):
             self.call_async("GetAll", bt.KSET)
             self.call_async("Get", bt.KSET, "Members")
+            if i == 1:
+                self.call_async("GetManagedObjects")
             self.call_async("Ping")
-        got = self.wait_replies(12)
+        got = self.wait_replies(13)
         self.assertEqual([x for x in got if x[0] == "error"], [])
         for kind, method, _, value in got:
-            if method == "GetAll":
-                self.assertEqual(value, [{"Members": want}])
-            elif method == "Get":
-                self.assertEqual(value, [want])
+            if method == "GetManagedObjects":
+                self.assertIn(bt.MANAGER_PATH, value[0])
+                self.assertEqual({k: v for k, v in value[0].items() if k != bt.MANAGER_PATH}, objs)
+            elif method != "Ping":
+                self.assertEqual(self.members_in(method, value), want)
 
         # Unknown interfaces and properties are errors, as on any object.
         with self.assertRaises(dbus.DBusException) as e:
@@ -133,15 +166,17 @@ class LargeKset(unittest.TestCase):
         disks = [p for p in want if name_of(p).isalpha()][::100][:8]
         gone = {d: [p for p in want if p == d or p.startswith(d + "/")] for d in disks}
         devpaths = {d: self.dm.get(d, bt.KOBJ, "DevPath") for d in disks}
-        calls = 6
+        calls = 7
         os.kill(self.dm.proc.pid, signal.SIGSTOP)
         try:
             for d in disks:
                 self.remove_from_fixture(d, devpaths[d], gone[d])
             # The calls first, so that they are ahead of the uevents when the
             # daemon wakes: the removals come after the calls.
-            for _ in range(calls // 2):
+            for i in range(3):
                 self.call_async("GetAll", bt.KSET)
+                if i == 1:
+                    self.call_async("GetManagedObjects")
                 self.call_async("Get", bt.KSET, "Members")
             self.rec.pump(0.5)
             for d in disks:
@@ -158,7 +193,7 @@ class LargeKset(unittest.TestCase):
             self.assertNotEqual(kind, "error", args)
             if kind != "reply" or member == "Ping":
                 continue
-            members = args[0]["Members"] if member == "GetAll" else args[0]
+            members = self.members_in(member, args)
             self.assertEqual(members, sorted(members, key=name_of))
             self.assertLessEqual(set(want) - removed, set(members))
             self.assertLessEqual(set(members), set(want))
