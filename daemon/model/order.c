@@ -226,6 +226,11 @@ void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added)
 void kobject_children_changed(Model *m, const Kobject *parent, Kobject *k, bool added)
 {
         sorted_lists_changed(m->sorted_children, ELEMENTSOF(m->sorted_children), parent, k, added);
+        /* k itself is going, and may be freed: a new object at its address is not to find its list. */
+        if (!added)
+                for (size_t i = 0; i < ELEMENTSOF(m->sorted_children); i++)
+                        if (m->sorted_children[i].owner == k)
+                                sorted_list_free(&m->sorted_children[i]);
 }
 
 void model_order_done(Model *m)

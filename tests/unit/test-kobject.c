@@ -174,6 +174,23 @@ static void test_members_order(void)
                       want);
                 check_order(m);
         }
+        /* An object's kept children go with it: a new object at its address must not find them. */
+        for (size_t i = 0; i < N; i++)
+                if (disks[i]) {
+                        Kobject *const *l = NULL;
+                        size_t n = 0;
+                        char devpath[64];
+                        snprintf(devpath, sizeof(devpath), "/devices/virtual/block/%s/queue",
+                                 disks[i]->name);
+                        add(m, &ktype_queue, "queue", disks[i], NULL, devpath);
+                        CHECK(model_children_sorted(m, disks[i], &l, &n) == 0 && n == 1);
+                        const Kobject *gone = disks[i];
+                        model_unlink(m, disks[i]);
+                        disks[i] = NULL;
+                        CHECK(changes_kept(m->sorted_children, ELEMENTSOF(m->sorted_children), gone) ==
+                              SIZE_MAX);
+                        break;
+                }
         for (size_t i = 0; i < N; i++)
                 if (disks[i])
                         model_unlink(m, disks[i]);
