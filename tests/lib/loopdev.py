@@ -41,7 +41,8 @@ def hold_sys_block():
     beside them."""
     global _sys_block_held
     if _sys_block_held is None:
-        fd = os.open(SYS_BLOCK_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # Read-only: flock needs no more, and a user other than the one who made the file may open it.
+        fd = os.open(SYS_BLOCK_LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
         _sys_block_held = fd
 
