@@ -133,12 +133,12 @@ int bus_append_iface_properties(Publisher *p, ObjDir *d, const Iface *iface, sd_
 /* The {sv} entries alone, but the property named skip (NULL: none). */
 int bus_append_iface_entries(Publisher *p, ObjDir *d, const Iface *iface, sd_bus_message *m, bool privileged,
                              const char *skip, size_t *bound);
-/* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
- * carry it; read through d (NULL: a directory of its own). */
 /* Appends k's interfaces first to end (not included) as {sa{sv}} entries; bus_append_object() appends
  * them all in their a{sa{sv}}. */
 int bus_append_ifaces(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged, size_t first,
                       size_t end, size_t *bound);
+/* a{sa{sv}}: every interface of k with every property, as GetManagedObjects and InterfacesAdded
+ * carry it; read through d (NULL: a directory of its own). */
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged,
                       size_t *bound);
 /* Adds to b the object and the files bus_append_object() will read of it. */

@@ -137,7 +137,7 @@ Publisher *publisher_free(Publisher *p)
 
 /* What the first readers would otherwise sort in a turn of their own, done while nobody waits yet: at
  * 10,000 disks the first GetAll of /block sorted its 50,000 members, the first Introspect of it its
- * 10,000 children.  After the model changes, the next reading does it again. */
+ * 10,000 children.  From then on the model keeps both in order as they change (model/order.h). */
 static void prepare_readers(Publisher *p)
 {
         Kobject *const *members;
