@@ -121,22 +121,37 @@ struct BusGmo {
         BusGmo *next;
 };
 
-static int append_managed_object(Publisher *p, Kobject *k, ObjDir *d, Reply *reply)
+/* Opens k's {oa{sa{sv}}} entry in the reply. */
+static int entry_open(Reply *reply, const Kobject *k)
 {
         int r;
 
         r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
         if (r >= 0)
-                r = sd_bus_message_append(reply->m, "o", k->path);
+                r = sd_bus_message_append_basic(reply->m, 'o', k->path);
         reply->bound += wire_dict_head(k->path);
-        if (r >= 0)
-                r = bus_append_object(p, reply->m, k, d, reply->privileged, &reply->bound);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply->m);
+        return r;
+}
+
+static int entry_close(Reply *reply)
+{
+        int r;
+
+        r = sd_bus_message_close_container(reply->m);
         /* The estimate said it would fit, the values read say otherwise: stop before the bus drops us. */
         if (r >= 0 && reply->bound > reply->limit)
                 return -E2BIG;
         return r;
+}
+
+static int append_managed_object(Publisher *p, Kobject *k, ObjDir *d, Reply *reply)
+{
+        int r;
+
+        r = entry_open(reply, k);
+        if (r >= 0)
+                r = bus_append_object(p, reply->m, k, d, reply->privileged, &reply->bound);
+        return r < 0 ? r : entry_close(reply);
 }
 
 /* Does k's reply entry take several slices?  A kset with thousands of members. */
@@ -161,10 +176,7 @@ static int gmo_kset_open(Publisher *p, BusGmo *g, Kobject *k, ObjDir *d, size_t 
         Iface iface;
         int r;
 
-        r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
-        if (r >= 0)
-                r = sd_bus_message_append_basic(reply->m, 'o', k->path);
-        reply->bound += wire_dict_head(k->path);
+        r = entry_open(reply, k);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply->m, 'a', "{sa{sv}}");
         if (r >= 0)
@@ -213,12 +225,10 @@ static int gmo_kset_go_on(Publisher *p, BusGmo *g, uint64_t start)
         if (r >= 0)
                 r = sd_bus_message_close_container(reply->m); /* a{sa{sv}} */
         if (r >= 0)
-                r = sd_bus_message_close_container(reply->m); /* {oa{sa{sv}}} */
+                r = entry_close(reply);
         g->members = members_snapshot_free(p->model, g->members);
         kobject_unref(p->model, g->kset);
         g->kset = NULL;
-        if (r >= 0 && reply->bound > reply->limit)
-                return -E2BIG;
         return r < 0 ? r : 1;
 }
 
@@ -456,38 +466,25 @@ static void on_gmo_idle(uv_idle_t *h)
         Publisher *p = h->data;
         BusGmo *g = p->gmos;
         uint64_t start = uv_hrtime() / 1000;
-        int r = 0;
+        int r = 1;
 
         if (!g) {
                 (void) uv_idle_stop(p->gmo_idle);
                 return;
         }
-        if (g->taking.taking) {
+        /* What comes before the next object, each part done or left for the next slice: taking the
+         * objects, estimating the reply, a kset's members begun in an earlier slice. */
+        if (g->taking.taking)
                 r = gmo_take(p, g, start);
-                if (r == 0)
-                        return;
-                if (r < 0) {
-                        gmo_finish(p, g, r);
-                        return;
-                }
-        }
-        if (!g->reply.m) {
+        if (r > 0 && !g->reply.m)
                 r = gmo_estimate(p, g, start);
-                if (r == 0)
-                        return; /* the next slice goes on */
-                if (r < 0) {
-                        gmo_finish(p, g, r);
-                        return;
-                }
-        }
-        if (g->kset) {
+        if (r > 0 && g->kset)
                 r = gmo_kset_go_on(p, g, start);
-                if (r == 0)
-                        return;
-                if (r < 0) {
-                        gmo_finish(p, g, r);
-                        return;
-                }
+        if (r == 0)
+                return; /* the next slice goes on */
+        if (r < 0) {
+                gmo_finish(p, g, r);
+                return;
         }
         gmo_prefetch(p, g);
         while (g->pos < g->n_objects && r >= 0) {
