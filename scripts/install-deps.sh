@@ -7,7 +7,7 @@ set -eu
 # man-db and groff-base check that they render, bash-completion names the
 # directory the completion goes to, udev has the udevadm that blkmodelctl
 # info -a is compared with, iproute2's ss shows a socket's buffers.
-PACKAGES="build-essential meson ninja-build pkg-config libsystemd-dev libuv1-dev libjson-c-dev libdbus-1-dev
+PACKAGES="build-essential meson ninja-build pkg-config libsystemd-dev libuv1-dev libjson-c-dev liburing-dev libdbus-1-dev
           dbus dbus-daemon dbus-test-runner systemd util-linux fdisk python3 python3-dbus python3-gi kmod
           polkitd passwd scdoc udev man-db groff-base bash-completion iproute2"
 missing=""

@@ -5,6 +5,7 @@
 #include "base/pool.h"
 #include "common/util.h"
 #include "sysfs/prefetch.h"
+#include "sysfs/read-many.h"
 #include "sysfs/read.h"
 
 typedef struct PrefetchObject {
@@ -107,6 +108,31 @@ static char *pool_dup(const char *s, size_t n, void *pool)
         return pool_strndup(pool, s, n);
 }
 
+/* The files of every object whose directory opened, at once (sysfs/read-many.h); -EOPNOTSUPP
+ * when it cannot be done that way, with nothing read. */
+static int read_all_at_once(Prefetch *b)
+{
+        _cleanup_(freep) int *dirfds = NULL;
+        _cleanup_(freep) ObjDirValue **values = NULL;
+        size_t n = 0;
+
+        if (!b->root.kernfs)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < b->n_objects; i++)
+                n += b->objects[i].fd >= 0 ? b->objects[i].n_values : 0;
+        dirfds = malloc(n * sizeof(int));
+        values = malloc(n * sizeof(ObjDirValue *));
+        if (!dirfds || !values)
+                return -EOPNOTSUPP;
+        n = 0;
+        for (size_t i = 0; i < b->n_objects; i++)
+                for (size_t j = 0; b->objects[i].fd >= 0 && j < b->objects[i].n_values; j++) {
+                        dirfds[n] = b->objects[i].fd;
+                        values[n++] = &b->objects[i].values[j];
+                }
+        return sysfs_read_many(dirfds, values, n, pool_dup, &b->strings);
+}
+
 void prefetch_read(Prefetch *b)
 {
         for (size_t i = 0; i < b->n_objects; i++) {
@@ -115,14 +141,19 @@ void prefetch_read(Prefetch *b)
                 if (o->n_values == 0)
                         continue;
                 o->fd = sysfs_open_dir(&b->root, o->devpath);
-                for (size_t j = 0; j < o->n_values; j++) {
-                        ObjDirValue *v = &o->values[j];
-
-                        v->error = o->fd < 0 ? o->fd
-                                             : sysfs_read_source_dup(o->fd, v->file, b->root.kernfs,
-                                                                     pool_dup, &b->strings, &v->value);
-                }
+                for (size_t j = 0; o->fd < 0 && j < o->n_values; j++)
+                        o->values[j].error = o->fd;
         }
+        if (read_all_at_once(b) < 0)
+                for (size_t i = 0; i < b->n_objects; i++) {
+                        PrefetchObject *o = &b->objects[i];
+
+                        for (size_t j = 0; o->fd >= 0 && j < o->n_values; j++) {
+                                ObjDirValue *v = &o->values[j];
+                                v->error = sysfs_read_source_dup(o->fd, v->file, b->root.kernfs, pool_dup,
+                                                                 &b->strings, &v->value);
+                        }
+                }
         b->read = true;
 }
 

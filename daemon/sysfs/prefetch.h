@@ -33,7 +33,7 @@ int prefetch_add_file(Prefetch *b, const char *relpath);
 int prefetch_add_file_once(Prefetch *b, const char *relpath);
 size_t prefetch_n_objects(const Prefetch *b);
 
-/* On the worker: opens each directory and reads each file. */
+/* On the worker: opens each directory and reads each file (on kernfs, all at once: sysfs/read-many.h). */
 void prefetch_read(Prefetch *b);
 
 /* Moves object i's open directory and values into d, which has read nothing yet; nothing if

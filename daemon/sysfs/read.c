@@ -69,6 +69,11 @@ static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *use
         return value_escape_copy(buf, len, dup, userdata);
 }
 
+char *sysfs_value_dup(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+{
+        return value_copy(buf, len, dup, userdata);
+}
+
 char *sysfs_value_escape(const char *buf, size_t len)
 {
         return value_copy(buf, len, heap_strndup, NULL);
@@ -176,13 +181,20 @@ static int read_link_basename(int dirfd, const char *name, SysfsStrndup dup, voi
         return copy_out(base, strlen(base), dup, userdata, ret);
 }
 
+bool sysfs_source_is_attr(const char *source)
+{
+        size_t l = strlen(source);
+
+        return l < 2 || (source[l - 1] != '/' && source[l - 1] != '@');
+}
+
 int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
                           char **ret)
 {
         size_t l = strlen(source);
         char name[NAME_MAX + 1];
 
-        if (l < 2 || (source[l - 1] != '/' && source[l - 1] != '@'))
+        if (sysfs_source_is_attr(source))
                 return read_attr(dirfd, source, kernfs, dup, userdata, ret);
         if (l - 1 > NAME_MAX)
                 return -ENAMETOOLONG;
