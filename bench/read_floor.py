@@ -115,10 +115,12 @@ def write_dirs(path, dirs):
             f.write(d + "\n")
 
 
-def run_floor(prog, sysfs, dirs_file, threads, repeat=1, timeout=3600):
-    """One read-floor run: its JSON (threads, dirs, files, failed, wall_s, cpu_s, ...)."""
+def run_floor(prog, sysfs, dirs_file, threads, repeat=1, timeout=3600, ring=False):
+    """One read-floor run: its JSON (threads, dirs, files, failed, wall_s, cpu_s, ...).  ring: read
+    through io_uring, as the daemon does on kernfs."""
     with open(dirs_file) as f:
-        p = subprocess.run([prog, "--threads", str(threads), "--repeat", str(repeat), sysfs],
+        p = subprocess.run([prog, "--threads", str(threads), "--repeat", str(repeat)]
+                           + (["--ring"] if ring else []) + [sysfs],
                            stdin=f, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError("read-floor exited %d: %s" % (p.returncode, p.stderr.strip()))
