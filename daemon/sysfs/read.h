@@ -28,13 +28,13 @@ int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
  * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
  */
 int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
-/* The source is an attribute, not a link directory or a link. */
-bool sysfs_source_is_attr(const char *source);
 /* The same, the value copied by dup (n bytes at s, to be NUL-terminated; NULL when out of memory)
  * rather than malloc'd: a worker reading ahead puts values in its batch's pool (sysfs/prefetch.c). */
 typedef char *(*SysfsStrndup)(const char *s, size_t n, void *userdata);
 int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
                           char **ret);
+/* The source is an attribute, not a link directory or a link. */
+bool sysfs_source_is_attr(const char *source);
 
 /* One value as published, of len bytes read: a trailing newline removed, NUL and invalid UTF-8
  * escaped as \xNN.  NULL on ENOMEM. */
