@@ -126,17 +126,15 @@ static void queue_chain(Ring *t, unsigned k, int dirfd, const char *name)
         io_uring_sqe_set_data64(s, (uint64_t) k << 2 | RING_CLOSE);
 }
 
-/* Runs n ≤ RING_CHAINS chains; their results in res_open and res_read (-ECANCELED: none came). */
+/* Runs n ≤ RING_CHAINS chains; their results in res_open and res_read (left as they are: none came). */
 static void run_chains(Ring *t, const int *dirfds, ObjDirValue *const *values, size_t n, int *res_open,
                        int *res_read)
 {
         size_t want = 3 * n, got = 0;
         int r;
 
-        for (size_t k = 0; k < n; k++) {
-                res_open[k] = res_read[k] = -ECANCELED;
+        for (size_t k = 0; k < n; k++)
                 queue_chain(t, (unsigned) k, dirfds[k], values[k]->file);
-        }
         do
                 r = io_uring_submit_and_wait(&t->ring, (unsigned) want);
         while (r == -EINTR);
@@ -166,12 +164,16 @@ static void run_chains(Ring *t, const int *dirfds, ObjDirValue *const *values, s
         }
 }
 
+/* Reads n ≤ RING_CHAINS files through the ring; once it broke, each the one-by-one way. */
 static void read_chains(Ring *t, const int *dirfds, ObjDirValue *const *values, size_t n, SysfsStrndup dup,
                         void *userdata)
 {
         int res_open[RING_CHAINS], res_read[RING_CHAINS];
 
-        run_chains(t, dirfds, values, n, res_open, res_read);
+        for (size_t k = 0; k < n; k++)
+                res_open[k] = res_read[k] = -ECANCELED;
+        if (!t->broken)
+                run_chains(t, dirfds, values, n, res_open, res_read);
         for (size_t k = 0; k < n; k++) {
                 ObjDirValue *v = values[k];
 
@@ -183,22 +185,9 @@ static void read_chains(Ring *t, const int *dirfds, ObjDirValue *const *values, 
                         v->error = res_read[k]; /* as read() failed: EIO from a driver's show() */
                 } else
                         /* Refused for reading (a write-only attribute reads as ""), as long as the
-                         * buffer, or not run: as sysfs_read_attr() has it. */
+                         * buffer, or not run (the ring broke): as sysfs_read_attr() has it. */
                         v->error = sysfs_read_source_dup(dirfds[k], v->file, true, dup, userdata, &v->value);
         }
-}
-
-/* Reads m chains' files, through the ring while it works. */
-static void read_files(Ring *t, const int *dirfds, ObjDirValue *const *values, size_t m, SysfsStrndup dup,
-                       void *userdata)
-{
-        if (!t->broken) {
-                read_chains(t, dirfds, values, m, dup, userdata);
-                return;
-        }
-        for (size_t k = 0; k < m; k++)
-                values[k]->error = sysfs_read_source_dup(dirfds[k], values[k]->file, true, dup, userdata,
-                                                         &values[k]->value);
 }
 
 int sysfs_read_many(const int *dirfds, ObjDirValue *const *values, size_t n, SysfsStrndup dup,
@@ -220,11 +209,11 @@ int sysfs_read_many(const int *dirfds, ObjDirValue *const *values, size_t n, Sys
                 chain_fds[m] = dirfds[i];
                 chain_values[m++] = values[i];
                 if (m == RING_CHAINS) {
-                        read_files(t, chain_fds, chain_values, m, dup, userdata);
+                        read_chains(t, chain_fds, chain_values, m, dup, userdata);
                         m = 0;
                 }
         }
         if (m > 0)
-                read_files(t, chain_fds, chain_values, m, dup, userdata);
+                read_chains(t, chain_fds, chain_values, m, dup, userdata);
         return 0;
 }
