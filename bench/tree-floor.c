@@ -14,6 +14,13 @@
  *       Serves every path with only its child nodes (<node name="..."/>), computed from PATHS:
  *       the least XML that lets busctl walk the tree.
  *
+ *   tree-floor ADDRESS NAME PATHS lean SOURCE
+ *       As `same`, with SOURCE's XML cut to what no publisher of these objects can leave out: every
+ *       interface, method, signal, property and child node stays; the DOCTYPE, the standard
+ *       interfaces every object has anyway (Peer, Introspectable, Properties), the annotations and
+ *       the whitespace between elements go. What `busctl tree` takes against it is the floor for
+ *       any service that lists every attribute as a property.
+ *
  * Prints one line of JSON ({"paths": N, "xml_bytes": B}) once the name is taken, then serves
  * until stdin closes or SIGTERM.
  */
@@ -140,6 +147,70 @@ static int fetch_source_xml(sd_bus *bus, const char *source)
         return 0;
 }
 
+static bool skip_prefix(const char **p, const char *prefix)
+{
+        size_t len = strlen(prefix);
+
+        if (strncmp(*p, prefix, len) != 0)
+                return false;
+        *p += len;
+        return true;
+}
+
+/* SOURCE's XML without what `lean` leaves out (see the top): a filter over its text, which
+ * blkmodeld writes one element per line. */
+static int make_lean(Node *n)
+{
+        static const char *const standard[] = {
+                "<interface name=\"org.freedesktop.DBus.Peer\">",
+                "<interface name=\"org.freedesktop.DBus.Introspectable\">",
+                "<interface name=\"org.freedesktop.DBus.Properties\">",
+        };
+        char *out = malloc(n->xml_len + 1), *o = out;
+        const char *p = n->xml;
+
+        if (!out)
+                return -ENOMEM;
+        while (*p) {
+                const char *end;
+                bool std = false;
+
+                while (*p == ' ' || *p == '\n')
+                        p++;
+                if (!*p)
+                        break;
+                if (skip_prefix(&p, "<!DOCTYPE")) {
+                        end = strchr(p, '>');
+                        p = end ? end + 1 : p + strlen(p);
+                        continue;
+                }
+                for (size_t i = 0; i < sizeof(standard) / sizeof(standard[0]); i++)
+                        if (strncmp(p, standard[i], strlen(standard[i])) == 0)
+                                std = true;
+                if (std) {
+                        end = strstr(p, "</interface>");
+                        p = end ? end + strlen("</interface>") : p + strlen(p);
+                        continue;
+                }
+                if (strncmp(p, "<annotation ", 12) == 0) {
+                        end = strstr(p, "/>");
+                        p = end ? end + 2 : p + strlen(p);
+                        continue;
+                }
+                end = strchr(p, '\n');
+                if (!end)
+                        end = p + strlen(p);
+                memcpy(o, p, end - p);
+                o += end - p;
+                p = end;
+        }
+        *o = '\0';
+        free(n->xml);
+        n->xml = out;
+        n->xml_len = o - out;
+        return 0;
+}
+
 static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
         Node *n;
@@ -157,12 +228,13 @@ int main(int argc, char *argv[])
         struct sigaction sa = {.sa_handler = on_signal};
         sd_bus *bus = NULL;
         size_t bytes = 0;
-        bool same;
+        bool same, lean;
         int r;
 
-        same = argc == 6 && strcmp(argv[4], "same") == 0;
+        lean = argc == 6 && strcmp(argv[4], "lean") == 0;
+        same = lean || (argc == 6 && strcmp(argv[4], "same") == 0);
         if (!same && !(argc == 5 && strcmp(argv[4], "children") == 0)) {
-                fprintf(stderr, "usage: %s ADDRESS NAME PATHS same SOURCE\n"
+                fprintf(stderr, "usage: %s ADDRESS NAME PATHS same|lean SOURCE\n"
                                 "       %s ADDRESS NAME PATHS children\n", argv[0], argv[0]);
                 return 2;
         }
@@ -179,6 +251,8 @@ int main(int argc, char *argv[])
                 return 1;
         }
         r = same ? fetch_source_xml(bus, argv[5]) : make_children_xml();
+        for (size_t i = 0; r >= 0 && lean && i < n_nodes; i++)
+                r = make_lean(&nodes[i]);
         if (r < 0)
                 return 1;
         for (size_t i = 0; i < n_nodes; i++)
