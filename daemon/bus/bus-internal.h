@@ -176,7 +176,7 @@ void bus_members_cancel(Publisher *p);
  * entry appending the interface's other properties after Members.
  */
 int bus_members_open(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, MembersSnapshot **ret);
-int bus_members_append(sd_bus_message *m, const MembersSnapshot *s, size_t *pos, uint64_t until_usec,
+int bus_members_append(sd_bus_message *m, MembersSnapshot *s, size_t *pos, uint64_t until_usec,
                        size_t *off);
 int bus_members_close(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry, bool privileged,
                       size_t *bound);

@@ -62,7 +62,7 @@ int bus_members_open(Publisher *p, sd_bus_message *m, Kobject *kset, bool entry,
         return r;
 }
 
-int bus_members_append(sd_bus_message *m, const MembersSnapshot *s, size_t *pos, uint64_t until_usec,
+int bus_members_append(sd_bus_message *m, MembersSnapshot *s, size_t *pos, uint64_t until_usec,
                        size_t *off)
 {
         size_t n = members_snapshot_size(s);

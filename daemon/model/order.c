@@ -17,9 +17,11 @@ struct MembersSnapshot {
         const Kobject *kset;
         Kobject **members; /* sorted by name */
         size_t n;
-        /* Members that left since, by address: their objects may be freed, so are never touched. */
+        /* Members that left since, by address: their objects may be freed, so are never touched.
+         * Appended as they leave and sorted when next looked up, so that a storm of removals
+         * while a large reply is being built costs no more than sorting them. */
         const Kobject **gone;
-        size_t n_gone, n_gone_allocated;
+        size_t n_gone, n_gone_allocated, n_gone_sorted;
         MembersSnapshot *next;
 };
 
@@ -106,6 +108,13 @@ size_t members_snapshot_size(const MembersSnapshot *s)
         return s->n;
 }
 
+static int pointer_cmp(const void *a, const void *b)
+{
+        uintptr_t x = (uintptr_t) *(const Kobject *const *) a, y = (uintptr_t) *(const Kobject *const *) b;
+
+        return x < y ? -1 : x > y;
+}
+
 static size_t gone_position(const MembersSnapshot *s, const Kobject *k)
 {
         size_t lo = 0, hi = s->n_gone;
@@ -120,7 +129,7 @@ static size_t gone_position(const MembersSnapshot *s, const Kobject *k)
         return lo;
 }
 
-Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i)
+Kobject *members_snapshot_get(MembersSnapshot *s, size_t i)
 {
         Kobject *k;
         size_t at;
@@ -129,6 +138,10 @@ Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i)
         k = s->members[i];
         if (s->n_gone == 0)
                 return k;
+        if (s->n_gone_sorted < s->n_gone) {
+                qsort(s->gone, s->n_gone, sizeof(Kobject *), pointer_cmp);
+                s->n_gone_sorted = s->n_gone;
+        }
         at = gone_position(s, k);
         return at < s->n_gone && s->gone[at] == k ? NULL : k;
 }
@@ -153,17 +166,11 @@ MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s)
  * fewer paths, never a freed object's. */
 static void snapshot_forget(MembersSnapshot *s, const Kobject *k)
 {
-        size_t at = gone_position(s, k);
-
-        if (at < s->n_gone && s->gone[at] == k)
-                return;
         if (GREEDY_REALLOC(s->gone, s->n_gone_allocated, s->n_gone + 1) < 0) {
                 s->n = 0;
                 return;
         }
-        memmove(s->gone + at + 1, s->gone + at, (s->n_gone - at) * sizeof(Kobject *));
-        s->gone[at] = k;
-        s->n_gone++;
+        s->gone[s->n_gone++] = k;
 }
 
 /* The first position whose name is not below k's. */

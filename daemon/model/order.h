@@ -23,7 +23,7 @@ typedef struct MembersSnapshot MembersSnapshot;
 int kset_members_snapshot(Model *m, const Kobject *kset, MembersSnapshot **ret);
 size_t members_snapshot_size(const MembersSnapshot *s);
 /* The i-th member, i < members_snapshot_size(s), or NULL if it has left since. */
-Kobject *members_snapshot_get(const MembersSnapshot *s, size_t i);
+Kobject *members_snapshot_get(MembersSnapshot *s, size_t i);
 MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s);
 
 /* k's children sorted by name: the model's array, valid until a child comes or goes.  For objects with

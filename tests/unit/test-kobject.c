@@ -300,6 +300,46 @@ static void test_link_unlink(void)
                 model_unlink(m, sda3);
                 journal_clear(&j);
         }
+        {
+                /* Members leave between lookups and in between each other, in an order that is not
+                 * their addresses' (what the snapshot sorts its departed by): each reads as NULL from
+                 * then on, whoever looked up what before. */
+                Kobject *p[5];
+                size_t by_address[5], order[] = {2, 4, 0, 3, 1};
+                bool left[5] = {};
+                MembersSnapshot *snap = NULL;
+                char name[16], devpath[sizeof(SDA) + 16];
+                for (size_t i = 0; i < 5; i++) {
+                        snprintf(name, sizeof(name), "sda%zu", i + 5);
+                        snprintf(devpath, sizeof(devpath), SDA "/%s", name);
+                        p[i] = add(m, &ktype_partition, name, sda, m->block_kset, devpath);
+                        by_address[i] = i;
+                }
+                for (size_t i = 0; i < 5; i++)
+                        for (size_t k = i + 1; k < 5; k++)
+                                if ((uintptr_t) p[by_address[k]] < (uintptr_t) p[by_address[i]]) {
+                                        size_t t = by_address[i];
+                                        by_address[i] = by_address[k];
+                                        by_address[k] = t;
+                                }
+                CHECK(kset_members_snapshot(m, m->block_kset, &snap) == 0);
+                /* sda, sda1, sda2, sda5 … sda9 */
+                CHECK(snap && members_snapshot_size(snap) == 8);
+                for (size_t step = 0; snap && step < 5; step++) {
+                        size_t gone = by_address[order[step]];
+                        model_unlink(m, p[gone]);
+                        left[gone] = true;
+                        /* Looked up after each but the third: two leave between lookups. */
+                        if (step == 2)
+                                continue;
+                        for (size_t i = 0; i < 5; i++)
+                                CHECK(members_snapshot_get(snap, 3 + i) == (left[i] ? NULL : p[i]));
+                        CHECK(members_snapshot_get(snap, 0) == sda && members_snapshot_get(snap, 1) == sda1 &&
+                              members_snapshot_get(snap, 2) == sda2);
+                }
+                snap = members_snapshot_free(m, snap);
+                journal_clear(&j);
+        }
         CHECK(m->devices_kset->n_members == 0);
 
         /* Children sorted by name, all or of one kind. */
