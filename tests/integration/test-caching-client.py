@@ -11,8 +11,6 @@ on this machine's kernel with a loop device the test adds and removes
 itself (root only).
 """
 
-import ctypes
-import fcntl
 import os
 import shutil
 import subprocess
@@ -21,6 +19,7 @@ import unittest
 
 import blkmodeltest as bt
 import cachingclient
+import loopdev
 import mksysfs
 
 VIRT = "devices/virtual/block"
@@ -107,18 +106,9 @@ class FixtureCaching(unittest.TestCase, Steps):
         self.assertNotIn(bt.path_of("block", name), self.dm.managed_objects())
 
 
-LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
-
-
 def run(*args):
     return subprocess.run(args, check=True, capture_output=True,
                           text=True).stdout.strip()
-
-
-def free_loop_index():
-    taken = {int(n[4:]) for n in os.listdir("/sys/block")
-             if n.startswith("loop") and n[4:].isdigit()}
-    return next(i for i in range(200, 100000) if i not in taken)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
@@ -132,46 +122,26 @@ class KernelCaching(unittest.TestCase, Steps):
         subprocess.run(["sfdisk", "--quiet", self.img], check=True,
                        input="label: dos\n,8M\n,8M\n", text=True,
                        capture_output=True)
-        self.n = None
-        self.attached = False
         self.dm = bt.Daemon("/sys", no_uevents=False,
                             extra_args=["--poll-interval=%d" % POLL_MS])
         self.addCleanup(self.dm.stop)
-        self.addCleanup(self.remove_loop)
         self.clients = cachingclient.CachingClients(self.dm)
         self.addCleanup(self.clients.close)
 
-    def loop_control(self, op, n):
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            return fcntl.ioctl(fd, op, n)
-        finally:
-            os.close(fd)
-
-    def remove_loop(self):
-        if self.n is None:
-            return
-        if self.attached:
-            subprocess.run(["losetup", "-d", self.dev], check=False)
-        self.loop_control(LOOP_CTL_REMOVE, self.n)
-        self.n = None
-
     def sysfile(self, rel):
-        return os.path.join("/sys/block", "loop%d" % self.n, rel)
+        return os.path.join(self.loop.sysdir, rel)
 
     def test_every_change(self):
         self.exact("start")
-        n = free_loop_index()
-        self.assertEqual(self.loop_control(LOOP_CTL_ADD, n), n)
-        self.n, self.dev = n, "/dev/loop%d" % n
+        self.loop = loopdev.LoopDevice()
+        self.addCleanup(self.loop.remove)
         self.exact("LOOP_CTL_ADD (a hot-added disk)")
 
-        run("losetup", self.dev, self.img)
-        self.attached = True
+        self.loop.attach(self.img)
         self.exact("losetup (attach)")
-        run("partx", "-a", self.dev)
+        run("partx", "-a", self.loop.dev)
         self.exact("partx -a (two partitions)")
-        disk = bt.path_of("block", "loop%d" % n)
+        disk = bt.path_of("block", self.loop.name)
         self.assertEqual(len(self.dm.get(disk, bt.IFACE + "Disk",
                                          "Partitions")), 2)
 
@@ -187,7 +157,7 @@ class KernelCaching(unittest.TestCase, Steps):
 
         with open(self.img, "r+b") as f:
             f.truncate(48 << 20)
-        run("losetup", "-c", self.dev)
+        run("losetup", "-c", self.loop.dev)
         self.exact("losetup -c (a resize)")
 
         with open(self.sysfile("uevent"), "w") as f:
@@ -195,11 +165,9 @@ class KernelCaching(unittest.TestCase, Steps):
         self.exact("echo remove > uevent (a synthetic remove)")
         self.assertIn(disk, self.dm.managed_objects())
 
-        run("losetup", "-d", self.dev)
-        self.attached = False
-        self.exact("losetup -d (detach)")
-        self.loop_control(LOOP_CTL_REMOVE, n)
-        self.n = None
+        self.loop.detach()
+        self.exact("partx -d, losetup -d (detach)")
+        self.loop.remove()
         self.exact("LOOP_CTL_REMOVE (a hot-remove)")
         self.assertNotIn(disk, self.dm.managed_objects())
 

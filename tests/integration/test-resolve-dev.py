@@ -4,25 +4,15 @@ a block device (/dev/disk/by-id/…, /dev/mapper/…), and nothing that leads
 out of /dev.  Runs on this machine's kernel with a loop device the test
 adds and removes itself, and links it makes in /dev and removes."""
 
-import fcntl
 import os
 import unittest
 
 import blkmodeltest as bt
 import loopdev
 
-LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
-
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
 class ResolveDev(unittest.TestCase):
-    def loop_control(self, op, n):
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            return fcntl.ioctl(fd, op, n)
-        finally:
-            os.close(fd)
-
     def link(self, name, target):
         path = os.path.join("/dev", name)
         os.symlink(target, path)
@@ -30,24 +20,20 @@ class ResolveDev(unittest.TestCase):
         return path
 
     def test_links_below_dev(self):
-        loopdev.hold_sys_block()
-        taken = {int(n[4:]) for n in os.listdir("/sys/block")
-                 if n.startswith("loop") and n[4:].isdigit()}
-        n = next(i for i in range(300, 100000) if i not in taken)
-        self.loop_control(LOOP_CTL_ADD, n)
-        self.addCleanup(self.loop_control, LOOP_CTL_REMOVE, n)
+        loop = loopdev.LoopDevice()
+        self.addCleanup(loop.remove)
         tag = "blkmodel-test-%d" % os.getpid()
         os.mkdir("/dev/" + tag)
         self.addCleanup(os.rmdir, "/dev/" + tag)
-        by_id = self.link(tag + "/by-id", "../loop%d" % n)
-        mapper = self.link(tag + "-mapper", "loop%d" % n)
+        by_id = self.link(tag + "/by-id", "../" + loop.name)
+        mapper = self.link(tag + "-mapper", loop.name)
         escape = self.link(tag + "-escape", "/etc/passwd")
         dotdot = self.link(tag + "-dotdot", "../etc")
         with bt.Daemon("/sys", no_uevents=False) as dm:
-            want = bt.path_of("block", "loop%d" % n)
+            want = bt.path_of("block", loop.name)
             bt.SignalRecorder().wait_for(
                 lambda _: want in dm.managed_objects())
-            for spec in (by_id, mapper, "/dev/loop%d" % n):
+            for spec in (by_id, mapper, loop.dev):
                 self.assertEqual(dm.manager("Resolve", spec), want, spec)
             for spec in (escape, dotdot + "/passwd", "/dev/../etc/passwd",
                          "/dev/null", "/dev/" + tag):
