@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <limits.h>
 
 #include "base/hash.h"
 #include "base/log.h"
 #include "live/live-internal.h"
 #include "live/record.h"
 #include "model/iface.h"
+#include "sysfs/prefetch.h"
 #include "sysfs/scan.h"
 #include "sysfs/typed-value.h"
 
@@ -367,6 +369,48 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 int changes_refresh(Live *l, Kobject *k, Refresh how)
 {
         return refresh(l, k, how, NULL, NULL);
+}
+
+int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d)
+{
+        return refresh(l, k, how, NULL, d);
+}
+
+int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how)
+{
+        size_t n = 0;
+        Iface iface;
+        int r;
+
+        r = prefetch_add_object(b, k->devpath);
+        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++) {
+                        const Attr *a = &iface.attrs->attrs[j];
+                        if ((a->flags & ATTR_VOLATILE) || !attr_read_in(k, &iface, a, how))
+                                continue;
+                        n++;
+                        if (!iface.attr_dir) {
+                                r = prefetch_add_file(b, a->file);
+                                continue;
+                        }
+                        _cleanup_(freep) char *rel = iface_attr_relpath(&iface, a);
+                        r = rel ? prefetch_add_file(b, rel) : -ENOMEM;
+                }
+                /* What typed properties derive from, unless it is one of the files just added. */
+                for (const PropertyInfo *p = iface.properties; r >= 0 && p->name; p++) {
+                        if (!slot_typed(p) || !p->source || !typed_read_in(k, &iface, p, how))
+                                continue;
+                        if (streq(p->source, PROPERTY_SOURCE_UEVENT) && !k->ktype->has_uevent)
+                                continue;
+                        const Attr *a = iface.attr_dir ? NULL : source_attr(&iface, p);
+                        if (a && !(a->flags & ATTR_VOLATILE) && attr_read_in(k, &iface, a, how))
+                                continue;
+                        n++;
+                        r = prefetch_add_file_once(b, p->source);
+                }
+        }
+        return r < 0 ? r : (int) MIN(n, (size_t) INT_MAX);
 }
 
 void live_record_reading(Live *l, Kobject *k, ObjDir *d)

@@ -78,6 +78,7 @@ void changes_keep(Live *l, Kobject *k, const ChangeRecord *old, const ChangeReco
 
         if (old && record_equal(old, now) && old->value_bytes == now->value_bytes)
                 return;
+        l->n_keeps++;
         changes_forget(k);
         /* Without memory for it, no reading: the next one announces everything rather than compare
          * with a stale one. */

@@ -6,6 +6,7 @@
 #include "base/hashmap.h"
 #include "live/live.h"
 #include "model/round.h"
+#include "sysfs/prefetch.h"
 
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
@@ -61,6 +62,15 @@ struct Live {
         uv_timer_t poll_timer;
         ModelRound polled;
         uint64_t poll_round_start; /* µs */
+        /* The objects of the slice read ahead on the thread pool (poll.c), referenced, and how far
+         * the loop has compared them. */
+        struct PollBatch *poll_batch;
+        Kobject **poll_objects;
+        size_t n_poll_objects, n_poll_objects_max, poll_applied;
+        uint64_t poll_spent; /* µs of the slice so far: its reading and its comparing */
+        /* How many times a record changed (kept.c): values read ahead before another reading
+         * changed one are not compared, as they may be older than it. */
+        uint64_t n_keeps;
         unsigned n_open_handles;
 };
 
@@ -90,6 +100,10 @@ typedef enum Refresh {
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
  * if there was no reading before).  Returns how many were announced. */
 int changes_refresh(Live *l, Kobject *k, Refresh how);
+/* The same, with what d read already (read ahead: sysfs/prefetch.h); d reads the rest. */
+int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d);
+/* Adds k and the files changes_refresh(how) reads of it to b; how many files, or -ENOMEM. */
+int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);
 /* Re-reads the directory and what changed in it, shape and values. */
