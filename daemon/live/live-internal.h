@@ -11,6 +11,34 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
+/* No slice of the warm-up's or the poll's work keeps the loop longer than this: a client's call
+ * waits at most that long. */
+#define SLICE_USEC 2000
+
+typedef enum Refresh {
+        REFRESH_RECORD,    /* read everything and remember it; announce nothing */
+        REFRESH_ALL,       /* read everything; announce what changed */
+        REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
+        REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+        REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
+} Refresh;
+
+/*
+ * A round's objects read on the thread pool, a batch at a time, and compared with their records on
+ * the loop (read-ahead.c): the warm-up's and the poll's.
+ */
+typedef struct ReadBatch ReadBatch;
+typedef struct RoundReader {
+        ModelRound *round;
+        bool (*wants)(const Kobject *k); /* is k still to be read? */
+        Refresh (*how)(const Kobject *k);
+        void (*on_read)(Live *l); /* a batch is back from the worker: reader_compare() may go on */
+        ReadBatch *batch;
+        Kobject **objects; /* the batch's, referenced */
+        size_t n, n_max, applied;
+        uint64_t spent; /* µs of the batch so far: taking, reading, comparing */
+} RoundReader;
+
 typedef struct PendingChange {
         Kobject *k; /* a reference */
         bool plain; /* only plain change events: read what such an event alters first */
@@ -52,6 +80,7 @@ struct Live {
 
         uv_idle_t warmup;
         ModelRound warm;
+        RoundReader warm_reader;
         unsigned warm_holds; /* live_warmup_hold() */
         uv_idle_t rescan_idle;
         struct Rescan *rescan;             /* the one running, or NULL */
@@ -61,13 +90,8 @@ struct Live {
 
         uv_timer_t poll_timer;
         ModelRound polled;
+        RoundReader poll_reader;
         uint64_t poll_round_start; /* µs */
-        /* The objects of the slice read ahead on the thread pool (poll.c), referenced, and how far
-         * the loop has compared them. */
-        struct PollBatch *poll_batch;
-        Kobject **poll_objects;
-        size_t n_poll_objects, n_poll_objects_max, poll_applied;
-        uint64_t poll_spent; /* µs of the slice so far: its reading and its comparing */
         /* How many times a record changed (kept.c): values read ahead before another reading
          * changed one are not compared, as they may be older than it. */
         uint64_t n_keeps;
@@ -88,14 +112,6 @@ int live_publish_event(Live *l, const char *action, const char *devpath, const c
                        size_t n_env, char *const *keys, char *const *values);
 
 /* ---- changes.c: what an object's properties were at its last reading ---- */
-
-typedef enum Refresh {
-        REFRESH_RECORD,    /* read everything and remember it; announce nothing */
-        REFRESH_ALL,       /* read everything; announce what changed */
-        REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
-        REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
-        REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
-} Refresh;
 
 /* Re-reads and announces, per interface, exactly the properties whose value changed (all of them
  * if there was no reading before).  Returns how many were announced. */
@@ -134,6 +150,22 @@ char **stacking_neighbours(Live *l, const Kobject *k);
 void stacking_refresh_neighbours(Live *l, Kobject *k, char **before);
 void stacking_init(Live *l);
 void stacking_done(Live *l);
+
+/* ---- read-ahead.c ---- */
+
+/* Takes the round's next objects the reader wants, a batch's worth, and queues their reading: 1 if
+ * queued (on_read follows), 0 if there was none to take in this slice, negative errno if it could
+ * not queue (then reader_compare() reads those taken itself). */
+int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start);
+/* A batch is on a worker. */
+bool reader_busy(const RoundReader *rr);
+/* Objects are taken and not compared yet. */
+bool reader_pending(const RoundReader *rr);
+/* Compares the batch's objects (reads them, if it could not read ahead) for one slice of the loop
+ * that began at start: true when all are done. */
+bool reader_compare(Live *l, RoundReader *rr, uint64_t start);
+/* Drops the objects; a batch still on a worker frees itself. */
+void reader_stop(Live *l, RoundReader *rr);
 
 /* ---- poll.c: warm-up and polling ---- */
 
