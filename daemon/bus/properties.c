@@ -224,14 +224,8 @@ int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged)
                 kobject_iface(k, i, &iface);
                 for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        if (!attr_shown(a, privileged))
-                                continue;
-                        if (!iface.attr_dir) {
-                                r = prefetch_add_file(b, a->file);
-                                continue;
-                        }
-                        _cleanup_(freep) char *rel = iface_attr_relpath(&iface, a);
-                        r = rel ? prefetch_add_file(b, rel) : -ENOMEM;
+                        if (attr_shown(a, privileged))
+                                r = prefetch_add_attr(b, &iface, a);
                 }
                 /* What typed properties derive from, where it is not an attribute too: uevent,
                  * the link directories (holders/) and links (subsystem@). */

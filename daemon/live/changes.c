@@ -390,12 +390,7 @@ int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how)
                         if ((a->flags & ATTR_VOLATILE) || !attr_read_in(k, &iface, a, how))
                                 continue;
                         n++;
-                        if (!iface.attr_dir) {
-                                r = prefetch_add_file(b, a->file);
-                                continue;
-                        }
-                        _cleanup_(freep) char *rel = iface_attr_relpath(&iface, a);
-                        r = rel ? prefetch_add_file(b, rel) : -ENOMEM;
+                        r = prefetch_add_attr(b, &iface, a);
                 }
                 /* What typed properties derive from, unless it is one of the files just added. */
                 for (const PropertyInfo *p = iface.properties; r >= 0 && p->name; p++) {

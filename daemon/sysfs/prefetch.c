@@ -70,6 +70,14 @@ int prefetch_add_object(Prefetch *b, const char *devpath)
         return 0;
 }
 
+int prefetch_add_attr(Prefetch *b, const Iface *iface, const Attr *a)
+{
+        if (!iface->attr_dir)
+                return prefetch_add_file(b, a->file);
+        _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
+        return rel ? prefetch_add_file(b, rel) : -ENOMEM;
+}
+
 int prefetch_add_file(Prefetch *b, const char *relpath)
 {
         PrefetchObject *o;
