@@ -717,6 +717,61 @@ static void test_synthesized_env(EventLog *log)
         }
 }
 
+/* A fixture and a Live over it on a loop of its own, recording into rec; nothing scanned yet. */
+typedef struct Setup {
+        Fixture f;
+        Sysfs s;
+        Model *m;
+        EventLog *log;
+        Live *l;
+        uv_loop_t loop;
+        bool loop_open;
+} Setup;
+
+static bool setup_begin(Setup *t, unsigned poll_interval_ms)
+{
+        *t = (Setup){.s = {.root_fd = -1}};
+        rec.last_seqnum = 0;
+        CHECK(fixture_new(&t->f) == 0);
+        CHECK(uv_loop_init(&t->loop) == 0);
+        t->loop_open = true;
+        test_loop = &t->loop;
+        if (!t->f.root)
+                return false;
+        CHECK(sysfs_open(t->f.root, &t->s) == 0);
+        CHECK(model_new(&t->m) == 0);
+        CHECK(eventlog_new(256, &t->log) == 0);
+        if (!t->m || !t->log || t->s.root_fd < 0)
+                return false;
+        rec.model = t->m;
+        LiveConfig c = {
+                        .loop = &t->loop,
+                        .sysfs = &t->s,
+                        .model = t->m,
+                        .events = t->log,
+                        .poll_interval_ms = poll_interval_ms,
+                        .ops = &recording_ops,
+        };
+        CHECK(live_new(&c, &t->l) == 0);
+        return t->l != NULL;
+}
+
+static void setup_end(Setup *t)
+{
+        /* Live goes with its close callbacks, and a batch still on a worker comes back: the loop runs
+         * until nothing is left, before the model goes. */
+        live_free(t->l);
+        if (t->loop_open) {
+                (void) uv_run(&t->loop, UV_RUN_DEFAULT);
+                CHECK(uv_loop_close(&t->loop) == 0);
+        }
+        model_free(t->m);
+        eventlog_free(t->log);
+        sysfs_close(&t->s);
+        recorded_clear();
+        fixture_done(&t->f);
+}
+
 static size_t lines_with(const char *prefix, const char *text)
 {
         size_t n = 0;
@@ -733,48 +788,28 @@ static size_t lines_with(const char *prefix, const char *text)
  */
 static void test_poll(void)
 {
-        Fixture f = {};
-        Sysfs s = {.root_fd = -1};
-        Model *m = NULL;
-        EventLog *log = NULL;
-        Live *l = NULL;
-        uv_loop_t loop;
+        Setup t;
         char value[32];
         size_t seen = 0;
 
-        CHECK(fixture_new(&f) == 0);
+        if (!setup_begin(&t, 1))
+                goto out;
+        Fixture *f = &t.f;
+        Model *m = t.m;
+        Live *l = t.l;
+        uv_loop_t *loop = &t.loop;
         /* A tunable of the disk: the poll's, and read with the rest when an event moves the size. */
-        CHECK(fixture_write(&f, FIXTURE_SDA "/events_poll_msecs", "0\n") == 0);
-        CHECK(uv_loop_init(&loop) == 0);
-        test_loop = &loop;
-        CHECK(sysfs_open(f.root, &s) == 0);
-        CHECK(model_new(&m) == 0);
-        CHECK(eventlog_new(256, &log) == 0);
-        if (!m || !log || s.root_fd < 0)
-                goto out;
-        rec.model = m;
-        rec.last_seqnum = 0;
-        LiveConfig c = {
-                        .loop = &loop,
-                        .sysfs = &s,
-                        .model = m,
-                        .events = log,
-                        .poll_interval_ms = 1,
-                        .ops = &recording_ops,
-        };
-        CHECK(live_new(&c, &l) == 0);
-        if (!l)
-                goto out;
-        CHECK(scan_all(&s, m) > 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/events_poll_msecs", "0\n") == 0);
+        CHECK(scan_all(&t.s, m) > 0);
         CHECK(live_start(l) == 0);
         for (int i = 0; i < 100000 && !all_recorded(m); i++)
-                (void) uv_run(&loop, UV_RUN_NOWAIT);
+                (void) uv_run(loop, UV_RUN_NOWAIT);
         CHECK(all_recorded(m));
         recorded_clear();
 
-        CHECK(fixture_write(&f, FIXTURE_SDA "/queue/read_ahead_kb", "256\n") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/read_ahead_kb", "256\n") == 0);
         for (int i = 0; i < 5000 && !seen; i++) {
-                (void) uv_run(&loop, UV_RUN_NOWAIT);
+                (void) uv_run(loop, UV_RUN_NOWAIT);
                 usleep(1000);
                 seen = lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
         }
@@ -785,16 +820,16 @@ static void test_poll(void)
          * and their event is applied, before the batch's comparing (idle handles run before the
          * poll phase that brings the batch back).  Each change is told once, by the event. */
         for (int i = 1; i <= 100; i++) {
-                (void) uv_run(&loop, UV_RUN_NOWAIT);
+                (void) uv_run(loop, UV_RUN_NOWAIT);
                 usleep(2000);
                 snprintf(value, sizeof(value), "%d\n", i);
-                CHECK(fixture_write(&f, FIXTURE_SDA "/events_poll_msecs", value) == 0);
+                CHECK(fixture_write(f, FIXTURE_SDA "/events_poll_msecs", value) == 0);
                 snprintf(value, sizeof(value), "%d\n", 1000 + i);
-                CHECK(fixture_write(&f, FIXTURE_SDA "/size", value) == 0);
+                CHECK(fixture_write(f, FIXTURE_SDA "/size", value) == 0);
                 feed(l, "change", FIXTURE_SDA, "block", NULL);
         }
         for (int i = 0; i < 50; i++) {
-                (void) uv_run(&loop, UV_RUN_NOWAIT);
+                (void) uv_run(loop, UV_RUN_NOWAIT);
                 usleep(1000);
         }
         CHECK(lines_with("properties " SDA_PATH " org.blkmodel1.Disk ", "events_poll_msecs") == 100);
@@ -803,58 +838,29 @@ static void test_poll(void)
         recorded_clear();
 
 out:
-        live_free(l);
-        /* Also until a batch still on a worker is back. */
-        (void) uv_run(&loop, UV_RUN_DEFAULT);
-        model_free(m);
-        eventlog_free(log);
-        sysfs_close(&s);
-        CHECK(uv_loop_close(&loop) == 0);
-        fixture_done(&f);
+        setup_end(&t);
 }
 
-int main(void)
+static void test_live(void)
 {
-        Fixture f = {};
-        Sysfs s = {.root_fd = -1};
-        Model *m = NULL;
-        EventLog *log = NULL;
-        Live *l = NULL;
-        uv_loop_t loop;
-        int r;
+        Setup t;
 
-        r = fixture_new(&f);
-        CHECK(r == 0);
-        if (r < 0)
-                return tests_summary();
-        CHECK(uv_loop_init(&loop) == 0);
-        test_loop = &loop;
-        CHECK(sysfs_open(f.root, &s) == 0);
-        CHECK(model_new(&m) == 0);
-        CHECK(eventlog_new(256, &log) == 0);
-        if (!m || !log || s.root_fd < 0)
+        if (!setup_begin(&t, 0))
                 goto out;
-        rec.model = m;
-
-        LiveConfig c = {
-                        .loop = &loop,
-                        .sysfs = &s,
-                        .model = m,
-                        .events = log,
-                        .poll_interval_ms = 0,
-                        .ops = &recording_ops,
-        };
-        CHECK(live_new(&c, &l) == 0);
-        if (!l)
-                goto out;
+        Fixture *f = &t.f;
+        Sysfs *s = &t.s;
+        Model *m = t.m;
+        EventLog *log = t.log;
+        Live *l = t.l;
+        uv_loop_t *loop = &t.loop;
 
         /* The scan before the start announces nothing. */
-        CHECK(scan_all(&s, m) == 7);
+        CHECK(scan_all(s, m) == 7);
         CHECK(rec.n == 0);
 
         /* Nor does an event applied before the start (the manager drains those that came during the
          * scan): the object is in the model, published with everything else when the name is taken. */
-        CHECK(fixture_add_disk(&f, VDZ, 252, 32, 4096) == 0);
+        CHECK(fixture_add_disk(f, VDZ, 252, 32, 4096) == 0);
         feed(l, "add", VDZ, "block", NULL);
         CHECK(model_find_name(m, "vdz") != NULL);
         for (size_t i = 0; i < rec.n; i++)
@@ -865,25 +871,25 @@ int main(void)
          * as many iterations as a loaded machine needs. */
         CHECK(live_start(l) == 0);
         CHECK(!all_recorded(m));
-        test_client_reading(l, &f, m, &s);
+        test_client_reading(l, f, m, s);
         for (int i = 0; i < 100000 && !all_recorded(m); i++)
-                (void) uv_run(&loop, UV_RUN_NOWAIT);
+                (void) uv_run(loop, UV_RUN_NOWAIT);
         CHECK(all_recorded(m));
         CHECK(rec.n == 0);
 
         test_estimate_steady(l, m);
-        test_uevents(l, &f, m, log);
-        test_shape_changes(l, &f);
-        test_read_once(l, &f);
-        test_scheduler_write(l, &f, m);
-        test_move(l, &f, m);
-        test_move_onto_itself(l, &f, m);
-        test_rescan(l, &f, m, &loop);
+        test_uevents(l, f, m, log);
+        test_shape_changes(l, f);
+        test_read_once(l, f);
+        test_scheduler_write(l, f, m);
+        test_move(l, f, m);
+        test_move_onto_itself(l, f, m);
+        test_rescan(l, f, m, loop);
         test_synthesized_env(log);
 
         /* Stopped: objects come and go unannounced, the disk's changed Partitions too. */
         live_stop(l);
-        CHECK(fixture_add_partition(&f, FIXTURE_SDA, "sda6", 8, 6, 6, 218107904, 2048) == 0);
+        CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda6", 8, 6, 6, 218107904, 2048) == 0);
         feed(l, "add", FIXTURE_SDA "/sda6", "block", NULL);
         for (size_t i = 0; i < rec.n; i++)
                 CHECK(!startswith(rec.lines[i], "added ") && !startswith(rec.lines[i], "properties "));
@@ -893,16 +899,12 @@ int main(void)
         CHECK(rec.consistent);
 
 out:
-        /* Live goes with its close callbacks: the loop runs once more before the model goes. */
-        live_free(l);
-        run_loop(&loop);
-        model_free(m);
-        eventlog_free(log);
-        sysfs_close(&s);
-        CHECK(uv_loop_close(&loop) == 0);
-        recorded_clear();
-        fixture_done(&f);
+        setup_end(&t);
+}
 
+int main(void)
+{
+        test_live();
         test_poll();
         return tests_summary();
 }
