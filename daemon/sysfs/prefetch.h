@@ -29,10 +29,10 @@ static inline void prefetch_freep(Prefetch **b)
 int prefetch_add_object(Prefetch *b, const char *devpath);
 /* A file of the last object, relative to its directory ("size", "power/control"). */
 int prefetch_add_file(Prefetch *b, const char *relpath);
-/* An attribute of the last object's interface (in its group's directory, if it has one). */
-int prefetch_add_attr(Prefetch *b, const Iface *iface, const Attr *a);
 /* The same, unless the last object has it already. */
 int prefetch_add_file_once(Prefetch *b, const char *relpath);
+/* An attribute of the last object's interface (in its group's directory, if it has one). */
+int prefetch_add_attr(Prefetch *b, const Iface *iface, const Attr *a);
 size_t prefetch_n_objects(const Prefetch *b);
 
 /* On the worker: opens each directory and reads each file (on kernfs, all at once: sysfs/read-many.h). */
