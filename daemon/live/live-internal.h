@@ -15,6 +15,11 @@
  * waits at most that long. */
 #define SLICE_USEC 2000
 
+static inline uint64_t live_now_usec(void)
+{
+        return uv_hrtime() / 1000;
+}
+
 typedef enum Refresh {
         REFRESH_RECORD,    /* read everything and remember it; announce nothing */
         REFRESH_ALL,       /* read everything; announce what changed */

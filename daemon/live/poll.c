@@ -12,11 +12,6 @@
 #define POLL_CPU_PERCENT 5
 #define POLL_REST_PER_SLICE (100 / POLL_CPU_PERCENT + 1)
 
-static uint64_t now_usec(void)
-{
-        return uv_hrtime() / 1000;
-}
-
 /* Takes the round's objects until the slice that began at start is spent: 1 when all are taken, 0
  * when the next slice goes on, -ENOMEM. */
 static int round_take(Live *l, ModelRound *r, uint64_t start)
@@ -24,7 +19,7 @@ static int round_take(Live *l, ModelRound *r, uint64_t start)
         int k;
 
         while ((k = model_round_take(r, l->model, 256)) == 0)
-                if (now_usec() - start >= SLICE_USEC)
+                if (live_now_usec() - start >= SLICE_USEC)
                         break;
         return k;
 }
@@ -50,11 +45,11 @@ static void on_warmup(uv_idle_t *h)
 {
         Live *l = h->data;
         RoundReader *rr = &l->warm_reader;
-        uint64_t start = now_usec();
+        uint64_t start = live_now_usec();
         int r;
 
         if (reader_busy(rr)) {
-                (void) uv_idle_stop(h); /* until the batch is back: warmup_on_read() */
+                (void) uv_idle_stop(h); /* until the batch is back: warmup_go_on() */
                 return;
         }
         if (reader_pending(rr)) {
@@ -89,15 +84,10 @@ static void warmup_go_on(Live *l)
                 (void) uv_idle_start(&l->warmup, on_warmup);
 }
 
-static void warmup_on_read(Live *l)
-{
-        warmup_go_on(l);
-}
-
 int poll_warmup_start(Live *l)
 {
         l->warm_reader = (RoundReader){
-                .round = &l->warm, .wants = warmup_wants, .how = warmup_how, .on_read = warmup_on_read};
+                .round = &l->warm, .wants = warmup_wants, .how = warmup_how, .on_read = warmup_go_on};
         model_round_begin(&l->warm, l->model);
         warmup_go_on(l);
         return 0;
@@ -138,18 +128,19 @@ static Refresh poll_how(const Kobject *k)
 
 static void on_poll_tick(uv_timer_t *t);
 
-/* Rests long enough after a slice that took spent µs (on the loop and on a worker) to stay within
- * the CPU budget. */
-static void poll_rest(Live *l, uint64_t spent)
+/* After a batch: its time on the loop and on a worker (reader.spent) sets the rest. */
+static void poll_rest(Live *l)
 {
-        uint64_t interval = (uint64_t) l->poll_interval_ms * 1000, next = spent * POLL_REST_PER_SLICE;
+        uint64_t interval = (uint64_t) l->poll_interval_ms * 1000,
+                 next = l->poll_reader.spent * POLL_REST_PER_SLICE;
 
+        l->poll_reader.spent = 0;
         /* Rest long enough to stay within the CPU budget, with room in it for the loop's own wake-ups:
          * a slice per 21 of rest, 4.55 %.  With 20 (4.76 %) the whole idle daemon measured 4.75-4.85 %
          * on one VM, and 4.90-5.05 % at 10,000 x 4 on one whose syscalls cost twice as much; with 21
          * there, 4.76-4.80 %.  A finished round waits for its interval. */
         if (!model_round_active(&l->polled)) {
-                uint64_t round = now_usec() - l->poll_round_start;
+                uint64_t round = live_now_usec() - l->poll_round_start;
                 if (round < interval)
                         next = MAX(next, interval - round);
         }
@@ -168,20 +159,19 @@ static void poll_compare(Live *l, uint64_t start)
                 (void) uv_timer_start(&l->poll_timer, on_poll_tick, 0, 0);
                 return;
         }
-        poll_rest(l, rr->spent);
-        rr->spent = 0;
+        poll_rest(l);
 }
 
 static void poll_on_read(Live *l)
 {
-        poll_compare(l, now_usec());
+        poll_compare(l, live_now_usec());
 }
 
 static void on_poll_tick(uv_timer_t *t)
 {
         Live *l = t->data;
         RoundReader *rr = &l->poll_reader;
-        uint64_t start = now_usec();
+        uint64_t start = live_now_usec();
         int r;
 
         if (reader_busy(rr))
@@ -209,8 +199,7 @@ static void on_poll_tick(uv_timer_t *t)
                 poll_compare(l, start);
                 return;
         }
-        poll_rest(l, rr->spent);
-        rr->spent = 0;
+        poll_rest(l);
 }
 
 void poll_start(Live *l)

@@ -25,11 +25,6 @@ struct ReadBatch {
         bool usable;        /* what it read may be handed over */
 };
 
-static uint64_t now_usec(void)
-{
-        return uv_hrtime() / 1000;
-}
-
 static ReadBatch *batch_free(ReadBatch *b)
 {
         if (b) {
@@ -69,7 +64,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
                 b->usable = false;
         bool ahead = b && b->usable;
 
-        while (rr->applied < rr->n && now_usec() - start < SLICE_USEC) {
+        while (rr->applied < rr->n && live_now_usec() - start < SLICE_USEC) {
                 size_t i = rr->applied++;
                 Kobject *k = rr->objects[i];
 
@@ -83,7 +78,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
         }
         if (b)
                 b->n_keeps = l->n_keeps;
-        rr->spent += now_usec() - start;
+        rr->spent += live_now_usec() - start;
         if (reader_pending(rr))
                 return false;
         rr->batch = batch_free(rr->batch);
@@ -138,7 +133,7 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
 
         assert(!rr->batch && !reader_pending(rr));
         rr->n = rr->applied = 0;
-        while (r >= 0 && files < READ_AHEAD_FILES && now_usec() - start < SLICE_USEC &&
+        while (r >= 0 && files < READ_AHEAD_FILES && live_now_usec() - start < SLICE_USEC &&
                (k = model_round_next(rr->round))) {
                 if (!rr->wants(k)) {
                         kobject_unref(l->model, k);
@@ -163,7 +158,7 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
                                  .n_keeps = l->n_keeps};
                 r = uv_queue_work(l->loop, &b->work, on_batch_work, on_batch_read);
         }
-        rr->spent += now_usec() - start;
+        rr->spent += live_now_usec() - start;
         if (r < 0) {
                 /* The objects taken are read by reader_compare() instead. */
                 log_debug_errno(r, "Cannot read ahead on the thread pool: %m");
