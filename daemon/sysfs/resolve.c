@@ -200,6 +200,13 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
                 *ret = k;
                 return 0;
         }
+        /* The configured root first, before /dev/: a fixture's may be below /dev/shm. */
+        const char *root = sysfs->root;
+        size_t rl = strlen(root);
+        while (rl > 1 && root[rl - 1] == '/')
+                rl--;
+        if (rl > 1 && strncmp(spec, root, rl) == 0 && (spec[rl] == '/' || spec[rl] == 0))
+                return resolve_sysfs_path(sysfs, m, spec[rl] ? spec + rl : "/", ret);
         if ((rest = startswith(spec, "/dev/"))) {
                 /* /dev/cciss/c0d0 is the kernel's cciss!c0d0; /dev/block/8:1 is a MAJ:MIN link. */
                 if (startswith(rest, "block/"))
@@ -216,13 +223,6 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
                 *ret = k;
                 return 0;
         }
-        /* The configured root first (a fixture's), then the usual /sys. */
-        const char *root = sysfs->root;
-        size_t rl = strlen(root);
-        while (rl > 1 && root[rl - 1] == '/')
-                rl--;
-        if (rl > 1 && strncmp(spec, root, rl) == 0 && (spec[rl] == '/' || spec[rl] == 0))
-                return resolve_sysfs_path(sysfs, m, spec[rl] ? spec + rl : "/", ret);
         if ((rest = startswith(spec, "/sys/")))
                 return resolve_sysfs_path(sysfs, m, rest - 1, ret);
         if (spec[0] == '/')
