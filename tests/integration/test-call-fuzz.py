@@ -499,10 +499,7 @@ class CallFuzz(unittest.TestCase):
         seed = int(os.environ.get("BLKMODEL_FUZZ_SEED",
                                   str(random.randrange(2**32))))
         print("seed %d, %g s" % (seed, seconds), flush=True)
-        # In memory, as sysfs is: a write to a disk file may wait for the
-        # disk, and the pings would time the disk.
-        d = bt.make_fixture(parent="/dev/shm" if os.access("/dev/shm", os.W_OK)
-                            else None)
+        d = bt.make_fixture()
         os.chmod(d, 0o755)
         canary = os.path.join(d, "canary")
         with open(canary, "w") as f:

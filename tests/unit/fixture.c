@@ -25,9 +25,18 @@ static char *fixture_path(const Fixture *f, const char *rel)
         return path_join(f->root, rel);
 }
 
+const char *fixture_tmpdir(void)
+{
+        const char *d = getenv("BLKMODEL_TEST_TMPDIR");
+
+        if (d)
+                return d;
+        return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 int fixture_new(Fixture *ret)
 {
-        return fixture_new_in("/tmp", ret);
+        return fixture_new_in(fixture_tmpdir(), ret);
 }
 
 int fixture_new_in(const char *tmpdir, Fixture *ret)

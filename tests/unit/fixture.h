@@ -25,8 +25,11 @@ typedef struct Fixture {
 #define FIXTURE_LOOP0 "/devices/virtual/block/loop0"
 #define FIXTURE_NVME0N1 "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1"
 
+/* Where fixtures go: $BLKMODEL_TEST_TMPDIR, else /dev/shm when it is writable, else /tmp.  In
+ * memory, as sysfs is: a large tree on a disk takes seconds to write and more to remove. */
+const char *fixture_tmpdir(void);
 int fixture_new(Fixture *ret);
-/* The same below another directory than /tmp (a tmpfs, for tests that change the tree a lot). */
+/* The same below another directory than fixture_tmpdir(). */
 int fixture_new_in(const char *tmpdir, Fixture *ret);
 /* Removes the whole tree.  Safe on a fixture that was never made. */
 void fixture_done(Fixture *f);

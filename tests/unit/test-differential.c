@@ -307,16 +307,6 @@ static int parse_options(int argc, char **argv, Options *o)
         return 0;
 }
 
-/* A tmpfs if there is one: thousands of sequences write and remove many small files. */
-static const char *tmpdir(void)
-{
-        const char *d = getenv("BLKMODEL_TEST_TMPDIR");
-
-        if (d)
-                return d;
-        return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-}
-
 int main(int argc, char **argv)
 {
         Options o;
@@ -340,7 +330,7 @@ int main(int argc, char **argv)
         printf("seed %" PRIu64 "\n", o.seed);
         fflush(stdout);
 
-        r = tree_new(tmpdir(), o.whole, &w.tree);
+        r = tree_new(fixture_tmpdir(), o.whole, &w.tree);
         if (r < 0) {
                 fprintf(stderr, "Cannot make the fixture: %s\n", strerror(-r));
                 return 1;
