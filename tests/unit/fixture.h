@@ -25,8 +25,9 @@ typedef struct Fixture {
 #define FIXTURE_LOOP0 "/devices/virtual/block/loop0"
 #define FIXTURE_NVME0N1 "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1"
 
-/* Where fixtures go: $BLKMODEL_TEST_TMPDIR, else /dev/shm when it is writable, else /tmp.  In
- * memory, as sysfs is: a large tree on a disk takes seconds to write and more to remove. */
+/* Where fixtures go: $BLKMODEL_TEST_TMPDIR, else /dev/shm when it is writable with 1 GiB and a
+ * million inodes free, else /tmp.  In memory, as sysfs is: a large tree on a disk takes seconds
+ * to write and more to remove. */
 const char *fixture_tmpdir(void);
 int fixture_new(Fixture *ret);
 /* The same below another directory than fixture_tmpdir(). */
