@@ -710,6 +710,21 @@ class Model(unittest.TestCase):
 
 
 
+class ResolveRootBelowDev(unittest.TestCase):
+    def test_resolve_root_below_dev(self):
+        """A sysfs root below /dev (a tree in /dev/shm): its paths are sysfs
+        paths, not device nodes; /dev/sda1 stays a device node."""
+        root = bt.make_fixture(parent="/dev/shm") + "/sys"
+        with bt.Daemon(root) as dm:
+            sda1 = P("block", "sda", "sda1")
+            for spec, want in {root + "/block/sda/sda1": sda1,
+                               root + "/class/block/sda1": sda1,
+                               root + "/block/sda/device/": dev_path(SDA_DEV),
+                               "/dev/sda1": sda1}.items():
+                with self.subTest(spec=spec):
+                    self.assertEqual(dm.manager("Resolve", spec), want)
+
+
 class SizeEstimate(unittest.TestCase):
     """What the daemon estimates a whole GetManagedObjects at (its debug log) is what its last
     whole readings found: rounds of the poll, which re-read a few values, leave it as it is.  It
