@@ -841,6 +841,45 @@ out:
         setup_end(&t);
 }
 
+/* A Device leaves the model with its last user's reference.  A holder (a round of the poll, a queue
+ * of changes) may drop it long after the user's removal was told: the devices kset's Members are told
+ * at the next turn, not at whatever flush comes next. */
+static void test_device_leaves_with_last_reference(void)
+{
+        Setup t;
+
+        if (!setup_begin(&t, 0))
+                goto out;
+        Model *m = t.m;
+        CHECK(scan_all(&t.s, m) > 0);
+        CHECK(live_start(t.l) == 0);
+        for (int i = 0; i < 100000 && !all_recorded(m); i++)
+                (void) uv_run(&t.loop, UV_RUN_NOWAIT);
+        recorded_clear();
+
+        Kobject *sr0 = kobject_ref(model_find_devpath(m, FIXTURE_SR0));
+        CHECK(fixture_remove_block_device(&t.f, FIXTURE_SR0, 11, 0) == 0);
+        feed(t.l, "remove", FIXTURE_SR0, "block", NULL);
+        CHECK(model_find_devpath(m, FIXTURE_SR0_LUN) != NULL);
+        recorded_clear();
+
+        kobject_unref(m, sr0);
+        CHECK(model_find_devpath(m, FIXTURE_SR0_LUN) == NULL);
+        run_loop(&t.loop);
+        CHECK(recorded((const char *const[]){
+                        "removed " DEVICES
+                        "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1/target1_3a0_3a0/_31_3a0_3a0_3a0",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1/target1_3a0_3a0",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2/host1",
+                        "removed " DEVICES "/pci0000_3a00/_30000_3a00_3a1f_2e2/ata2",
+                        KSET_DEVICES_MEMBERS,
+                        NULL,
+        }));
+        CHECK(rec.consistent);
+out:
+        setup_end(&t);
+}
+
 static void test_live(void)
 {
         Setup t;
@@ -906,5 +945,6 @@ int main(void)
 {
         test_live();
         test_poll();
+        test_device_leaves_with_last_reference();
         return tests_summary();
 }
