@@ -180,6 +180,8 @@ int poll_warmup_start(Live *l);
 void poll_warmup_stop(Live *l);
 void poll_start(Live *l);
 void poll_stop(Live *l);
+/* While a rescan runs, the warm-up and the poll wait (it reads every object); this resumes them. */
+void poll_after_rescan(Live *l);
 
 /* ---- rescan.c ---- */
 

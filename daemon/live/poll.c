@@ -48,8 +48,8 @@ static void on_warmup(uv_idle_t *h)
         uint64_t start = live_now_usec();
         int r;
 
-        if (reader_busy(rr)) {
-                (void) uv_idle_stop(h); /* until the batch is back: warmup_go_on() */
+        if (reader_busy(rr) || l->rescan) {
+                (void) uv_idle_stop(h); /* until the batch is back, or the rescan done: warmup_go_on() */
                 return;
         }
         if (reader_pending(rr)) {
@@ -76,10 +76,11 @@ static void on_warmup(uv_idle_t *h)
         }
 }
 
-/* Goes on, unless a reading of a client's holds the warm-up or a batch is still on a worker. */
+/* Goes on, unless a reading of a client's or a rescan holds the warm-up, or a batch is still on a
+ * worker. */
 static void warmup_go_on(Live *l)
 {
-        if (l->warm_holds == 0 && !reader_busy(&l->warm_reader) &&
+        if (l->warm_holds == 0 && !l->rescan && !reader_busy(&l->warm_reader) &&
             (model_round_active(&l->warm) || reader_pending(&l->warm_reader)))
                 (void) uv_idle_start(&l->warmup, on_warmup);
 }
@@ -164,7 +165,8 @@ static void poll_compare(Live *l, uint64_t start)
 
 static void poll_on_read(Live *l)
 {
-        poll_compare(l, live_now_usec());
+        if (!l->rescan) /* else poll_after_rescan() goes on */
+                poll_compare(l, live_now_usec());
 }
 
 static void on_poll_tick(uv_timer_t *t)
@@ -174,8 +176,10 @@ static void on_poll_tick(uv_timer_t *t)
         uint64_t start = live_now_usec();
         int r;
 
-        if (reader_busy(rr))
-                return; /* poll_on_read() goes on */
+        /* A rescan reads every object: reading them for the poll meanwhile only took the CPU from it
+         * and from the calls waiting for its slices. */
+        if (reader_busy(rr) || l->rescan)
+                return; /* poll_on_read() or poll_after_rescan() goes on */
         if (reader_pending(rr)) {
                 poll_compare(l, start);
                 return;
@@ -210,9 +214,18 @@ void poll_start(Live *l)
                 (void) uv_timer_start(&l->poll_timer, on_poll_tick, l->poll_interval_ms, 0);
 }
 
+void poll_after_rescan(Live *l)
+{
+        warmup_go_on(l);
+        /* A rescan may run before the start (events lost meanwhile): then poll_start() begins. */
+        if (l->poll_reader.round && l->poll_interval_ms > 0 && !reader_busy(&l->poll_reader))
+                (void) uv_timer_start(&l->poll_timer, on_poll_tick, 0, 0);
+}
+
 void poll_stop(Live *l)
 {
         (void) uv_timer_stop(&l->poll_timer);
         reader_stop(l, &l->poll_reader);
+        l->poll_reader = (RoundReader){};
         model_round_release(&l->polled, l->model);
 }

@@ -206,16 +206,17 @@ static void rescan_finish(Live *l, int result)
 
                 l->n_next_waiters = 0;
                 r = rescan_begin(l, &l->rescan);
-                if (r < 0) {
-                        for (size_t i = 0; i < n; i++)
-                                w[i].done(r, w[i].userdata);
-                        free(w);
+                if (r >= 0) {
+                        l->rescan->waiters = w;
+                        l->rescan->n_waiters = n;
+                        rescan_run(l);
                         return;
                 }
-                l->rescan->waiters = w;
-                l->rescan->n_waiters = n;
-                rescan_run(l);
+                for (size_t i = 0; i < n; i++)
+                        w[i].done(r, w[i].userdata);
+                free(w);
         }
+        poll_after_rescan(l);
 }
 
 static void on_rescan_idle(uv_idle_t *h)

@@ -781,6 +781,16 @@ static size_t lines_with(const char *prefix, const char *text)
         return n;
 }
 
+/* Turns the loop (a millisecond apart: the poll's interval) until a recorded line has both, for 5 s
+ * at most. */
+static void run_until_line(uv_loop_t *loop, const char *prefix, const char *text)
+{
+        for (int i = 0; i < 5000 && !lines_with(prefix, text); i++) {
+                (void) uv_run(loop, UV_RUN_NOWAIT);
+                usleep(1000);
+        }
+}
+
 /*
  * The poll reads on the thread pool and compares on the loop.  A value written without an event is
  * announced; one read ahead before an event's reading changed the object is not compared with the
@@ -790,7 +800,6 @@ static void test_poll(void)
 {
         Setup t;
         char value[32];
-        size_t seen = 0;
 
         if (!setup_begin(&t, 1))
                 goto out;
@@ -808,12 +817,8 @@ static void test_poll(void)
         recorded_clear();
 
         CHECK(fixture_write(f, FIXTURE_SDA "/queue/read_ahead_kb", "256\n") == 0);
-        for (int i = 0; i < 5000 && !seen; i++) {
-                (void) uv_run(loop, UV_RUN_NOWAIT);
-                usleep(1000);
-                seen = lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
-        }
-        CHECK(seen == 1);
+        run_until_line(loop, "properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
+        CHECK(lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb") == 1);
         recorded_clear();
 
         /* Each turn: the poll queues a batch, a worker reads it, then the tunable and the size change
@@ -835,6 +840,25 @@ static void test_poll(void)
         CHECK(lines_with("properties " SDA_PATH " org.blkmodel1.Disk ", "events_poll_msecs") == 100);
         CHECK(lines_with("event change ", SDA_PATH) == 100);
         CHECK(rec.consistent);
+        recorded_clear();
+
+        /* A rescan reads every object: while one runs (held here), the poll reads nothing, and the
+         * rescan tells what changed; after it, the poll goes on. */
+        CHECK(live_rescan_start(l, NULL, NULL) == 0);
+        live_rescan_hold(l, true);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/read_ahead_kb", "512\n") == 0);
+        for (int i = 0; i < 200; i++) {
+                (void) uv_run(loop, UV_RUN_NOWAIT);
+                usleep(1000);
+        }
+        CHECK(rec.n == 0);
+        live_rescan_hold(l, false);
+        run_until_line(loop, "properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
+        CHECK(lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb") == 1);
+        recorded_clear();
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/read_ahead_kb", "1024\n") == 0);
+        run_until_line(loop, "properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
+        CHECK(lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb") == 1);
         recorded_clear();
 
 out:
