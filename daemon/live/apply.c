@@ -101,16 +101,7 @@ static void apply_pending_slice(Live *l, uint64_t budget_usec);
 
 static void on_pending_idle(uv_idle_t *h)
 {
-        Live *l = h->data;
-
-        apply_pending_slice(l, PENDING_SLICE_USEC);
-        /* What came to be noted outside a flush, live_flush_soon()'s: told now. */
-        live_flush(l);
-}
-
-void live_flush_soon(Live *l)
-{
-        (void) uv_idle_start(&l->pending_idle, on_pending_idle);
+        apply_pending_slice(h->data, PENDING_SLICE_USEC);
 }
 
 static void defer_change(Live *l, Kobject *k, bool plain)

@@ -108,8 +108,6 @@ void live_apply_pending(Live *l);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
-/* The same at the next turn of the loop, for what changes outside any flush (apply.c). */
-void live_flush_soon(Live *l);
 
 /* Appends a reference to k to a growable list (*n of them, room for *max); -ENOMEM. */
 int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k);

@@ -69,9 +69,6 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
         note_member_change(l, k);
         if (!k->parent || !k->parent->unlinking)
                 note_parent(l, k);
-        /* A Device leaves with its last user's reference, which a round or a queue may drop long after
-         * the flush that told the user's removal: the Members this changes are told at the next turn. */
-        live_flush_soon(l);
 }
 
 static const ModelObserver live_observer = {

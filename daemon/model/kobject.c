@@ -148,11 +148,24 @@ int model_link(Model *m, Kobject *k)
         k->linked = true;
         m->n_objects++;
         m->tree_changes++;
+        if (k->device) {
+                assert(k->device->n_users < UINT16_MAX);
+                k->device->n_users++;
+        }
         if (!k->ktype->held_by_dependents)
                 kobject_ref(k);
         if (m->observer && m->observer->added)
                 m->observer->added(m, k, m->observer_data);
         return 0;
+}
+
+/* A Device leaves the model with its last dependent (a disk on it, a device below it), as the
+ * published tree must say at once, whoever else still holds it (a round of the poll, a queue of
+ * changes, a reply being built): they hold its memory, not its place in the model. */
+static void unlink_if_unused(Model *m, Kobject *k)
+{
+        if (k->ktype->held_by_dependents && k->linked && !k->unlinking && k->n_users == 0 && !k->first_child)
+                model_unlink(m, k);
 }
 
 void model_unlink(Model *m, Kobject *k)
@@ -198,6 +211,12 @@ void model_unlink(Model *m, Kobject *k)
         k->unlinking = false;
         m->n_objects--;
         m->tree_changes++;
+        if (k->device) {
+                k->device->n_users--;
+                unlink_if_unused(m, k->device);
+        }
+        if (k->parent)
+                unlink_if_unused(m, k->parent);
         if (!k->ktype->held_by_dependents)
                 kobject_unref(m, k);
 }

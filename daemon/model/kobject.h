@@ -26,6 +26,7 @@ struct Kobject {
         unsigned n_ref;
         bool linked;
         bool unlinking;                 /* model_unlink() is taking it and its children away */
+        uint16_t n_users;               /* a Device: the linked disks whose device it is */
         uint32_t n_children, n_members; /* beside n_ref: 8 bytes less per object than two size_t apart */
         const Ktype *ktype;
         char *name;    /* as in sysfs: "cciss!c0d0" */
