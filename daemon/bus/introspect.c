@@ -8,53 +8,55 @@
 #include "common/utf8.h"
 #include "model/order.h"
 
-#define INTROSPECT_DOCTYPE                                                                                  \
-        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"                \
-        "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
-
+/*
+ * The XML goes without a DOCTYPE and without whitespace between its elements: neither is required,
+ * busctl's parser allocates a token for each run of whitespace, and dbus-daemon reads a message 2 KiB
+ * per system call.  At 1,000 x 4 that cut busctl tree's CPU by a third and dbus-daemon's by a tenth.
+ * busctl introspect and gdbus introspect print it laid out all the same.
+ */
 static const char standard_interfaces_xml[] =
-                " <interface name=\"org.freedesktop.DBus.Peer\">\n"
-                "  <method name=\"Ping\"/>\n"
-                "  <method name=\"GetMachineId\">\n"
-                "   <arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>\n"
-                "  </method>\n"
-                " </interface>\n"
-                " <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
-                "  <method name=\"Introspect\">\n"
-                "   <arg name=\"data\" type=\"s\" direction=\"out\"/>\n"
-                "  </method>\n"
-                " </interface>\n"
-                " <interface name=\"org.freedesktop.DBus.Properties\">\n"
-                "  <method name=\"Get\">\n"
-                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-                "   <arg name=\"value\" direction=\"out\" type=\"v\"/>\n"
-                "  </method>\n"
-                "  <method name=\"GetAll\">\n"
-                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-                "   <arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>\n"
-                "  </method>\n"
-                "  <method name=\"Set\">\n"
-                "   <arg name=\"interface_name\" direction=\"in\" type=\"s\"/>\n"
-                "   <arg name=\"property_name\" direction=\"in\" type=\"s\"/>\n"
-                "   <arg name=\"value\" direction=\"in\" type=\"v\"/>\n"
-                "  </method>\n"
-                "  <signal name=\"PropertiesChanged\">\n"
-                "   <arg type=\"s\" name=\"interface_name\"/>\n"
-                "   <arg type=\"a{sv}\" name=\"changed_properties\"/>\n"
-                "   <arg type=\"as\" name=\"invalidated_properties\"/>\n"
-                "  </signal>\n"
-                " </interface>\n";
+                "<interface name=\"org.freedesktop.DBus.Peer\">"
+                "<method name=\"Ping\"/>"
+                "<method name=\"GetMachineId\">"
+                "<arg type=\"s\" name=\"machine_uuid\" direction=\"out\"/>"
+                "</method>"
+                "</interface>"
+                "<interface name=\"org.freedesktop.DBus.Introspectable\">"
+                "<method name=\"Introspect\">"
+                "<arg name=\"data\" type=\"s\" direction=\"out\"/>"
+                "</method>"
+                "</interface>"
+                "<interface name=\"org.freedesktop.DBus.Properties\">"
+                "<method name=\"Get\">"
+                "<arg name=\"interface_name\" direction=\"in\" type=\"s\"/>"
+                "<arg name=\"property_name\" direction=\"in\" type=\"s\"/>"
+                "<arg name=\"value\" direction=\"out\" type=\"v\"/>"
+                "</method>"
+                "<method name=\"GetAll\">"
+                "<arg name=\"interface_name\" direction=\"in\" type=\"s\"/>"
+                "<arg name=\"props\" direction=\"out\" type=\"a{sv}\"/>"
+                "</method>"
+                "<method name=\"Set\">"
+                "<arg name=\"interface_name\" direction=\"in\" type=\"s\"/>"
+                "<arg name=\"property_name\" direction=\"in\" type=\"s\"/>"
+                "<arg name=\"value\" direction=\"in\" type=\"v\"/>"
+                "</method>"
+                "<signal name=\"PropertiesChanged\">"
+                "<arg type=\"s\" name=\"interface_name\"/>"
+                "<arg type=\"a{sv}\" name=\"changed_properties\"/>"
+                "<arg type=\"as\" name=\"invalidated_properties\"/>"
+                "</signal>"
+                "</interface>";
 
 /* A kset, a disk or a device answers GetManagedObjects for its part of the model; the signals come
  * from the root. */
 static const char kset_object_manager_xml[] =
-                " <interface name=\"org.freedesktop.DBus.ObjectManager\">\n"
-                "  <method name=\"GetManagedObjects\">\n"
-                "   <arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" "
-                "direction=\"out\"/>\n"
-                "  </method>\n"
-                " </interface>\n";
+                "<interface name=\"org.freedesktop.DBus.ObjectManager\">"
+                "<method name=\"GetManagedObjects\">"
+                "<arg type=\"a{oa{sa{sv}}}\" name=\"object_paths_interfaces_and_properties\" "
+                "direction=\"out\"/>"
+                "</method>"
+                "</interface>";
 
 /* Whether an annotation gives the file's name: where it is not the member's, and XML can carry it
  * (UTF-8 without control characters; else the member alone stands for it). */
@@ -68,19 +70,19 @@ static bool xml_file_annotated(const char *member, const char *file)
         return true;
 }
 
-static void xml_file_annotation(FILE *f, const char *indent, const char *file)
+static void xml_file_annotation(FILE *f, const char *file)
 {
         static const char *const entities[256] = {
                 ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
         };
 
-        fprintf(f, "%s<annotation name=\"" BLKMODEL_ANNOTATION_FILE "\" value=\"", indent);
+        fputs("<annotation name=\"" BLKMODEL_ANNOTATION_FILE "\" value=\"", f);
         for (const char *c = file; *c; c++)
                 if (entities[(unsigned char) *c])
                         fputs(entities[(unsigned char) *c], f);
                 else
                         fputc(*c, f);
-        fputs("\"/>\n", f);
+        fputs("\"/>", f);
 }
 
 /* access: a file with no read bit (remove, rescan) is "write", as D-Bus has it.  "true" is the
@@ -91,19 +93,18 @@ static void xml_property(FILE *f, const char *name, const char *signature, const
 {
         bool file_annotated = xml_file_annotated(name, file);
 
-        fprintf(f, "  <property name=\"%s\" type=\"%s\" access=\"%s\"", name, signature, access);
+        fprintf(f, "<property name=\"%s\" type=\"%s\" access=\"%s\"", name, signature, access);
         if (emits == PROPERTY_EMITS_TRUE && !file_annotated) {
-                fputs("/>\n", f);
+                fputs("/>", f);
                 return;
         }
-        fputs(">\n", f);
+        fputs(">", f);
         if (emits != PROPERTY_EMITS_TRUE)
-                fprintf(f, "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" "
-                           "value=\"%s\"/>\n",
+                fprintf(f, "<annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>",
                         property_emits_to_string(emits));
         if (file_annotated)
-                xml_file_annotation(f, "   ", file);
-        fputs("  </property>\n", f);
+                xml_file_annotation(f, file);
+        fputs("</property>", f);
 }
 
 static const char *attr_access(const Attr *a)
@@ -115,10 +116,10 @@ static const char *attr_access(const Attr *a)
 
 static void xml_iface(FILE *f, const Iface *iface)
 {
-        fprintf(f, " <interface name=\"%s\">\n", iface->name);
+        fprintf(f, "<interface name=\"%s\">", iface->name);
         if (iface->attr_dir &&
             xml_file_annotated(startswith(iface->name, BLKMODEL_IFACE_GROUP_PREFIX), iface->attr_dir))
-                xml_file_annotation(f, "  ", iface->attr_dir);
+                xml_file_annotation(f, iface->attr_dir);
         for (const PropertyInfo *p = iface->properties; p->name; p++)
                 xml_property(f, p->name, p->signature, p->writable ? "readwrite" : "read", p->emits, NULL);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
@@ -130,7 +131,7 @@ static void xml_iface(FILE *f, const Iface *iface)
                                                           : PROPERTY_EMITS_TRUE,
                              a->file);
         }
-        fputs(" </interface>\n", f);
+        fputs("</interface>", f);
 }
 
 /* The interfaces part of an object's XML depends only on its ktype and its interned shape: built once
@@ -230,9 +231,9 @@ void bus_introspect_cache_clear(Publisher *p)
                 free(p->kept_children[j].xml);
 }
 
-#define CHILD_HEAD " <node name=\""
-#define CHILD_TAIL "\"/>\n"
-#define NODE_TAIL "</node>\n"
+#define CHILD_HEAD "<node name=\""
+#define CHILD_TAIL "\"/>"
+#define NODE_TAIL "</node>"
 
 /*
  * Objects with hundreds of children or more (the block kset; a SCSI host with thousands of targets)
@@ -331,12 +332,12 @@ int bus_introspect(Publisher *p, const char *path, Kobject *k, char **ret, size_
                 children = own_children;
         }
 
-        len = strlen(INTROSPECT_DOCTYPE) + strlen("<node name=\"\">\n") + strlen(path) + strlen(ifaces) +
+        len = strlen("<node name=\"\">") + strlen(path) + strlen(ifaces) +
               children_len + strlen(NODE_TAIL);
         q = buf = malloc(len + 1);
         if (!buf)
                 return -ENOMEM;
-        q = stpcpy(stpcpy(stpcpy(stpcpy(q, INTROSPECT_DOCTYPE), "<node name=\""), path), "\">\n");
+        q = stpcpy(stpcpy(stpcpy(q, "<node name=\""), path), "\">");
         q = stpcpy(q, ifaces);
         q = mempcpy(q, children, children_len);
         q = stpcpy(q, NODE_TAIL);

@@ -116,7 +116,7 @@ class CallerRights(unittest.TestCase):
             # Their changes are announced by name only; introspection says so.
             xml = dm.introspect(lun)
             self.assertIn('<property name="secret" type="s" access="readwrite">'
-                          '\n   <annotation name="org.freedesktop.DBus.'
+                          '<annotation name="org.freedesktop.DBus.'
                           'Property.EmitsChangedSignal" value="invalidates"/>',
                           xml)
             rec = bt.SignalRecorder()

@@ -37,6 +37,8 @@ KIND_IFACES = ("Disk", "Partition", "Queue", "Elevator", "Device", "Kset")
 IFACES = ("Manager", "Kobject", "Kset", "Disk", "Partition", "Queue",
           "Elevator", "Device")
 NOBODY = 65534
+# What busctl introspect prints in a property's flags column.
+FLAG_WORDS = ("const", "emits-change", "emits-invalidation", "writable", "deprecated")
 
 
 def log(msg):
@@ -215,6 +217,47 @@ class Introspection(unittest.TestCase):
 
     def test_device(self):
         self.check_object("Device", self.objects["Device"])
+
+    def test_real_clients_read_it(self):
+        """The XML comes without a DOCTYPE or whitespace (daemon/bus/introspect.c):
+        busctl and GLib read from it what the annotations say, and busctl tree
+        finds every object."""
+        addr = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        disk = self.objects["Disk"]
+        out = subprocess.run(["busctl", "--address=" + addr, "introspect",
+                              "--no-legend", bt.BUS_NAME, disk],
+                             capture_output=True, text=True, check=True).stdout
+        flags = {}
+        for line in out.splitlines():
+            words = line.split()
+            if line.startswith(".") and words[1] == "property":
+                # The flags are the last column; the value before them may hold spaces.
+                n = len(words)
+                while words[n - 1] in FLAG_WORDS:
+                    n -= 1
+                flags[words[0][1:]] = words[n:]
+        self.assertIn("const", flags["Name"])
+        self.assertIn("emits-change", flags["size"])
+        self.assertEqual(flags["stat"], [])  # EmitsChangedSignal false
+        self.assertIn("Peer", out)
+
+        xml = self.daemon.introspect(disk)
+        self.assertFalse(xml.startswith("<!DOCTYPE"))
+        node = bt.Gio.DBusNodeInfo.new_for_xml(xml)
+        stat_prop = node.lookup_interface(bt.IFACE + "Disk").lookup_property("stat")
+        self.assertEqual([(a.key, a.value) for a in stat_prop.annotations],
+                         [(ANN_EMITS, "false")])
+        self.assertIsNotNone(node.lookup_interface("org.freedesktop.DBus.Properties"))
+        typed = self.daemon.get_all(disk, bt.IFACE + "Disk")
+        self.assertEqual(sorted(n.path for n in node.nodes),
+                         sorted([os.path.basename(typed["Queue"])] +
+                                [os.path.basename(p) for p in typed["Partitions"]]))
+
+        tree = subprocess.run(["busctl", "--address=" + addr, "tree", "--list",
+                               bt.BUS_NAME], capture_output=True, text=True,
+                              check=True).stdout.split()
+        want = set(self.daemon.managed_objects(with_manager=True))
+        self.assertEqual(want - set(tree), set())
 
 
 # ---- the bus policy and the activation file ---------------------------------
