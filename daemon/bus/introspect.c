@@ -11,8 +11,8 @@
 /*
  * The XML goes without a DOCTYPE and without whitespace between its elements: neither is required,
  * busctl's parser allocates a token for each run of whitespace, and dbus-daemon reads a message 2 KiB
- * per system call.  At 1,000 x 4 that cut busctl tree's CPU by a third and dbus-daemon's by a tenth.
- * busctl introspect and gdbus introspect print it laid out all the same.
+ * per system call.  At 1,000 x 4 busctl tree took a quarter less time for it (3.72 -> 2.82 s, median
+ * of 6).  busctl introspect and gdbus introspect print it laid out all the same.
  */
 static const char standard_interfaces_xml[] =
                 "<interface name=\"org.freedesktop.DBus.Peer\">"
@@ -100,7 +100,8 @@ static void xml_property(FILE *f, const char *name, const char *signature, const
         }
         fputs(">", f);
         if (emits != PROPERTY_EMITS_TRUE)
-                fprintf(f, "<annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"%s\"/>",
+                fprintf(f, "<annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" "
+                           "value=\"%s\"/>",
                         property_emits_to_string(emits));
         if (file_annotated)
                 xml_file_annotation(f, file);
