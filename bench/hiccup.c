@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,10 +61,10 @@ static void *watch(void *userdata)
 }
 
 /* Whether every other watcher has a gap beginning within SAME_PAUSE_NSEC of g. */
-static int seen_by_all(const Watcher *w, size_t n, size_t self, const Gap *g)
+static bool seen_by_all(const Watcher *w, size_t n, size_t self, const Gap *g)
 {
         for (size_t i = 0; i < n; i++) {
-                int found = 0;
+                bool found = false;
                 if (i == self)
                         continue;
                 for (size_t j = 0; j < w[i].n_gaps && !found; j++) {
@@ -71,9 +72,9 @@ static int seen_by_all(const Watcher *w, size_t n, size_t self, const Gap *g)
                         found = (a > g->start ? a - g->start : g->start - a) <= SAME_PAUSE_NSEC;
                 }
                 if (!found)
-                        return 0;
+                        return false;
         }
-        return 1;
+        return true;
 }
 
 int main(int argc, char **argv)
