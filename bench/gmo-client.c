@@ -26,13 +26,6 @@
 
 #include "gmo-parts.h"
 
-static double now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int count(sd_bus_message *m, unsigned long *objects, unsigned long *ifaces, unsigned long *props)
 {
         int r;
@@ -117,17 +110,17 @@ int main(int argc, char *argv[])
                 unsigned long values = 0, objects = 0, ifaces = 0, props = 0;
                 double t0, t1, t2;
 
-                t0 = now();
+                t0 = bench_now_ns() / 1e9;
                 r = sd_bus_call_method(bus, "org.blkmodel1", "/org/blkmodel1",
                                        "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", &error,
                                        &reply, NULL);
-                t1 = now();
+                t1 = bench_now_ns() / 1e9;
                 if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_LIMITS_EXCEEDED)) {
                         GmoStats st;
                         char *err = NULL;
                         r = gmo_read_all(bus, "org.blkmodel1", "/org/blkmodel1", 64, 600 * 1000000ULL, NULL,
                                          NULL, &st, &err);
-                        t2 = now();
+                        t2 = bench_now_ns() / 1e9;
                         if (r < 0) {
                                 fprintf(stderr, "GetManagedObjects in parts: %s\n",
                                         err ? err : strerror(-r));
@@ -151,7 +144,7 @@ int main(int argc, char *argv[])
                         return 1;
                 }
                 r = gmo_read_values(reply, &values);
-                t2 = now();
+                t2 = bench_now_ns() / 1e9;
                 if (r < 0) {
                         fprintf(stderr, "reading the reply: %s\n", strerror(-r));
                         return 1;

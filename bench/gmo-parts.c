@@ -8,13 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t bench_now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 int bench_bus_open(const char *address, sd_bus **ret)
 {
         sd_bus *bus = NULL;

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "clock.h"
+
 typedef struct GmoStats {
         uint64_t objects;    /* object paths seen (GMO entries + part roots) */
         uint64_t interfaces; /* interface entries */
@@ -35,9 +37,6 @@ int gmo_read_values(sd_bus_message *m, unsigned long *values);
  * on failure error_text (static or malloc'ed into *error_text) says what failed. */
 int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_flight, uint64_t timeout_usec,
                  GmoObjectFunc on_object, void *userdata, GmoStats *stats, char **error_text);
-
-/* CLOCK_MONOTONIC in ns (the same clock as Python's time.monotonic_ns()). */
-uint64_t bench_now_ns(void);
 
 /* The non-empty lines of file, each without its newline and any of the characters in trailing
  * at its end, sorted with bench_cmp_str (strcmp on char * elements, for qsort and bsearch). */

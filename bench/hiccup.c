@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define GAP_REPORTED_NSEC (20 * 1000 * 1000ULL)
 #define GAPS_MAX 1024
 /* Two threads' gaps are one pause if they begin this close together. */
@@ -36,20 +38,12 @@ typedef struct Watcher {
         uint64_t worst;
 } Watcher;
 
-static uint64_t now_nsec(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (uint64_t) t.tv_sec * 1000000000ULL + (uint64_t) t.tv_nsec;
-}
-
 static void *watch(void *userdata)
 {
         Watcher *w = userdata;
-        uint64_t prev = now_nsec(), t;
+        uint64_t prev = bench_now_ns(), t;
 
-        while ((t = now_nsec()) < w->until) {
+        while ((t = bench_now_ns()) < w->until) {
                 uint64_t gap = t - prev;
                 if (gap > w->worst)
                         w->worst = gap;
@@ -100,7 +94,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "Out of memory.\n");
                 return 1;
         }
-        begin = now_nsec();
+        begin = bench_now_ns();
         for (unsigned i = 0; i < n; i++) {
                 w[i].until = begin + (uint64_t) seconds * 1000000000ULL;
                 r = pthread_create(&w[i].thread, NULL, watch, &w[i]);

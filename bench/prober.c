@@ -25,6 +25,8 @@
 #include <systemd/sd-bus.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define TICK_NS (10ULL * 1000000ULL)
 #define GAPS_MAX 4096
@@ -47,13 +49,6 @@ typedef struct State {
 } State;
 
 static State s;
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 static void record(uint64_t ns)
 {
@@ -79,7 +74,7 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         Call *c = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(m);
 
-        record(now_ns() - c->sent_ns);
+        record(bench_now_ns() - c->sent_ns);
         c->slot = sd_bus_slot_unref(c->slot);
         if (e) {
                 if (sd_bus_error_has_name(e, SD_BUS_ERROR_TIMEOUT) ||
@@ -148,7 +143,7 @@ static int call(sd_bus *bus, Call *c, uint64_t timeout_us)
         }
         if (r < 0)
                 return r;
-        c->sent_ns = now_ns();
+        c->sent_ns = bench_now_ns();
         s.calls++;
         return sd_bus_call_async(bus, &c->slot, m, on_reply, c, timeout_us);
 }
@@ -243,11 +238,11 @@ int main(int argc, char **argv)
         printf("ready\n");
         fflush(stdout);
 
-        start = now_ns();
+        start = bench_now_ns();
         next_tick = start;
         next_second = start + 1000000000ULL;
-        while (now_ns() - start < seconds * 1000000000ULL) {
-                uint64_t t = now_ns();
+        while (bench_now_ns() - start < seconds * 1000000000ULL) {
+                uint64_t t = bench_now_ns();
 
                 if (t >= next_tick) {
                         for (size_t i = 0; i < 2; i++)
@@ -262,7 +257,7 @@ int main(int argc, char **argv)
                         next_second += 1000000000ULL;
                 }
                 /* A call still in flight counts towards the worst latency as it ages. */
-                t = now_ns();
+                t = bench_now_ns();
                 for (size_t i = 0; i < 2; i++)
                         if (calls[i].slot && t - calls[i].sent_ns > s.second_max_ns)
                                 s.second_max_ns = t - calls[i].sent_ns;
@@ -273,13 +268,13 @@ int main(int argc, char **argv)
                 }
                 if (r > 0)
                         continue;
-                t = now_ns();
+                t = bench_now_ns();
                 (void) sd_bus_wait(bus, next_tick > t ? (next_tick - t) / 1000 : 0);
         }
         /* What is still in flight at the end is as late as it got. */
         for (size_t i = 0; i < 2; i++)
                 if (calls[i].slot) {
-                        record(now_ns() - calls[i].sent_ns);
+                        record(bench_now_ns() - calls[i].sent_ns);
                         calls[i].slot = sd_bus_slot_unref(calls[i].slot);
                 }
         recover(bus, &recovered, &expired);

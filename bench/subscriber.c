@@ -26,6 +26,8 @@
 #include <time.h>
 #include <systemd/sd-bus.h>
 
+#include "clock.h"
+
 typedef struct State {
         uint64_t want, count;
         uint64_t first_seqnum, last_seqnum, gaps;
@@ -35,18 +37,11 @@ typedef struct State {
         int error;
 } State;
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         State *s = userdata;
         /* Taken first: everything after is the subscriber's own cost, not the path's. */
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         uint64_t seqnum, sent = 0;
         const char *action, *devpath, *object, *key, *value;
         int r;
@@ -142,7 +137,7 @@ int main(int argc, char **argv)
         printf("ready\n");
         fflush(stdout);
 
-        last_activity = now_ns();
+        last_activity = bench_now_ns();
         while (s.count < s.want && s.error == 0) {
                 r = sd_bus_process(bus, NULL);
                 if (r < 0) {
@@ -150,10 +145,10 @@ int main(int argc, char **argv)
                         break;
                 }
                 if (r > 0) {
-                        last_activity = now_ns();
+                        last_activity = bench_now_ns();
                         continue;
                 }
-                if (now_ns() - last_activity > idle_ns)
+                if (bench_now_ns() - last_activity > idle_ns)
                         break;
                 r = sd_bus_wait(bus, 1000000);
                 if (r < 0 && r != -EINTR) {

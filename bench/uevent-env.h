@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define BENCH_ENV_N 10
 
 typedef struct BenchEnv {
@@ -21,13 +23,6 @@ typedef struct BenchEnv {
         const char *values[BENCH_ENV_N];
         char seqnum[24], t[24], devname[64];
 } BenchEnv;
-
-static inline uint64_t bench_now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 /* Fills e; its strings point into e and into action/devpath, which must outlive it. */
 static inline void bench_env_fill(BenchEnv *e, const char *action, const char *devpath, uint64_t seqnum,

@@ -426,9 +426,7 @@ int main(int argc, char *argv[])
                 uint64_t until;
                 int ms = 100;
                 if (sd_bus_get_timeout(bus, &until) >= 0 && until != UINT64_MAX) {
-                        struct timespec ts;
-                        clock_gettime(CLOCK_MONOTONIC, &ts);
-                        uint64_t nowus = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+                        uint64_t nowus = bench_now_ns() / 1000;
                         int w = until > nowus ? (int) ((until - nowus) / 1000) : 0;
                         if (w < ms)
                                 ms = w;
