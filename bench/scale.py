@@ -68,6 +68,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -188,6 +189,48 @@ class Pinger:
         return (max(rtts) / 1e6 if rtts else None), len(rtts), res["errors"]
 
 
+class Hiccup:
+    """bench/hiccup --asleep beside the daemon: the pauses of the whole machine, which the daemon's
+    log would count as a long turn of its own work (a VM that reports no steal time charges the
+    pause to whatever thread ran)."""
+
+    GAP = re.compile(r"^\s+([\d.]+) ms at [\d.]+ s \(monotonic (\d+) ns\)(, every thread at once)?$")
+
+    def __init__(self, exe):
+        self.p = subprocess.Popen([exe, "--asleep", "0"], stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        """[(start, CLOCK_MONOTONIC ns; ms)] of each pause every CPU's watcher saw at once."""
+        self.p.send_signal(signal.SIGTERM)
+        out, _ = self.p.communicate(timeout=60)
+        pauses = []
+        # Every thread lists each such pause: the first thread's list has them all.
+        for line in out.split("\nthread 1:")[0].splitlines():
+            m = self.GAP.match(line)
+            if m and m.group(3):
+                pauses.append((int(m.group(2)), float(m.group(1))))
+        return pauses
+
+
+def pauses_by_phase(pauses, marks, t0_ns):
+    """[phase, ms] for each pause after t0_ns: the phase is the first mark (phase, ns) at or after
+    its start."""
+    res = []
+    for start, ms in pauses:
+        if start < t0_ns:
+            continue
+        phase = next((name for name, t in marks if t >= start), "the daemon's exit")
+        res.append([phase, ms])
+    return res
+
+
+def describe_pauses(pauses):
+    """"none", or "2: 47 ms in poll, 25 ms in Rescan"."""
+    if not pauses:
+        return "none"
+    return "%d: %s" % (len(pauses), ", ".join("%.0f ms in %s" % (ms, phase) for phase, ms in pauses))
+
+
 def machine():
     cpu = "?"
     with open("/proc/cpuinfo") as f:
@@ -264,6 +307,8 @@ class Daemon:
         args = list(wrapper) + [exe, "--address=" + bus.address,
                                 "--sysfs-root=" + sysfs, "--no-uevents"] + list(extra)
         self.t0 = time.monotonic()
+        self.t0_ns = time.monotonic_ns()
+        self.phase_marks = []  # (phase, CLOCK_MONOTONIC ns at its end)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
 
         def check_exit():
@@ -301,6 +346,7 @@ class Daemon:
             turns = loop_turns.new_longest(f.read())
         seen = len(r.setdefault("long_turn_records", []))
         r["long_turn_records"].extend((phase, ms, asleep) for ms, asleep in turns[seen:])
+        self.phase_marks.append((phase, time.monotonic_ns()))
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
@@ -471,10 +517,12 @@ def bench_tree(a, tree, built_in):
                    res["dirs"], r["floor_objects"], res["failed"]))
 
     bus = Bus()
+    hiccup = None
     try:
         conn = connect(bus.address)
         starts, cpus = [], []
         d = None
+        hiccup = Hiccup(a.hiccup)
         for i in range(a.runs):
             d = Daemon(a.blkmodeld, bus, sysfs, conn, extra=a.daemon_arg)
             starts.append(d.start_time)
@@ -638,12 +686,15 @@ def bench_tree(a, tree, built_in):
 
         d.mark_phase(r, "Rescan")
         rc, out = d.stop()
+        r["machine_pauses"] = pauses_by_phase(hiccup.stop(), d.phase_marks, d.t0_ns)
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
         r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
         log("  loop turns over 20 ms of the daemon's own work (its log): %s"
             % loop_turns.describe(r["long_turns"], r["long_turn_max_ms"],
                                   r["long_turn_records"]))
+        log("  pauses of the whole machine meanwhile (bench/hiccup --asleep): %s"
+            % describe_pauses(r["machine_pauses"]))
         log("  RSS: %.1f MiB after start, %.1f after warm-up, %.1f after "
             "GetManagedObjects, %.1f MiB at the end (peak %.1f MiB); %d "
             "objects" % (r["rss_start"] / 2**20, r["rss_warm"] / 2**20,
@@ -686,6 +737,9 @@ def bench_tree(a, tree, built_in):
                             os.path.join(a.perf, "%s-%s.txt" % (tagged, tag)))
             log("  perf reports in %s" % a.perf)
     finally:
+        if hiccup and hiccup.p.poll() is None:
+            hiccup.p.kill()
+            hiccup.p.wait()
         bus.close()
     return r
 
@@ -816,9 +870,12 @@ def verdicts(r):
         n = r["long_turns"]
         rows.append(("loop turns over 20 ms of the daemon's own work", "%d" % n,
                      "its log (daemon/loop-watch.c), from the name to the end: warm-up, poll, "
-                     "GetManagedObjects, Introspect, busctl tree, Rescan%s"
+                     "GetManagedObjects, Introspect, busctl tree, Rescan%s%s"
                      % ("; " + loop_turns.details(r["long_turn_max_ms"], r["long_turn_records"])
-                        if n else ""),
+                        if n else "",
+                        "; pauses of the whole machine meanwhile (bench/hiccup --asleep, every "
+                        "CPU late at once): " + describe_pauses(r["machine_pauses"])
+                        if "machine_pauses" in r else ""),
                      "none", not n))
     for what in ("disk", "queue"):
         x = r["introspect"][what]
@@ -1042,10 +1099,11 @@ def main():
     a.probe = os.path.join(a.build, "bench", "bus-probe")
     a.read_floor = os.path.join(a.build, "bench", "read-floor")
     a.tree_floor = os.path.join(a.build, "bench", "tree-floor")
+    a.hiccup = os.path.join(a.build, "bench", "hiccup")
     if os.path.exists(os.path.join(a.build, "build.ninja")):
         subprocess.run(["ninja", "-C", a.build], check=True,
                        stdout=subprocess.DEVNULL)
-    for exe in (a.blkmodeld, a.gmo_client, a.probe, a.read_floor, a.tree_floor):
+    for exe in (a.blkmodeld, a.gmo_client, a.probe, a.read_floor, a.tree_floor, a.hiccup):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not executable; build it: meson setup build-bench "
                      "--buildtype=release -Dbench=true && ninja -C "
