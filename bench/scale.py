@@ -68,7 +68,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import statistics
@@ -78,6 +77,7 @@ import tempfile
 import time
 
 import loop_turns
+import machine_pauses
 import read_floor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -187,48 +187,6 @@ class Pinger:
         res = json.loads(out.strip().splitlines()[-1])
         rtts = [rtt for _, rtt in res["samples"]]
         return (max(rtts) / 1e6 if rtts else None), len(rtts), res["errors"]
-
-
-class Hiccup:
-    """bench/hiccup --asleep beside the daemon: the pauses of the whole machine, which the daemon's
-    log would count as a long turn of its own work (a VM that reports no steal time charges the
-    pause to whatever thread ran)."""
-
-    GAP = re.compile(r"^\s+([\d.]+) ms at [\d.]+ s \(monotonic (\d+) ns\)(, every thread at once)?$")
-
-    def __init__(self, exe):
-        self.p = subprocess.Popen([exe, "--asleep", "0"], stdout=subprocess.PIPE, text=True)
-
-    def stop(self):
-        """[(start, CLOCK_MONOTONIC ns; ms)] of each pause every CPU's watcher saw at once."""
-        self.p.send_signal(signal.SIGTERM)
-        out, _ = self.p.communicate(timeout=60)
-        pauses = []
-        # Every thread lists each such pause: the first thread's list has them all.
-        for line in out.split("\nthread 1:")[0].splitlines():
-            m = self.GAP.match(line)
-            if m and m.group(3):
-                pauses.append((int(m.group(2)), float(m.group(1))))
-        return pauses
-
-
-def pauses_by_phase(pauses, marks, t0_ns):
-    """[phase, ms] for each pause after t0_ns: the phase is the first mark (phase, ns) at or after
-    its start."""
-    res = []
-    for start, ms in pauses:
-        if start < t0_ns:
-            continue
-        phase = next((name for name, t in marks if t >= start), "the daemon's exit")
-        res.append([phase, ms])
-    return res
-
-
-def describe_pauses(pauses):
-    """"none", or "2: 47 ms in poll, 25 ms in Rescan"."""
-    if not pauses:
-        return "none"
-    return "%d: %s" % (len(pauses), ", ".join("%.0f ms in %s" % (ms, phase) for phase, ms in pauses))
 
 
 def machine():
@@ -522,7 +480,7 @@ def bench_tree(a, tree, built_in):
         conn = connect(bus.address)
         starts, cpus = [], []
         d = None
-        hiccup = Hiccup(a.hiccup)
+        hiccup = machine_pauses.Hiccup(a.hiccup)
         for i in range(a.runs):
             d = Daemon(a.blkmodeld, bus, sysfs, conn, extra=a.daemon_arg)
             starts.append(d.start_time)
@@ -686,15 +644,15 @@ def bench_tree(a, tree, built_in):
 
         d.mark_phase(r, "Rescan")
         rc, out = d.stop()
-        r["machine_pauses"] = pauses_by_phase(hiccup.stop(), d.phase_marks, d.t0_ns)
+        r["machine_pauses"] = machine_pauses.by_phase(hiccup.stop(), d.phase_marks, d.t0_ns)
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
         r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
         log("  loop turns over 20 ms of the daemon's own work (its log): %s"
             % loop_turns.describe(r["long_turns"], r["long_turn_max_ms"],
                                   r["long_turn_records"]))
-        log("  pauses of the whole machine meanwhile (bench/hiccup --asleep): %s"
-            % describe_pauses(r["machine_pauses"]))
+        log("  the machine's pauses meanwhile (bench/hiccup --asleep): %s"
+            % machine_pauses.describe(r["machine_pauses"]))
         log("  RSS: %.1f MiB after start, %.1f after warm-up, %.1f after "
             "GetManagedObjects, %.1f MiB at the end (peak %.1f MiB); %d "
             "objects" % (r["rss_start"] / 2**20, r["rss_warm"] / 2**20,
@@ -737,9 +695,8 @@ def bench_tree(a, tree, built_in):
                             os.path.join(a.perf, "%s-%s.txt" % (tagged, tag)))
             log("  perf reports in %s" % a.perf)
     finally:
-        if hiccup and hiccup.p.poll() is None:
-            hiccup.p.kill()
-            hiccup.p.wait()
+        if hiccup:
+            hiccup.kill()
         bus.close()
     return r
 
@@ -873,8 +830,8 @@ def verdicts(r):
                      "GetManagedObjects, Introspect, busctl tree, Rescan%s%s"
                      % ("; " + loop_turns.details(r["long_turn_max_ms"], r["long_turn_records"])
                         if n else "",
-                        "; pauses of the whole machine meanwhile (bench/hiccup --asleep, every "
-                        "CPU late at once): " + describe_pauses(r["machine_pauses"])
+                        "; the machine's pauses meanwhile (bench/hiccup --asleep: every CPU late "
+                        "at once, or one CPU taken away): " + machine_pauses.describe(r["machine_pauses"])
                         if "machine_pauses" in r else ""),
                      "none", not n))
     for what in ("disk", "queue"):

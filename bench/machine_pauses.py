@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Pauses of the whole machine, from bench/hiccup --asleep run beside a benchmark.
+
+A VM whose host pauses it, or takes a vCPU away, and reports no steal time charges the time to
+whatever thread ran: the daemon's log counts it as a long turn of its own work, and pings wait it
+out.  hiccup --asleep wakes a thread bound to each CPU every 2 ms at real-time priority; a gap over
+20 ms that every thread saw at once is the machine paused, one that a single thread saw is its CPU
+taken away (by the host, or by the kernel for that long)."""
+import re
+import signal
+import subprocess
+
+_GAP = re.compile(r"^\s+([\d.]+) ms at [\d.]+ s \(monotonic (\d+) ns\)(, every thread at once)?$")
+
+
+class Hiccup:
+    def __init__(self, exe):
+        self.p = subprocess.Popen([exe, "--asleep", "0"], stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        """[(start, CLOCK_MONOTONIC ns; ms; "every CPU" or "CPU n")] of each gap: every CPU's
+        watcher late at once is the machine paused; one CPU's alone, that CPU taken from a real-time
+        thread (by the host, on a VM, or by the kernel)."""
+        if self.p.poll() is not None:
+            return []
+        self.p.send_signal(signal.SIGTERM)
+        out, _ = self.p.communicate(timeout=60)
+        gaps, cpu = [], None
+        for line in out.splitlines():
+            if line.startswith("thread "):
+                cpu = int(line.split()[1].rstrip(":"))  # thread n is bound to CPU n
+                continue
+            m = _GAP.match(line)
+            if not m:
+                continue
+            if not m.group(3):
+                gaps.append((int(m.group(2)), float(m.group(1)), "CPU %d" % cpu))
+            elif cpu == 0:  # every thread lists such a pause: the first one's list has them all
+                gaps.append((int(m.group(2)), float(m.group(1)), "every CPU"))
+        return sorted(gaps)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def by_phase(gaps, marks, t0_ns):
+    """[phase, ms, who] for each gap after t0_ns: the phase is the first mark (phase, ns at its
+    end) at or after the gap's start."""
+    return [[next((name for name, t in marks if t >= start), "the daemon's exit"), ms, who]
+            for start, ms, who in gaps if start >= t0_ns]
+
+
+def within(gaps, start_ns, end_ns):
+    """"ms (who)" of the gaps that began between start_ns and end_ns."""
+    return ["%.0f ms (%s)" % (ms, who) for start, ms, who in gaps if start_ns <= start <= end_ns]
+
+
+def describe(gaps):
+    """"none", or "2: 47 ms (every CPU) in poll, 25 ms (CPU 1) in Rescan" for [phase, ms, who]."""
+    if not gaps:
+        return "none"
+    return "%d: %s" % (len(gaps), ", ".join("%.0f ms (%s) in %s" % (ms, who, phase)
+                                            for phase, ms, who in gaps))
