@@ -3,16 +3,17 @@
  * hiccup [--asleep] SECONDS [THREADS]: THREADS threads (default: one per CPU) read CLOCK_MONOTONIC
  * for SECONDS and report every gap of over 20 ms, and whether every thread saw it at the same moment.
  *
- * A gap that all threads see at once is a pause of the whole machine: on a VM whose host does not
- * report steal time, the guest counts it as CPU time of whatever thread was running.  From inside
+ * A gap that all threads see at once is a pause of the whole machine, one that a thread sees alone is
+ * its CPU taken away: on a VM whose host does not report steal time, the guest counts either as CPU
+ * time of whatever thread was running.  From inside
  * blkmodeld such a pause looks like a loop turn of the daemon's own work ("33 ms (0 asleep)" in its
  * log) and like a stall of every ping; run this beside a benchmark, or before one, to know how often
  * the machine itself stops.
  *
  * By default each thread reads the clock in a busy loop, which keeps every CPU busy: not during a
  * measurement.  With --asleep each thread is bound to its own CPU and wakes every 2 ms, at real-time
- * priority where it may, so that a busy CPU delays it by no more than a switch; it costs a few
- * percent of one CPU and may run beside a benchmark (bench/scale.py does).  SECONDS 0: until
+ * priority where it may, so that a busy CPU delays it by no more than a switch; it costs under 1 %
+ * of one CPU and may run beside a benchmark (bench/scale.py and bench/real-kernel do).  SECONDS 0: until
  * SIGTERM or SIGINT.  Each gap is printed with its start on CLOCK_MONOTONIC, to be matched with
  * what the benchmark saw then.
  */

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Pauses of the whole machine, from bench/hiccup --asleep run beside a benchmark.
+"""The machine's pauses (all of it, or one CPU), from bench/hiccup --asleep run beside a benchmark.
 
 A VM whose host pauses it, or takes a vCPU away, and reports no steal time charges the time to
 whatever thread ran: the daemon's log counts it as a long turn of its own work, and pings wait it
