@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include <time.h>
 
 #include "gmo-parts.h"
 

@@ -17,7 +17,6 @@
  * SIGTERM or SIGINT.  Each gap is printed with its start on CLOCK_MONOTONIC, to be matched with
  * what the benchmark saw then.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>

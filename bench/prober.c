@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include <time.h>
 
 #include "clock.h"
 

@@ -265,7 +265,6 @@ class Daemon:
         args = list(wrapper) + [exe, "--address=" + bus.address,
                                 "--sysfs-root=" + sysfs, "--no-uevents"] + list(extra)
         self.t0 = time.monotonic()
-        self.t0_ns = time.monotonic_ns()
         self.phase_marks = []  # (phase, CLOCK_MONOTONIC ns at its end)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
 
@@ -644,7 +643,7 @@ def bench_tree(a, tree, built_in):
 
         d.mark_phase(r, "Rescan")
         rc, out = d.stop()
-        r["machine_pauses"] = machine_pauses.by_phase(hiccup.stop(), d.phase_marks, d.t0_ns)
+        r["machine_pauses"] = machine_pauses.by_phase(hiccup.stop(), d.phase_marks, int(d.t0 * 1e9))
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
         r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
