@@ -20,9 +20,10 @@ class Hiccup:
     def stop(self):
         """[(start, CLOCK_MONOTONIC ns; ms; "every CPU" or "CPU n")] of each gap: every CPU's
         watcher late at once is the machine paused; one CPU's alone, that CPU taken from a real-time
-        thread (by the host, on a VM, or by the kernel)."""
+        thread (by the host, on a VM, or by the kernel).  None if hiccup had exited by itself: then
+        nothing was watched to the end, and no gap list may claim otherwise."""
         if self.p.poll() is not None:
-            return []
+            return None
         self.p.send_signal(signal.SIGTERM)
         out, _ = self.p.communicate(timeout=60)
         gaps, cpu = [], None
@@ -47,18 +48,25 @@ class Hiccup:
 
 def by_phase(gaps, marks, t0_ns):
     """[phase, ms, who] for each gap after t0_ns: the phase is the first mark (phase, ns at its
-    end) at or after the gap's start."""
+    end) at or after the gap's start.  None for None (not watched)."""
+    if gaps is None:
+        return None
     return [[next((name for name, t in marks if t >= start), "the daemon's exit"), ms, who]
             for start, ms, who in gaps if start >= t0_ns]
 
 
 def within(gaps, start_ns, end_ns):
-    """"ms (who)" of the gaps that began between start_ns and end_ns."""
+    """"ms (who)" of the gaps that began between start_ns and end_ns; ["not watched"] for None."""
+    if gaps is None:
+        return ["not watched"]
     return ["%.0f ms (%s)" % (ms, who) for start, ms, who in gaps if start_ns <= start <= end_ns]
 
 
 def describe(gaps):
-    """"none", or "2: 47 ms (every CPU) in poll, 25 ms (CPU 1) in Rescan" for [phase, ms, who]."""
+    """"none", or "2: 47 ms (every CPU) in poll, 25 ms (CPU 1) in Rescan" for [phase, ms, who]; for
+    None, that hiccup did not watch to the end."""
+    if gaps is None:
+        return "not watched (bench/hiccup exited early)"
     if not gaps:
         return "none"
     return "%d: %s" % (len(gaps), ", ".join("%.0f ms (%s) in %s" % (ms, who, phase)
