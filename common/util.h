@@ -94,6 +94,11 @@ static inline const char *strempty(const char *s)
         return s ? s : "";
 }
 
+static inline const char *strna(const char *s)
+{
+        return s ?: "n/a";
+}
+
 /* Frees a NULL-terminated string vector; returns NULL. */
 char **strv_free(char **l);
 static inline void strv_freep(char ***l)

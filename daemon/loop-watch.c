@@ -59,9 +59,9 @@ static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 
 static LoopTurn turn_between(const LoopWatch *w, const LoopTurnClock *a, const LoopTurnClock *b)
 {
-        LoopTurn t = {.cpu_usec = b->cpu_usec - a->cpu_usec};
         uint64_t wall = b->wall_usec - a->wall_usec, idle = b->idle_usec - a->idle_usec;
         uint64_t busy = wall > idle ? wall - idle : 0;
+        LoopTurn t = {.cpu_usec = b->cpu_usec - a->cpu_usec, .busy_usec = busy, .end_usec = b->wall_usec};
 
         if (w->schedstat_fd < 0) {
                 t.held_usec = t.cpu_usec;
@@ -84,17 +84,28 @@ static void on_prepare(uv_prepare_t *h)
         read_clock(w, h->loop, &now);
         t = turn_between(w, &w->start, &now);
         w->start = now;
+        /* Every turn: a short turn's parts are not to be named in a later one. */
+        turn_part_take_longest(&t.part);
         bool longest = t.held_usec > w->longest.held_usec;
         if (longest)
                 w->longest = t;
         if (t.held_usec <= w->threshold_usec)
                 return;
         w->n_long++;
+
+        uint64_t from = t.end_usec - MIN(t.busy_usec, t.end_usec);
+        char part[sizeof(t.part.what) + 64] = "";
+        /* A part under a millisecond says nothing of where the rest went. */
+        if (t.part.usec >= 1000)
+                (void) snprintf(part, sizeof(part), ", %" PRIu64 " ms of it in %s", t.part.usec / 1000,
+                                t.part.what);
         log_full(longest ? LOG_WARNING : LOG_DEBUG,
                  "The event loop was held %" PRIu64 " ms without a break (%" PRIu64
-                 " ms of it asleep in system calls)%s",
-                 t.held_usec / 1000, (t.held_usec - t.cpu_usec) / 1000,
-                 longest ? ", the longest yet: calls and signals waited that long." : ".");
+                 " ms of it asleep in system calls), busy %" PRIu64 " ms from %" PRIu64 ".%06" PRIu64
+                 " s on CLOCK_MONOTONIC%s%s",
+                 t.held_usec / 1000, (t.held_usec - t.cpu_usec) / 1000, t.busy_usec / 1000, from / 1000000,
+                 from % 1000000, part,
+                 longest ? "; the longest yet: calls and signals waited that long." : ".");
 }
 
 int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec)
@@ -110,6 +121,7 @@ int loop_watch_start(uv_loop_t *loop, LoopWatch *w, uint64_t threshold_usec)
         if (w->schedstat_fd < 0)
                 log_debug("Long turns of the loop are told by CPU time only: no schedstat or idle time.");
         read_clock(w, loop, &w->start);
+        turn_part_take_longest(&(TurnPart){}); /* what ended before is in no turn it measures */
         r = uv_prepare_init(loop, &w->prepare);
         if (r < 0)
                 goto fail;

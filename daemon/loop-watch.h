@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/turn.h"
+
 /*
  * Watches the event loop for turns that keep it from answering.  SPEC §9: the loop never stalls more
  * than 20 ms; a turn that took longer is logged (a warning when it is the longest yet, else at debug
@@ -14,6 +16,10 @@
  * machine's doing, not ours).  What is left is its own work and the time it slept inside a system
  * call: a sysfs read that waits on a kernel lock holds every caller as long as work does.  Without
  * /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO), only its CPU time is counted.
+ *
+ * The line says when the turn ran, on CLOCK_MONOTONIC (to be laid beside a trace, or beside
+ * bench/hiccup's account of the machine's own pauses), and which marked part of the daemon's work
+ * (base/turn.h) took the most of it.
  */
 
 typedef struct LoopTurnClock {
@@ -27,6 +33,9 @@ typedef struct LoopTurn {
         uint64_t held_usec;    /* what callers waited for: cpu + asleep */
         uint64_t cpu_usec;     /* of which on a CPU */
         uint64_t waiting_usec; /* not counted: runnable, waiting for a CPU */
+        uint64_t busy_usec;    /* wall time not spent in epoll_wait */
+        uint64_t end_usec;     /* CLOCK_MONOTONIC */
+        TurnPart part;         /* its longest marked part */
 } LoopTurn;
 
 typedef struct LoopWatch {

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "bus/loop.h"
 #include "common/util.h"
 
@@ -32,7 +33,8 @@ struct BusLoop {
         uv_poll_t poll;
         uv_timer_t timer;
         uv_prepare_t prepare;
-        int poll_events; /* what the poll handle waits for now; -1 = stopped */
+        sd_bus_slot *naming; /* names each message's part of the turn (base/turn.h) */
+        int poll_events;     /* what the poll handle waits for now; -1 = stopped */
         bool dead;
         unsigned n_open_handles;
         BusLoopDisconnected on_disconnect;
@@ -58,6 +60,7 @@ static void bus_loop_process(BusLoop *l)
 
         for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && uv_hrtime() - start < PROCESS_SLICE_NSEC;
              i++) {
+                TURN_PART("D-Bus I/O"); /* until a message is read: name_message() */
                 int r = sd_bus_process(l->bus, NULL);
                 if (r < 0) {
                         log_error_errno(r, "Lost the bus connection: %m");
@@ -69,6 +72,16 @@ static void bus_loop_process(BusLoop *l)
         }
         if (!l->dead && !sd_bus_is_open(l->bus))
                 bus_loop_disconnected(l);
+}
+
+/* A filter sees every message read, before it is dispatched. */
+static int name_message(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        turn_part_rename("the D-Bus %s %s.%s on %s from %s",
+                         sd_bus_message_is_method_call(m, NULL, NULL) ? "call" : "message",
+                         strna(sd_bus_message_get_interface(m)), strna(sd_bus_message_get_member(m)),
+                         strna(sd_bus_message_get_path(m)), strna(sd_bus_message_get_sender(m)));
+        return 0;
 }
 
 static void on_poll(uv_poll_t *h, int status, int events)
@@ -149,6 +162,10 @@ int bus_loop_attach(uv_loop_t *loop, sd_bus *bus, BusLoopDisconnected on_disconn
                 free(l);
                 return r;
         }
+        /* Without it a long turn is still logged, only not named. */
+        r = sd_bus_add_filter(bus, &l->naming, name_message, l);
+        if (r < 0)
+                log_debug_errno(r, "Cannot name the bus's messages in the loop's long turns: %m");
         uv_timer_init(loop, &l->timer);
         uv_prepare_init(loop, &l->prepare);
         l->poll.data = l->timer.data = l->prepare.data = l;
@@ -162,6 +179,7 @@ static void on_close(uv_handle_t *h)
 {
         BusLoop *l = h->data;
         if (--l->n_open_handles == 0) {
+                sd_bus_slot_unref(l->naming);
                 sd_bus_unref(l->bus);
                 free(l);
         }

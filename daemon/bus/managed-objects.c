@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
@@ -467,6 +468,8 @@ static void on_gmo_idle(uv_idle_t *h)
         BusGmo *g = p->gmos;
         uint64_t start = uv_hrtime() / 1000;
         int r = 1;
+        TURN_PART("a slice of the GetManagedObjects reply on %s",
+                  g ? strna(sd_bus_message_get_path(g->call)) : "-");
 
         if (!g) {
                 (void) uv_idle_stop(p->gmo_idle);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "base/log.h"
+#include "base/turn.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
@@ -109,6 +110,7 @@ static void on_members_idle(uv_idle_t *h)
         Publisher *p = h->data;
         BusMembers *b = p->members;
         int r;
+        TURN_PART("a slice of a Members reply");
 
         if (!b) {
                 (void) uv_idle_stop(h);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
 
@@ -55,6 +56,7 @@ static void on_written(uv_work_t *work, int status)
         Publisher *p = w->publisher;
         Kobject *k;
         int r;
+        TURN_PART("the reply to a write of %s/%s", w->devpath, w->rel);
 
         if (!p) {
                 write_free(w);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "base/log.h"
+#include "base/turn.h"
 #include "live/live-internal.h"
 #include "sysfs/scan.h"
 
@@ -123,6 +124,7 @@ static void defer_change(Live *l, Kobject *k, bool plain)
 static void apply_one(Live *l, const PendingChange *c)
 {
         Kobject *k = c->k;
+        TURN_PART("the change of %s", k->devpath);
 
         if (k->linked) {
                 char **before = stacking_neighbours(l, k);
@@ -233,6 +235,7 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
 
         if (!streq_ptr(u->subsystem, "block"))
                 return;
+        TURN_PART("the uevent %s %s", action, u->devpath);
         log_debug("uevent %s %s", action, u->devpath);
         /* Whatever comes or goes is applied after the changes before it. */
         if (u->action == UEVENT_ADD || u->action == UEVENT_REMOVE || u->action == UEVENT_MOVE)

@@ -2,6 +2,7 @@
 #include <assert.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "live/live-internal.h"
 
 /*
@@ -47,6 +48,7 @@ static void on_warmup(uv_idle_t *h)
         RoundReader *rr = &l->warm_reader;
         uint64_t start = live_now_usec();
         int r;
+        TURN_PART("a slice of the warm-up");
 
         if (reader_busy(rr) || l->rescan) {
                 (void) uv_idle_stop(h); /* until the batch is back, or the rescan done: warmup_go_on() */
@@ -175,6 +177,7 @@ static void on_poll_tick(uv_timer_t *t)
         RoundReader *rr = &l->poll_reader;
         uint64_t start = live_now_usec();
         int r;
+        TURN_PART("a slice of the poll");
 
         /* A rescan reads every object: reading them for the poll meanwhile only took the CPU from it
          * and from the calls waiting for its slices. */

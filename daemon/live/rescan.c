@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "base/log.h"
+#include "base/turn.h"
 #include "live/live-internal.h"
 #include "sysfs/read.h"
 #include "sysfs/reconcile.h"
@@ -224,6 +225,7 @@ static void on_rescan_idle(uv_idle_t *h)
         Live *l = h->data;
         uint64_t start = uv_hrtime() / 1000;
         int r = 1;
+        TURN_PART("a slice of a Rescan");
 
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */

@@ -54,6 +54,12 @@ class LoopWatch(unittest.TestCase):
             self.assertGreater(len(dm.get_all(bt.path_of("block", "sda"), "org.blkmodel1.Disk")),
                                30000)
             self.assertTrue(wait_for_log(dm, LONG_TURN), dm.output()[-2000:])
+            # It says when, and what held the loop: the call, its object, its caller.
+            self.assertRegex(dm.output(), r"<4>The event loop was held \d+ ms without a break \(\d+ ms "
+                             r"of it asleep in system calls\), busy \d+ ms from \d+\.\d{6} s on "
+                             r"CLOCK_MONOTONIC, \d+ ms of it in the D-Bus call "
+                             r"org\.freedesktop\.DBus\.Properties\.GetAll on %s from :1\.\d+; the "
+                             r"longest yet" % re.escape(bt.path_of("block", "sda")))
             # Logged, not fatal: the daemon answers on.
             self.assertEqual(dm.get(bt.path_of("block", "sda"), "org.blkmodel1.Kobject", "Name"),
                              "sda")

@@ -29,6 +29,23 @@ static void on_work(uv_timer_t *t)
                 ;
 }
 
+/* The work in two marked parts, the second nested in the first: the turn names the first. */
+static void on_marked_work(uv_timer_t *t)
+{
+        TURN_PART("test work of %d ms", (int) (*(uint64_t *) t->data / 1000));
+        TURN_PART("a part nested in it");
+        on_work(t);
+}
+
+/* A short marked part, then unmarked work. */
+static void on_partly_marked_work(uv_timer_t *t)
+{
+        {
+                TURN_PART("a short part");
+        }
+        on_work(t);
+}
+
 static void on_sleep(uv_timer_t *t)
 {
         (void) nanosleep(&(struct timespec){.tv_nsec = 40 * 1000 * 1000}, NULL);
@@ -67,11 +84,29 @@ int main(void)
         CHECK(w.n_long == 1);
         CHECK(w.longest.held_usec >= 40 * 1000 && w.longest.held_usec < 1000 * 1000);
 
+        CHECK(streq(w.longest.part.what, ""));
+
+        /* Its parts marked (base/turn.h): the longest turn names its longest part, nested parts as
+         * theirs. */
+        w.longest = (LoopTurn){};
+        work = 40 * 1000;
+        run_one(&loop, on_marked_work, &work);
+        CHECK(streq(w.longest.part.what, "test work of 40 ms"));
+        CHECK(w.longest.part.usec >= 40 * 1000 && w.longest.part.usec <= w.longest.busy_usec);
+        /* The clocks are read a few µs apart. */
+        CHECK(w.longest.end_usec > 0 && w.longest.busy_usec + 1000 >= w.longest.held_usec);
+
+        /* A part ends where its block does: the work after it is not named for it. */
+        w.longest = (LoopTurn){};
+        run_one(&loop, on_partly_marked_work, &work);
+        CHECK(streq(w.longest.part.what, "a short part") && w.longest.part.usec < 20 * 1000);
+        CHECK(w.n_long == 3);
+
         /* A shorter long turn is counted, and the longest stays. */
         LoopTurn longest = w.longest;
         work = 25 * 1000;
         run_one(&loop, on_work, &work);
-        CHECK(w.n_long == 2 && w.longest.held_usec == longest.held_usec);
+        CHECK(w.n_long == 4 && w.longest.held_usec == longest.held_usec);
 
         /* Sleeping 40 ms inside a system call holds the loop as working does (a sysfs read waiting on
          * a kernel lock).  Told apart from waiting for a CPU only with schedstat: without it, the
@@ -79,10 +114,10 @@ int main(void)
         w.longest = (LoopTurn){};
         run_one(&loop, on_sleep, NULL);
         if (w.schedstat_fd >= 0) {
-                CHECK(w.n_long == 3);
+                CHECK(w.n_long == 5);
                 CHECK(w.longest.held_usec >= 35 * 1000 && w.longest.cpu_usec < 10 * 1000);
         } else
-                CHECK(w.n_long == 2);
+                CHECK(w.n_long == 4);
         uint64_t n_long = w.n_long;
 
         /* 12 ms of work while another process keeps the same CPU busy: the turn takes about twice

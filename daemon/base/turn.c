@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/turn.h"
+
+static struct {
+        unsigned depth;
+        TurnPart running; /* its usec: when it began */
+        TurnPart longest;
+} turn;
+
+static uint64_t now_usec(void)
+{
+        struct timespec t;
+
+        if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
+                return 0;
+        return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
+}
+
+static void name_running(const char *format, va_list ap)
+{
+        (void) vsnprintf(turn.running.what, sizeof(turn.running.what), format, ap);
+}
+
+void turn_part_begin(const char *format, ...)
+{
+        va_list ap;
+
+        if (turn.depth++ > 0)
+                return;
+        va_start(ap, format);
+        name_running(format, ap);
+        va_end(ap);
+        turn.running.usec = now_usec();
+}
+
+void turn_part_rename(const char *format, ...)
+{
+        va_list ap;
+
+        if (turn.depth != 1)
+                return;
+        va_start(ap, format);
+        name_running(format, ap);
+        va_end(ap);
+}
+
+void turn_part_end(void)
+{
+        uint64_t took;
+
+        if (turn.depth == 0 || --turn.depth > 0)
+                return;
+        took = now_usec() - turn.running.usec;
+        if (took >= turn.longest.usec) {
+                memcpy(turn.longest.what, turn.running.what, sizeof(turn.longest.what));
+                turn.longest.usec = took;
+        }
+}
+
+void turn_part_take_longest(TurnPart *ret)
+{
+        *ret = turn.longest;
+        turn.longest = (TurnPart){};
+}
