@@ -266,6 +266,7 @@ class Daemon:
                                 "--sysfs-root=" + sysfs, "--no-uevents"] + list(extra)
         self.t0 = time.monotonic()
         self.phase_marks = []  # (phase, CLOCK_MONOTONIC ns at its end)
+        self.long_turns = []  # (phase, loop_turns.Turn) of each new longest turn logged
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
 
         def check_exit():
@@ -296,13 +297,12 @@ class Daemon:
         return obj.Get("org.blkmodel1.Manager", name,
                        dbus_interface="org.freedesktop.DBus.Properties")
 
-    def mark_phase(self, r, phase):
+    def mark_phase(self, phase):
         """Which phase the new longest turns logged since the last mark fell in."""
         # A file description of our own: the daemon writes at the shared one's offset.
         with open("/proc/self/fd/%d" % self.log.fileno()) as f:
             turns = loop_turns.new_longest(f.read())
-        seen = len(r.setdefault("long_turn_records", []))
-        r["long_turn_records"].extend((phase, ms, asleep) for ms, asleep in turns[seen:])
+        self.long_turns.extend((phase, t) for t in turns[len(self.long_turns):])
         self.phase_marks.append((phase, time.monotonic_ns()))
 
     def stop(self, sig=signal.SIGTERM):
@@ -504,7 +504,7 @@ def bench_tree(a, tree, built_in):
         t = wait_settled(pid)
         r["warmup"] = t
         r["warmup_stall"], r["warmup_pings"], _ = pinger.stop()
-        d.mark_phase(r, "warm-up")
+        d.mark_phase("warm-up")
         r["objects"] = int(d.manager_prop("ObjectCount"))
         log("  warm-up: CPU settled %s s after the name; worst ping %.1f ms "
             "(%d pings); %d objects" % ("%.1f" % t if t is not None else "?",
@@ -527,7 +527,7 @@ def bench_tree(a, tree, built_in):
                                  "%.2f s" % x if x is not None else "missed")
                 for n, x in got)))
         r["poll_latency"] = lat
-        d.mark_phase(r, "poll")
+        d.mark_phase("poll")
         r["poll_disks"] = [(n, i) for n, i, _ in targets]
 
         # GetManagedObjects, bare sd-bus client
@@ -551,7 +551,7 @@ def bench_tree(a, tree, built_in):
             % (r["gmo_mode"], r["gmo"], ", ".join("%.3f" % x for x in
                                                   r["gmo_runs"]),
                r["gmo_walk"], r["gmo_daemon_cpu"], r["gmo_counts"]))
-        d.mark_phase(r, "GetManagedObjects")
+        d.mark_phase("GetManagedObjects")
         st = proc_status(pid)
         r["rss_gmo"] = st["VmRSS"]
         r["hwm_gmo"] = st["VmHWM"]
@@ -598,7 +598,7 @@ def bench_tree(a, tree, built_in):
                    r["introspect"][what]["net_us"], res["reply_string_bytes"],
                    a.introspect_calls / wall))
 
-        d.mark_phase(r, "GetManagedObjects from dbus-python and busctl, Introspect")
+        d.mark_phase("GetManagedObjects from dbus-python and busctl, Introspect")
         # busctl tree
         ts = []
         for _ in range(a.runs):
@@ -615,7 +615,7 @@ def bench_tree(a, tree, built_in):
         log("  busctl tree: %.3f s (median of %s)"
             % (r["busctl_tree"], ", ".join("%.3f" % x for x in ts)))
 
-        d.mark_phase(r, "busctl tree")
+        d.mark_phase("busctl tree")
         if r["objects"] <= a.tree_floor_max:
             r["tree_floor"] = tree_floor(a, bus, pid)
         else:
@@ -641,9 +641,11 @@ def bench_tree(a, tree, built_in):
         r["rss_end"] = st["VmRSS"]
         r["hwm_end"] = st["VmHWM"]
 
-        d.mark_phase(r, "Rescan")
+        d.mark_phase("Rescan")
         rc, out = d.stop()
-        r["machine_pauses"] = machine_pauses.by_phase(hiccup.stop(), d.phase_marks, int(d.t0 * 1e9))
+        gaps = hiccup.stop()
+        r["machine_pauses"] = machine_pauses.by_phase(gaps, d.phase_marks, int(d.t0 * 1e9))
+        r["long_turn_records"] = [loop_turns.record(phase, t, gaps) for phase, t in d.long_turns]
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
         r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
