@@ -2,12 +2,17 @@
 #include "base/log.h"
 #include "base/turn.h"
 #include "live/live-internal.h"
+#include "model/order.h"
 #include "sysfs/read.h"
 #include "sysfs/reconcile.h"
 #include "sysfs/values.h"
 
 /* No slice keeps the loop longer than this: a rescan of 10,000 disks must not stall a caller. */
 #define RESCAN_SLICE_USEC 4000
+
+/* A kset with this many children has them taken one a step (Rescan.kset); fewer are pushed at once,
+ * sorted on their own, and take none of the model's few kept orders (model/order.h). */
+#define KSET_CHILDREN_ONE_A_STEP 512
 
 typedef struct RescanWaiter {
         LiveRescanDone done;
@@ -20,6 +25,12 @@ typedef struct Rescan {
          * (references: an event may remove any of them before its turn). */
         Kobject **stack;
         size_t n_stack, n_stack_max;
+        /* A kset's children are taken one a step, in name order, when the stack is back to where
+         * it was when the kset came off it: the block kset has one per disk, and referencing 10,000
+         * at once was a step of 4.6-6.8 ms, on top of the slice it ended.  A reference; NULL: none. */
+        Kobject *kset;
+        char *kset_after; /* the name of the child taken last; NULL before the first */
+        size_t kset_base;
         int changes;
         RescanWaiter *waiters;
         size_t n_waiters;
@@ -86,6 +97,8 @@ static void rescan_ignore(int result, void *userdata)
 static void rescan_free(Live *l, Rescan *s)
 {
         reconcile_free(s->reconcile);
+        kobject_unref(l->model, s->kset);
+        free(s->kset_after);
         for (size_t i = 0; i < s->n_stack; i++)
                 kobject_unref(l->model, s->stack[i]);
         free(s->stack);
@@ -110,6 +123,47 @@ static int push_children(Rescan *s, Kobject *k)
         for (size_t i = n; r >= 0 && i > 0; i--)
                 r = push(s, children[i - 1]);
         return r;
+}
+
+/* The first of the sorted children whose name comes after `after`. */
+static size_t position_after(Kobject *const *children, size_t n, const char *after)
+{
+        size_t lo = 0, hi = n;
+
+        while (after && lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (strcmp(children[mid]->name, after) <= 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* Pushes the kset's next child, found by name: children that came or went meanwhile are taken or
+ * passed over as the order now has them, and none is held that the model may have freed. */
+static int push_next_kset_child(Live *l, Rescan *s)
+{
+        Kobject *const *children;
+        size_t n, at;
+        int r;
+
+        r = model_children_sorted(l->model, s->kset, &children, &n);
+        if (r < 0)
+                return r;
+        at = position_after(children, n, s->kset_after);
+        if (at == n) {
+                kobject_unref(l->model, TAKE_PTR(s->kset));
+                s->kset_after = mfree(s->kset_after);
+                return 1;
+        }
+        char *name = strdup(children[at]->name);
+        if (!name)
+                return -ENOMEM;
+        free(s->kset_after);
+        s->kset_after = name;
+        r = push(s, children[at]);
+        return r < 0 ? r : 1;
 }
 
 /* Whatever stayed may still have changed while we were not listening. */
@@ -150,8 +204,15 @@ static int rescan_step(Live *l, Rescan *s)
                         r = push(s, l->model->block_kset);
                 return r < 0 ? r : 1;
         }
+        if (s->kset && s->n_stack == s->kset_base)
+                return push_next_kset_child(l, s);
         if (s->n_stack > 0) {
                 Kobject *k = s->stack[--s->n_stack];
+                if (k->ktype->id == KTYPE_KSET && k->n_children >= KSET_CHILDREN_ONE_A_STEP && !s->kset) {
+                        s->kset = k; /* the stack's reference */
+                        s->kset_base = s->n_stack;
+                        return 1;
+                }
                 /* Gone meanwhile: so are its children, as the signals already said. */
                 r = k->linked ? push_children(s, k) : 0;
                 if (r >= 0 && k->ktype->id != KTYPE_KSET)

@@ -871,6 +871,86 @@ out:
         setup_end(&t);
 }
 
+/*
+ * A kset of many children (the block kset at thousands of disks) has them taken one a step, by name,
+ * while events go on: a disk removed before its turn is passed over (never touched: ASan would see),
+ * one added is taken in its place in the order, and every change behind our back is still found.
+ */
+#define MANY 600
+
+static void many_disk(char *buf, size_t size, unsigned i)
+{
+        snprintf(buf, size, "/devices/virtual/block/vd%03u", i);
+}
+
+static void test_rescan_many_children(void)
+{
+        char devpath[64], file[80], prefix[96];
+        Setup t;
+
+        if (!setup_begin(&t, 0))
+                goto out;
+        Model *m = t.m;
+        Live *l = t.l;
+        for (unsigned i = 0; i < MANY; i++) {
+                many_disk(devpath, sizeof(devpath), i);
+                CHECK(fixture_add_disk(&t.f, devpath, 252, i, 4096) == 0);
+        }
+        CHECK(scan_all(&t.s, m) > MANY);
+        CHECK(live_start(l) == 0);
+        for (int i = 0; i < 1000000 && !all_recorded(m); i++)
+                (void) uv_run(&t.loop, UV_RUN_NOWAIT);
+        CHECK(all_recorded(m));
+        recorded_clear();
+
+        /* Changed with no event: the first, a middle and the last disk. */
+        static const unsigned changed[] = {0, MANY / 2, MANY - 1};
+        for (size_t j = 0; j < ELEMENTSOF(changed); j++) {
+                many_disk(devpath, sizeof(devpath), changed[j]);
+                snprintf(file, sizeof(file), "%s/size", devpath);
+                CHECK(fixture_write(&t.f, file, "8192\n") == 0);
+        }
+        CHECK(live_rescan_start(l, NULL, NULL) == 0);
+        /* Until the rescan is at the first of them, in the block kset's children. */
+        many_disk(devpath, sizeof(devpath), 0);
+        snprintf(prefix, sizeof(prefix), "event change %s ", devpath);
+        for (int i = 0; i < 1000000 && !lines_with(prefix, "synthesized"); i++)
+                (void) uv_run(&t.loop, UV_RUN_NOWAIT);
+        CHECK(lines_with(prefix, "synthesized") == 1);
+        /* Meanwhile: the next disk and four before the last go, and one comes after them all. */
+        for (unsigned i = 1; i < MANY - 1; i = i == 1 ? MANY - 5 : i + 1) {
+                many_disk(devpath, sizeof(devpath), i);
+                CHECK(fixture_remove_block_device(&t.f, devpath, 252, i) == 0);
+                feed(l, "remove", devpath, "block", NULL);
+        }
+        CHECK(fixture_add_disk(&t.f, "/devices/virtual/block/vdzz", 252, MANY, 4096) == 0);
+        feed(l, "add", "/devices/virtual/block/vdzz", "block", NULL);
+        for (int i = 0; i < 1000000 && lines_with("event change ", "synthesized") < 3; i++)
+                (void) uv_run(&t.loop, UV_RUN_NOWAIT);
+        run_loop(&t.loop);
+
+        for (size_t j = 0; j < ELEMENTSOF(changed); j++) {
+                snprintf(prefix, sizeof(prefix), "properties " BLOCK "/vd%03u org.blkmodel1.Disk ", changed[j]);
+                CHECK(lines_with(prefix, "changed=Size,size") == 1);
+                many_disk(devpath, sizeof(devpath), changed[j]);
+                snprintf(prefix, sizeof(prefix), "event change %s ", devpath);
+                CHECK(lines_with(prefix, "synthesized") == 1);
+        }
+        CHECK(lines_with("event change ", "synthesized") == 3);
+        CHECK(lines_with("event remove ", "/vd") == 5 && lines_with("event add ", "/vdzz") == 1);
+        CHECK(model_find_name(m, "vd001") == NULL && model_find_name(m, "vd595") == NULL);
+        CHECK(model_find_name(m, "vdzz") != NULL && model_find_name(m, "vd599") != NULL);
+        CHECK(rec.consistent);
+        recorded_clear();
+
+        /* In line again. */
+        CHECK(live_rescan(l) == 0);
+        CHECK(rec.n == 0);
+
+out:
+        setup_end(&t);
+}
+
 static void test_live(void)
 {
         Setup t;
@@ -936,5 +1016,6 @@ int main(void)
 {
         test_live();
         test_poll();
+        test_rescan_many_children();
         return tests_summary();
 }
