@@ -30,6 +30,9 @@ int block_dev_resolve(int classfd, const char *entry, SysfsEntryType type, char 
         r = sysfs_readlink(classfd, entry, &target);
         if (r >= 0)
                 r = sysfs_resolve_relative("/class/block", target, &devpath);
+        /* Gone since the directory was listed: a device removed meanwhile, not a broken link. */
+        if (r == -ENOENT)
+                return log_debug_errno(r, "class/block/%s: gone since the listing.", entry);
         if (r < 0)
                 return log_warning_errno(r, "class/block/%s: unusable link, skipped: %m", entry);
         if (!streq(path_basename(devpath), entry)) {

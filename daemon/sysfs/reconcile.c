@@ -191,10 +191,13 @@ static int step_add(Reconcile *r, const BlockDev *b)
                 return n;
         if (n == -EEXIST)
                 return 0;
-        if (n < 0) {
+        /* Gone since class/block was listed: its remove event says so. */
+        if (n == -ENOENT)
+                log_debug("%s: gone before it could be read.", b->devpath);
+        else if (n < 0)
                 log_warning_errno(n, "%s: cannot add the block device: %m", b->devpath);
+        if (n < 0)
                 return 0;
-        }
         r->changes += report_added(k, r->diff, r->userdata);
         return 0;
 }
