@@ -18,8 +18,13 @@ static uint64_t clock_usec(clockid_t id)
         return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
 }
 
-/* One pread per turn: the thread's time on a CPU and waiting for one, both in ns. */
-static int read_schedstat(int fd, uint64_t *ret_cpu_usec, uint64_t *ret_queue_usec)
+/*
+ * One pread per turn: the thread's time waiting for a CPU.  Not its time on one, the first field: the
+ * kernel brings that up to date only at a tick or a switch, so a turn read from it could gain or lose
+ * a tick (4 ms here, which made a 5 ms turn 8).  CLOCK_THREAD_CPUTIME_ID is up to date when read.
+ * The wait is added when the thread gets the CPU: the running thread reads all of it.
+ */
+static int read_run_delay(int fd, uint64_t *ret_queue_usec)
 {
         char buf[96];
         unsigned long long run, delay;
@@ -31,7 +36,6 @@ static int read_schedstat(int fd, uint64_t *ret_cpu_usec, uint64_t *ret_queue_us
         buf[n] = '\0';
         if (sscanf(buf, "%llu %llu", &run, &delay) != 2)
                 return -EIO;
-        *ret_cpu_usec = run / 1000;
         *ret_queue_usec = delay / 1000;
         return 0;
 }
@@ -46,15 +50,13 @@ static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 {
         c->wall_usec = clock_usec(CLOCK_MONOTONIC);
         c->idle_usec = uv_metrics_idle_time(loop) / 1000;
-        if (w->schedstat_fd >= 0) {
-                if (read_schedstat(w->schedstat_fd, &c->cpu_usec, &c->queue_usec) >= 0)
-                        return;
-                /* Not half one clock and half the other: CPU time only from now on. */
+        c->cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
+        c->queue_usec = 0;
+        if (w->schedstat_fd >= 0 && read_run_delay(w->schedstat_fd, &c->queue_usec) < 0) {
+                /* Not half one account and half the other: CPU time only from now on. */
                 log_debug("Cannot read the loop thread's schedstat; long turns are told by CPU time only.");
                 schedstat_close(w);
         }
-        c->cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
-        c->queue_usec = 0;
 }
 
 static LoopTurn turn_between(const LoopWatch *w, const LoopTurnClock *a, const LoopTurnClock *b)
