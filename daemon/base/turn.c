@@ -21,6 +21,7 @@ static uint64_t now_usec(void)
         return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
 }
 
+static void name_running(const char *format, va_list ap) _printf_(1, 0);
 static void name_running(const char *format, va_list ap)
 {
         (void) vsnprintf(turn.running.what, sizeof(turn.running.what), format, ap);
