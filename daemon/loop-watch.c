@@ -76,6 +76,21 @@ static LoopTurn turn_between(const LoopWatch *w, const LoopTurnClock *a, const L
         return t;
 }
 
+/* Not the daemon's work, but callers waited through it: a slow reply is the machine's, and says so. */
+static void waited_for_cpu(LoopWatch *w, const LoopTurn *t, uint64_t from)
+{
+        bool most = t->waiting_usec > w->most_waiting.waiting_usec;
+
+        w->n_waited++;
+        if (most)
+                w->most_waiting = *t;
+        log_full(most ? LOG_NOTICE : LOG_DEBUG,
+                 "The event loop was busy %" PRIu64 " ms without a break from %" PRIu64 ".%06" PRIu64
+                 " s on CLOCK_MONOTONIC, %" PRIu64 " ms of it ready to run but waiting for a CPU%s",
+                 t->busy_usec / 1000, from / 1000000, from % 1000000, t->waiting_usec / 1000,
+                 most ? "; the longest wait yet: the machine's other work held calls and signals." : ".");
+}
+
 /* Runs at every turn, right before the loop polls: what the last turn cost is known here. */
 static void on_prepare(uv_prepare_t *h)
 {
@@ -91,11 +106,14 @@ static void on_prepare(uv_prepare_t *h)
         bool longest = t.held_usec > w->longest.held_usec;
         if (longest)
                 w->longest = t;
-        if (t.held_usec <= w->threshold_usec)
+        uint64_t from = t.end_usec - MIN(t.busy_usec, t.end_usec);
+        if (t.held_usec <= w->threshold_usec) {
+                if (t.busy_usec > w->threshold_usec)
+                        waited_for_cpu(w, &t, from);
                 return;
+        }
         w->n_long++;
 
-        uint64_t from = t.end_usec - MIN(t.busy_usec, t.end_usec);
         char part[sizeof(t.part.what) + 64] = "";
         /* A part under a millisecond says nothing of where the rest went. */
         if (t.part.usec >= 1000)
@@ -146,6 +164,10 @@ void loop_watch_stop(LoopWatch *w)
         if (w->n_long > 0)
                 log_warning("Turns of the event loop over %" PRIu64 " ms: %" PRIu64 ", the longest %" PRIu64 " ms.",
                             w->threshold_usec / 1000, w->n_long, w->longest.held_usec / 1000);
+        if (w->n_waited > 0)
+                log_notice("Turns of the event loop over %" PRIu64 " ms only with their waits for a CPU: %" PRIu64
+                           ", the longest wait %" PRIu64 " ms.",
+                           w->threshold_usec / 1000, w->n_waited, w->most_waiting.waiting_usec / 1000);
         schedstat_close(w);
         if (!uv_is_closing((uv_handle_t *) &w->prepare))
                 uv_close((uv_handle_t *) &w->prepare, NULL);

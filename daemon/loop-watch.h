@@ -20,6 +20,9 @@
  * The line says when the turn ran, on CLOCK_MONOTONIC (to be laid beside a trace, or beside
  * bench/hiccup's account of the machine's own pauses), and which marked part of the daemon's work
  * (base/turn.h) took the most of it.
+ *
+ * A turn whose stretch passed the threshold only with its waits for a CPU is told apart, as a notice
+ * when it waited the longest yet: callers waited that long too, but for the machine's other work.
  */
 
 typedef struct LoopTurnClock {
@@ -45,6 +48,8 @@ typedef struct LoopWatch {
         LoopTurnClock start; /* when the current turn began */
         LoopTurn longest;    /* the longest turn yet, by what callers waited */
         uint64_t n_long;     /* turns over the threshold */
+        LoopTurn most_waiting; /* of the turns over the threshold only with their waits, the one that waited most */
+        uint64_t n_waited;     /* such turns */
 } LoopWatch;
 
 /* Starts watching loop from its next turn on, from the loop's thread; the watch does not keep the
