@@ -16,6 +16,8 @@ _NEW_LONGEST = re.compile(
 # start_ns, busy_ms, part_ms and part are None from a daemon older than the line that has them.
 Turn = collections.namedtuple("Turn", "ms asleep start_ns busy_ms part_ms part")
 _SUMMARY = re.compile(r"Turns of the event loop over \d+ ms: (\d+), the longest (\d+) ms")
+_WAITED_SUMMARY = re.compile(r"Turns of the event loop over \d+ ms only with their waits for a CPU: (\d+), "
+                             r"the longest wait (\d+) ms")
 
 
 def _int(s):
@@ -53,6 +55,18 @@ def count(log):
     """(turns over the threshold, the longest ms) from the exit's summary; (0, 0) without one."""
     m = _SUMMARY.search(log)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def waited(log):
+    """(turns over the threshold only with the loop's waits for a CPU, the longest wait ms) from the
+    exit's summary (a notice: --log-level=notice or lower); (0, 0) without one.  Callers waited
+    through them, for the machine's other work."""
+    m = _WAITED_SUMMARY.search(log)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def describe_waited(n, longest):
+    return "%d, the longest wait %d ms" % (n, longest) if n else "0"
 
 
 def _record(rec):

@@ -649,6 +649,7 @@ def bench_tree(a, tree, built_in):
         if rc != 0:
             raise SystemExit("blkmodeld exited %d:\n%s" % (rc, out[-4000:]))
         r["long_turns"], r["long_turn_max_ms"] = loop_turns.count(out)
+        r["cpu_waits"], r["cpu_wait_max_ms"] = loop_turns.waited(out)
         log("  loop turns over 20 ms of the daemon's own work (its log): %s"
             % loop_turns.describe(r["long_turns"], r["long_turn_max_ms"],
                                   r["long_turn_records"]))
@@ -833,7 +834,10 @@ def verdicts(r):
                         if n else "",
                         "; the machine's pauses meanwhile (bench/hiccup --asleep: every CPU late "
                         "at once, or one CPU taken away): " + machine_pauses.describe(r["machine_pauses"])
-                        if "machine_pauses" in r else ""),
+                        if "machine_pauses" in r else "")
+                     + ("; turns over 20 ms only with the loop's waits for a CPU (the machine's other "
+                        "work): " + loop_turns.describe_waited(r["cpu_waits"], r["cpu_wait_max_ms"])
+                        if "cpu_waits" in r else ""),
                      "none", not n))
     for what in ("disk", "queue"):
         x = r["introspect"][what]
