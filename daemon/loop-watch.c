@@ -165,8 +165,8 @@ void loop_watch_stop(LoopWatch *w)
                 log_warning("Turns of the event loop over %" PRIu64 " ms: %" PRIu64 ", the longest %" PRIu64 " ms.",
                             w->threshold_usec / 1000, w->n_long, w->longest.held_usec / 1000);
         if (w->n_waited > 0)
-                log_notice("Turns of the event loop over %" PRIu64 " ms only with their waits for a CPU: %" PRIu64
-                           ", the longest wait %" PRIu64 " ms.",
+                log_notice("Turns of the event loop over %" PRIu64
+                           " ms only with their waits for a CPU: %" PRIu64 ", the longest wait %" PRIu64 " ms.",
                            w->threshold_usec / 1000, w->n_waited, w->most_waiting.waiting_usec / 1000);
         schedstat_close(w);
         if (!uv_is_closing((uv_handle_t *) &w->prepare))

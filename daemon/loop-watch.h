@@ -48,8 +48,9 @@ typedef struct LoopWatch {
         LoopTurnClock start; /* when the current turn began */
         LoopTurn longest;    /* the longest turn yet, by what callers waited */
         uint64_t n_long;     /* turns over the threshold */
-        LoopTurn most_waiting; /* of the turns over the threshold only with their waits, the one that waited most */
-        uint64_t n_waited;     /* such turns */
+        /* Of the turns over the threshold only with their waits for a CPU, the one that waited most. */
+        LoopTurn most_waiting;
+        uint64_t n_waited; /* such turns */
 } LoopWatch;
 
 /* Starts watching loop from its next turn on, from the loop's thread; the watch does not keep the

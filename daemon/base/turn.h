@@ -32,7 +32,8 @@ static inline void turn_part_endp(_unused_ bool *part)
 
 /* Marks the rest of the enclosing block as a part. */
 #define TURN_PART(...) TURN_PART_AS(TURN_PART_CAT(_turn_part_, __COUNTER__), __VA_ARGS__)
-#define TURN_PART_AS(var, ...) _cleanup_(turn_part_endp) _unused_ bool var = (turn_part_begin(__VA_ARGS__), true)
+#define TURN_PART_AS(var, ...)                                                                              \
+        _cleanup_(turn_part_endp) _unused_ bool var = (turn_part_begin(__VA_ARGS__), true)
 #define TURN_PART_CAT(a, b) TURN_PART_CAT_(a, b)
 #define TURN_PART_CAT_(a, b) a##b
 

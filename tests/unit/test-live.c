@@ -930,7 +930,8 @@ static void test_rescan_many_children(void)
         run_loop(&t.loop);
 
         for (size_t j = 0; j < ELEMENTSOF(changed); j++) {
-                snprintf(prefix, sizeof(prefix), "properties " BLOCK "/vd%03u org.blkmodel1.Disk ", changed[j]);
+                snprintf(prefix, sizeof(prefix), "properties " BLOCK "/vd%03u org.blkmodel1.Disk ",
+                         changed[j]);
                 CHECK(lines_with(prefix, "changed=Size,size") == 1);
                 many_disk(devpath, sizeof(devpath), changed[j]);
                 snprintf(prefix, sizeof(prefix), "event change %s ", devpath);
