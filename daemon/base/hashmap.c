@@ -3,18 +3,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
 #include "base/hashmap.h"
 
 /* A tombstone keeps probe chains intact after a removal. */
 static char tombstone;
 #define TOMBSTONE ((void *) &tombstone)
 
+/*
+ * Eight bytes a step, each mixed in by a multiply: the shape table's keys are every file name of a
+ * directory, about 1.5 KB, hashed once per directory at start (21,000 at 1,000 x 4), where FNV-1a's
+ * byte a step was 4 % of the start's CPU.
+ */
 static uint64_t string_hash(const char *s)
 {
-        uint64_t h = fnv1a(s, strlen(s), FNV1A_INIT);
-        /* Fold the high bits in: probing uses the low ones. */
-        return h ^ (h >> 29);
+        size_t n = strlen(s);
+        uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ n, w;
+
+        for (; n >= 8; n -= 8, s += 8) {
+                memcpy(&w, s, 8);
+                h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+                h ^= h >> 32;
+        }
+        w = 0;
+        memcpy(&w, s, n);
+        h ^= w;
+        /* MurmurHash3's finalizer: every bit reaches the low ones, which probing uses (paths differ in
+         * their last bytes, which a multiply alone carries only upwards). */
+        h ^= h >> 33;
+        h *= UINT64_C(0xff51afd7ed558ccd);
+        h ^= h >> 33;
+        h *= UINT64_C(0xc4ceb9fe1a85ec53);
+        return h ^ (h >> 33);
 }
 
 void hashmap_init(Hashmap *h, HashmapKeyOf key_of)
