@@ -21,8 +21,9 @@
  * bench/hiccup's account of the machine's own pauses), and which marked part of the daemon's work
  * (base/turn.h) took the most of it.
  *
- * A turn whose stretch passed the threshold only with its waits for a CPU is told apart, as a notice
- * when it waited the longest yet: callers waited that long too, but for the machine's other work.
+ * A turn whose stretch passed the threshold only with its waits for a CPU, or whose wake-up waited
+ * that long for one, is told apart, as a notice when it waited the longest yet: callers waited that
+ * long too, but for the machine's other work.
  */
 
 typedef struct LoopTurnClock {

@@ -64,17 +64,22 @@ static void on_sleep(uv_timer_t *t)
         (void) nanosleep(&(struct timespec){.tv_nsec = 40 * 1000 * 1000}, NULL);
 }
 
-/* Runs one timer callback (plus the turns around it) and returns. */
-static void run_one(uv_loop_t *loop, uv_timer_cb cb, uint64_t *work_usec)
+/* Runs one timer callback, due in ms (plus the turns around it), and returns. */
+static void run_one_in(uv_loop_t *loop, uv_timer_cb cb, uint64_t *work_usec, uint64_t ms)
 {
         uv_timer_t t;
 
         CHECK(uv_timer_init(loop, &t) == 0);
         t.data = work_usec;
-        CHECK(uv_timer_start(&t, cb, 1, 0) == 0);
+        CHECK(uv_timer_start(&t, cb, ms, 0) == 0);
         (void) uv_run(loop, UV_RUN_DEFAULT);
         uv_close((uv_handle_t *) &t, NULL);
         (void) uv_run(loop, UV_RUN_DEFAULT);
+}
+
+static void run_one(uv_loop_t *loop, uv_timer_cb cb, uint64_t *work_usec)
+{
+        run_one_in(loop, cb, work_usec, 1);
 }
 
 int main(void)
@@ -175,6 +180,38 @@ int main(void)
         }
         CHECK(w.longest.held_usec < 20 * 1000);
         CHECK(w.n_long == n_long);
+
+        /* A wake-up that waits: the loop's timer is due while a real-time process holds its CPU.  No
+         * work of the loop's, but a caller would have waited as long. */
+        int go[2];
+        CHECK(pipe(go) == 0);
+        pid_t rt = fork();
+        CHECK(rt >= 0);
+        if (rt == 0) {
+                char c;
+                if (sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){.sched_priority = 1}) < 0)
+                        _exit(2); /* not allowed here: nothing to show */
+                if (read(go[0], &c, 1) != 1)
+                        _exit(1);
+                (void) nanosleep(&(struct timespec){.tv_nsec = 3 * 1000 * 1000}, NULL); /* till it polls */
+                uint64_t start = uv_hrtime();
+                while (uv_hrtime() - start < 40 * 1000 * 1000)
+                        ;
+                _exit(0);
+        }
+        uint64_t n_waited = w.n_waited;
+        CHECK(write(go[1], "x", 1) == 1);
+        work = 0;
+        run_one_in(&loop, on_work, &work, 10); /* due 10 ms in: the loop is polling when it starts */
+        int status;
+        CHECK(waitpid(rt, &status, 0) == rt && WIFEXITED(status));
+        if (w.schedstat_fd >= 0 && WEXITSTATUS(status) == 0) {
+                CHECK(w.n_waited > n_waited);
+                CHECK(w.most_waiting.waiting_usec >= 20 * 1000 && w.most_waiting.busy_usec < 20 * 1000);
+        }
+        CHECK(w.n_long == n_long);
+        close(go[0]);
+        close(go[1]);
 
         /* The watch alone does not keep the loop running. */
         CHECK(uv_run(&loop, UV_RUN_NOWAIT) == 0);
