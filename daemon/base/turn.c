@@ -2,24 +2,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/turn.h"
+#include "common/time-util.h"
 
 static struct {
         unsigned depth;
         TurnPart running; /* its usec: when it began */
         TurnPart longest;
 } turn;
-
-static uint64_t now_usec(void)
-{
-        struct timespec t;
-
-        if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
-                return 0;
-        return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
-}
 
 static void name_running(const char *format, va_list ap) _printf_(1, 0);
 static void name_running(const char *format, va_list ap)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "base/log.h"
 #include "base/turn.h"
 #include "bus/loop.h"
+#include "common/time-util.h"
 #include "common/util.h"
 
 /* Enough rounds to drain a burst; level-triggered polling brings us back for the rest (and sd-bus's
@@ -127,9 +127,7 @@ static void on_prepare(uv_prepare_t *h)
                 uv_timer_stop(&l->timer);
                 return;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+        uint64_t now = now_usec();
         /* 0 means "process now": the read queue holds a message a synchronous call parked there. */
         uint64_t ms = until > now ? (until - now + 999) / 1000 : 0;
         uv_timer_start(&l->timer, on_timer, ms, 0);
