@@ -125,44 +125,27 @@ static int push_children(Rescan *s, Kobject *k)
         return r;
 }
 
-/* The first of the sorted children whose name comes after `after`. */
-static size_t position_after(Kobject *const *children, size_t n, const char *after)
-{
-        size_t lo = 0, hi = n;
-
-        while (after && lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (strcmp(children[mid]->name, after) <= 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
-}
-
 /* Pushes the kset's next child, found by name: children that came or went meanwhile are taken or
  * passed over as the order now has them, and none is held that the model may have freed. */
 static int push_next_kset_child(Live *l, Rescan *s)
 {
-        Kobject *const *children;
-        size_t n, at;
+        Kobject *next;
         int r;
 
-        r = model_children_sorted(l->model, s->kset, &children, &n);
+        r = model_child_after(l->model, s->kset, s->kset_after, &next);
         if (r < 0)
                 return r;
-        at = position_after(children, n, s->kset_after);
-        if (at == n) {
+        if (!next) {
                 kobject_unref(l->model, TAKE_PTR(s->kset));
                 s->kset_after = mfree(s->kset_after);
                 return 1;
         }
-        char *name = strdup(children[at]->name);
+        char *name = strdup(next->name);
         if (!name)
                 return -ENOMEM;
         free(s->kset_after);
         s->kset_after = name;
-        r = push(s, children[at]);
+        r = push(s, next);
         return r < 0 ? r : 1;
 }
 

@@ -173,19 +173,40 @@ static void snapshot_forget(MembersSnapshot *s, const Kobject *k)
         s->gone[s->n_gone++] = k;
 }
 
-/* The first position whose name is not below k's. */
-static size_t sorted_position(const SortedList *s, const Kobject *k)
+/* The first of n items sorted by name whose name is not below name (past: above it). */
+static size_t name_position(Kobject *const *items, size_t n, const char *name, bool past)
 {
-        size_t lo = 0, hi = s->n;
+        size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (kobject_name_cmp(&s->items[mid], &k) < 0)
+                int c = strcmp(items[mid]->name, name);
+                if (c < 0 || (past && c == 0))
                         lo = mid + 1;
                 else
                         hi = mid;
         }
         return lo;
+}
+
+/* The first position whose name is not below k's. */
+static size_t sorted_position(const SortedList *s, const Kobject *k)
+{
+        return name_position(s->items, s->n, k->name, false);
+}
+
+int model_child_after(Model *m, const Kobject *k, const char *after, Kobject **ret)
+{
+        Kobject *const *children;
+        size_t n, at;
+        int r;
+
+        r = model_children_sorted(m, k, &children, &n);
+        if (r < 0)
+                return r;
+        at = after ? name_position(children, n, after, true) : 0;
+        *ret = at < n ? children[at] : NULL;
+        return 0;
 }
 
 /* Puts k in its place, or takes it out: false if the order must be made again instead. */

@@ -29,6 +29,9 @@ MembersSnapshot *members_snapshot_free(Model *m, MembersSnapshot *s);
 /* k's children sorted by name: the model's array, valid until a child comes or goes.  For objects with
  * many children; others sort their few with kobject_children_sorted(). */
 int model_children_sorted(Model *m, const Kobject *k, Kobject *const **ret, size_t *ret_n);
+/* In that order, k's first child whose name comes after `after` (NULL: the first child), or NULL if none:
+ * a walk by name that holds no child between its steps. */
+int model_child_after(Model *m, const Kobject *k, const char *after, Kobject **ret);
 
 /* For model_link() and model_unlink(): k came (added), or is leaving. */
 void kset_members_changed(Model *m, const Kobject *kset, Kobject *k, bool added);
