@@ -8,6 +8,8 @@ fell."""
 import collections
 import re
 
+import machine_pauses
+
 _NEW_LONGEST = re.compile(
     r"The event loop was held (\d+) ms without a break \((\d+) ms of it asleep in system calls\)"
     r"(?:, busy (\d+) ms from (\d+)\.(\d{6}) s on CLOCK_MONOTONIC)?"
@@ -37,11 +39,9 @@ def new_longest(log):
 def beside(turn, gaps):
     """"ms (who)" of bench/hiccup's gaps, [(start ns, ms, who)], that overlap the turn's busy
     stretch: the machine's share of it.  None when either is unknown."""
-    if gaps is None or turn.start_ns is None:
+    if turn.start_ns is None:
         return None
-    end = turn.start_ns + turn.busy_ms * 10**6
-    return ["%.0f ms (%s)" % (ms, who) for start, ms, who in gaps
-            if start < end and start + ms * 1e6 > turn.start_ns]
+    return machine_pauses.overlapping(gaps, turn.start_ns, turn.start_ns + turn.busy_ms * 10**6)
 
 
 def record(phase, turn, gaps):

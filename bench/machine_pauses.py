@@ -55,11 +55,22 @@ def by_phase(gaps, marks, t0_ns):
             for start, ms, who in gaps if start >= t0_ns]
 
 
+def _named(gaps, keep):
+    return ["%.0f ms (%s)" % (ms, who) for start, ms, who in gaps if keep(start, ms)]
+
+
 def within(gaps, start_ns, end_ns):
     """"ms (who)" of the gaps that began between start_ns and end_ns; ["not watched"] for None."""
     if gaps is None:
         return ["not watched"]
-    return ["%.0f ms (%s)" % (ms, who) for start, ms, who in gaps if start_ns <= start <= end_ns]
+    return _named(gaps, lambda start, ms: start_ns <= start <= end_ns)
+
+
+def overlapping(gaps, start_ns, end_ns):
+    """"ms (who)" of the gaps that overlap start_ns..end_ns; None for None (not watched)."""
+    if gaps is None:
+        return None
+    return _named(gaps, lambda start, ms: start < end_ns and start + ms * 1e6 > start_ns)
 
 
 def describe(gaps):
