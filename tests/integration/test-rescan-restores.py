@@ -136,6 +136,26 @@ class RescanRestores(unittest.TestCase):
 
         self.rescan_is_fresh()
 
+    def test_many_disks(self):
+        # 600 disks: the Rescan takes the block kset's children one a step, by name
+        # (daemon/live/rescan.c), not all at once as for a smaller kset.
+        self.dir = bt.make_fixture(disks=600, partitions=1)
+        self.sys = os.path.join(self.dir, "sys")
+        self.tree = t = Tree(self.sys)
+        self.start()
+        disks = sorted(os.listdir(t.p("block")))
+        self.assertEqual(len(disks), 600)
+        # The first and the last disk by name change, one goes, one comes.
+        for name in (disks[0], disks[-1]):
+            t.write(os.path.realpath(t.p("block/" + name + "/size")), "42")
+        gone = os.path.relpath(os.path.realpath(t.p("block/" + disks[300])), self.sys)
+        parts = [os.path.join(gone, p) for p in os.listdir(t.p(gone)) if p.startswith(disks[300])]
+        for part in parts + [gone]:
+            with open(t.p(part + "/dev")) as f:
+                t.remove_block_device(part, tuple(int(x) for x in f.read().split(":")))
+        t.add_loop(7, partitions=1)
+        self.rescan_is_fresh()
+
     def test_replaced_root(self):
         self.start()
         inode = os.stat(self.sys).st_ino
