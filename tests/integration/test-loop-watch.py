@@ -105,6 +105,60 @@ class LoopWatch(unittest.TestCase):
             if not bt.daemon_sanitized():
                 self.assertEqual(long_work(dm.output()), [])
 
+    def test_a_wait_for_a_cpu_is_told_as_the_machine_s(self):
+        # The daemon on one CPU, a real-time process spinning on it, a call sent meanwhile from
+        # another CPU: the loop wakes for the call but cannot run, which libuv counts as idle time.
+        # The caller waits all the same, and the log says it was the machine's doing.
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            self.skipTest("needs two CPUs")
+        d = bt.make_fixture()
+        dm = bt.Daemon(d + "/sys")
+        try:
+            self.assertTrue(wait_for_log(dm, "Recorded the values of"))
+            for tid in os.listdir("/proc/%d/task" % dm.proc.pid):
+                os.sched_setaffinity(int(tid), {cpus[0]})
+            mine = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {cpus[1]})
+            go_r, go_w = os.pipe()
+            hog = os.fork()
+            if hog == 0:
+                try:
+                    os.sched_setaffinity(0, {cpus[0]})
+                    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+                except OSError:
+                    os._exit(2)
+                os.read(go_r, 1)
+                time.sleep(0.005)
+                end = time.monotonic() + 0.080
+                while time.monotonic() < end:
+                    pass
+                os._exit(0)
+            try:
+                os.write(go_w, b"x")
+                time.sleep(0.020)
+                t = time.monotonic()
+                dm.manager_prop("Version")
+                waited = time.monotonic() - t
+            finally:
+                _, status = os.waitpid(hog, 0)
+                os.sched_setaffinity(0, mine)
+                os.close(go_r)
+                os.close(go_w)
+            if os.waitstatus_to_exitcode(status) == 2:
+                self.skipTest("SCHED_FIFO not allowed here")
+            self.assertGreater(waited, 0.030)
+            self.assertTrue(wait_for_log(dm, "ready to run but waited"), dm.output()[-2000:])
+            m = re.search(r"<5>The event loop was ready to run but waited (\d+) ms for a CPU, in a turn "
+                          r"busy \d+ ms from \d+\.\d{6} s on CLOCK_MONOTONIC; the longest wait yet",
+                          dm.output())
+            self.assertTrue(m, dm.output()[-2000:])
+            self.assertGreaterEqual(int(m.group(1)), 20)
+        finally:
+            out = dm.stop()
+        self.assertRegex(out, r"<5>Turns of the event loop over 20 ms only with their waits for a CPU: "
+                              r"[1-9][0-9]*, the longest wait [0-9]+ ms\.")
+
     def test_descriptor_table_grown_before_the_threads(self):
         # Grown later, with threads, the kernel waits for an RCU grace period first (10-24 ms on a
         # 2-CPU VM) in whichever thread took the fd: a loop turn of 21 ms, asleep, in a
