@@ -117,14 +117,14 @@ static char *pool_dup(const char *s, size_t n, void *pool)
 }
 
 /* The files of every object whose directory opened, at once (sysfs/read-many.h); -EOPNOTSUPP
- * when it cannot be done that way, with nothing read. */
+ * when it cannot be done that way or does not pay here, with nothing read. */
 static int read_all_at_once(Prefetch *b)
 {
         _cleanup_(freep) int *dirfds = NULL;
         _cleanup_(freep) ObjDirValue **values = NULL;
         size_t n = 0;
 
-        if (!b->root.kernfs)
+        if (!b->root.kernfs || !sysfs_read_many_pays())
                 return -EOPNOTSUPP;
         for (size_t i = 0; i < b->n_objects; i++)
                 n += b->objects[i].fd >= 0 ? b->objects[i].n_values : 0;

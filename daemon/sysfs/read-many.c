@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <liburing.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/log.h"
+#include "common/time-util.h"
 #include "common/util.h"
 #include "sysfs/read-many.h"
 
@@ -216,4 +221,55 @@ int sysfs_read_many(const int *dirfds, ObjDirValue *const *values, size_t n, Sys
         if (m > 0)
                 read_chains(t, chain_fds, chain_values, m, dup, userdata);
         return 0;
+}
+
+/* The least a round trip into the kernel costs here: a system call that does nothing, the fastest of
+ * a few rounds, so that a round the thread lost its CPU in does not count. */
+static uint64_t syscall_cost_ns(void)
+{
+        uint64_t best = UINT64_MAX;
+
+        for (unsigned round = 0; round < 5; round++) {
+                uint64_t start = now_nsec();
+
+                for (unsigned i = 0; i < 200; i++)
+                        (void) syscall(SYS_getppid); /* glibc caches getpid(), not this */
+                best = MIN(best, (now_nsec() - start) / 200);
+        }
+        return best;
+}
+
+bool sysfs_ring_pays(const char *env, uint64_t syscall_ns)
+{
+        if (env && (streq(env, "1") || streq(env, "0")))
+                return streq(env, "1");
+        return syscall_ns >= IO_URING_PAYS_FROM_NS;
+}
+
+static bool ring_pays;
+
+static void decide_ring_pays(void)
+{
+        const char *env = secure_getenv("BLKMODEL_SYSFS_IO_URING");
+        bool env_decides = env && (streq(env, "1") || streq(env, "0"));
+        uint64_t ns = env_decides ? 0 : syscall_cost_ns();
+
+        ring_pays = sysfs_ring_pays(env, ns);
+        if (env_decides) {
+                log_info("Reading sysfs %s, as $BLKMODEL_SYSFS_IO_URING says.",
+                         ring_pays ? "through io_uring" : "file by file");
+                return;
+        }
+        if (env)
+                log_warning("$BLKMODEL_SYSFS_IO_URING=%s is neither 1 nor 0; ignored.", env);
+        log_info("A system call costs %" PRIu64 " ns here: reading sysfs %s (io_uring pays from %u ns).", ns,
+                 ring_pays ? "through io_uring" : "file by file", IO_URING_PAYS_FROM_NS);
+}
+
+bool sysfs_read_many_pays(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+        (void) pthread_once(&once, decide_ring_pays);
+        return ring_pays;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sysfs/objdir.h"
 #include "sysfs/read.h"
@@ -13,8 +15,10 @@
  * Why: a complete GetManagedObjects reads every attribute of every object, 120,000 files at 1,000
  * loop devices, three system calls each.  Where a system call is dear (a VM whose kernel enters and
  * leaves through the hypervisor), those calls were a third of the reading's CPU; the ring leaves
- * the kernel's own work (kernfs opens, show() calls) and drops the crossings.  Measured on the
- * real kernel, bench/real-kernel: see bench/RESULTS-real.md.
+ * the kernel's own work (kernfs opens, show() calls) and drops the crossings.  Where a system call
+ * is cheap, handing each chain to an io-wq thread costs more than the three crossings it saves:
+ * sysfs_read_many_pays() tells which machine this is.  Measured on the real kernel,
+ * bench/real-kernel: see bench/RESULTS-real.md.
  *
  * Only for kernfs: a fixture's files need the checks of sysfs_read_attr() (FIFOs, permission
  * bits), and a fixture is no reference for the kernel's cost anyway.
@@ -30,3 +34,19 @@
  */
 int sysfs_read_many(const int *dirfds, ObjDirValue *const *values, size_t n, SysfsStrndup dup,
                     void *userdata);
+
+/*
+ * Does reading through the ring pay on this machine?  Measured once per process, on the first call:
+ * what a system call costs, against IO_URING_PAYS_FROM_NS.  $BLKMODEL_SYSFS_IO_URING set to 1 or 0
+ * decides instead (for tests, and for a machine the measure gets wrong).
+ */
+bool sysfs_read_many_pays(void);
+
+/* A system call's cost from which the ring pays.  Where it lost, a KVM guest, a system call cost 122
+ * ns and the ring was 15 % slower; there handing a chain to io-wq cost about 0.8 µs of CPU more than
+ * its three crossings.  Where it won, a guest whose every kernel entry went through the hypervisor,
+ * it saved 4.7 µs of CPU a file: some 1.5 µs or more a crossing. */
+#define IO_URING_PAYS_FROM_NS 500
+
+/* The decision itself, for what the environment says (NULL: unset) and a measured cost. */
+bool sysfs_ring_pays(const char *env, uint64_t syscall_ns);

@@ -49,6 +49,10 @@ def is_partition_dir(path):
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for a loop device")
 class RealSys(unittest.TestCase):
+    # As users run it: the daemon measures whether reading through io_uring
+    # pays here (daemon/sysfs/read-many.h).
+    DAEMON_ENV = None
+    READ_WAY = "A system call costs "
     @classmethod
     def setUpClass(cls):
         for tool, package in (("losetup", "util-linux"), ("sfdisk", "fdisk"),
@@ -90,7 +94,7 @@ class RealSys(unittest.TestCase):
         except OSError:
             pass
 
-        cls.dm = bt.Daemon(SYS)
+        cls.dm = bt.Daemon(SYS, env=cls.DAEMON_ENV)
         cls.addClassCleanup(cls.dm.stop)
 
     # ---- the loop device ---------------------------------------------------
@@ -324,6 +328,7 @@ class RealSys(unittest.TestCase):
                          if self.sched else {"disk", "partition", "queue"})
         self.assertGreater(compared, 300)
         self.assertLess(changed, compared / 10)
+        self.assertIn(self.READ_WAY, self.dm.output())
 
     # ---- info -a against udevadm's attribute walk ---------------------------
 
@@ -426,6 +431,28 @@ class RealSys(unittest.TestCase):
         self.assertEqual(mine, sorted(want))
         self.assertEqual(self.dm.manager_prop("SysfsRoot"), SYS)
         self.assertEqual(self.dm.manager_prop("ObjectCount"), len(objs))
+
+
+class _OneWay(RealSys):
+    """Every attribute again, read the one way whatever this machine's
+    system calls cost: both ways must publish what the files say."""
+    test_loop_device = test_same_block_devices = None
+    test_list_named_devices_as_lsblk = test_info_walk_as_udevadm = None
+    test_info_walk_of_this_machines_disks = test_info_as_udevadm = None
+    test_exact_set_of_objects_below_loop = None
+
+
+class RealSysThroughIoUring(_OneWay):
+    DAEMON_ENV = {"BLKMODEL_SYSFS_IO_URING": "1"}
+    READ_WAY = "Reading sysfs through io_uring, as $BLKMODEL_SYSFS_IO_URING says."
+
+
+class RealSysFileByFile(_OneWay):
+    DAEMON_ENV = {"BLKMODEL_SYSFS_IO_URING": "0"}
+    READ_WAY = "Reading sysfs file by file, as $BLKMODEL_SYSFS_IO_URING says."
+
+
+del _OneWay  # not a test of its own
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ class Daemon:
     """The real blkmodeld on the test's bus."""
 
     def __init__(self, sysfs_root, uevent_socket=None, no_uevents=None,
-                 extra_args=(), wait=True):
+                 extra_args=(), wait=True, env=None):
         if os.path.realpath(sysfs_root) == "/sys":
             loopdev.hold_sys_block()
         self.sysfs_root = sysfs_root
@@ -172,7 +172,8 @@ class Daemon:
         self.args = args
         self.log_path = os.path.join(self.tmp, "blkmodeld.log")
         self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log,
+                                     env=dict(os.environ, **env) if env else None)
         self.bus = bus()
         if wait:
             self.wait_for_name()

@@ -359,10 +359,26 @@ static void test_without_io_uring(void)
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Whether the ring pays: the environment's word first, else the cost measured. */
+static void test_ring_pays(void)
+{
+        CHECK(sysfs_ring_pays("1", 0));
+        CHECK(!sysfs_ring_pays("0", 100000));
+        CHECK(!sysfs_ring_pays(NULL, 122));
+        CHECK(sysfs_ring_pays(NULL, 1500));
+        CHECK(sysfs_ring_pays(NULL, IO_URING_PAYS_FROM_NS));
+        CHECK(!sysfs_ring_pays("yes", 122)); /* neither 1 nor 0: the measure decides */
+        CHECK(sysfs_ring_pays("", 1500));
+}
+
 int main(void)
 {
         /* A call that waits for a completion that never comes hangs: fail instead. */
         alarm(20);
+        /* A batch read ahead goes through the ring whatever a system call costs here. */
+        CHECK(setenv("BLKMODEL_SYSFS_IO_URING", "1", 1) == 0);
+        CHECK(sysfs_read_many_pays());
+        test_ring_pays();
         test_same_as_one_by_one();
         test_every_count();
         test_prefetch_with_ring();
