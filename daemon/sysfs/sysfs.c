@@ -19,8 +19,22 @@ static bool opens_check_modes, may_raise_override;
 
 #define DAC_OVERRIDE_CAPS ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))
 
+/* A name that can only be an entry of the directory itself: one component, not "..". */
+static bool one_entry(const char *path)
+{
+        return !strchr(path, '/') && !streq(path, "..") && !isempty(path);
+}
+
 int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks)
 {
+        /* One entry, no link followed: O_NOFOLLOW confines it as RESOLVE_BENEATH would (a magic
+         * link is a symlink too), and openat2's resolve checks cost 2-7 % of reading every
+         * attribute at a cold start (bench/read-floor, one thread, the files of 1,000 loops).  Not
+         * with O_PATH, which opens a symlink itself rather than refusing it. */
+        if (no_symlinks && !(flags & O_PATH) && one_entry(path)) {
+                int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW);
+                return fd >= 0 ? fd : -errno;
+        }
         if (__atomic_load_n(&have_openat2, __ATOMIC_RELAXED)) {
                 struct open_how how = {
                                 .flags = (uint64_t) flags | O_CLOEXEC,

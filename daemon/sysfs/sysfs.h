@@ -35,8 +35,9 @@ int sysfs_open(const char *root, Sysfs *ret);
  * one.  1 if it was, 0 if not, negative errno if the path is gone. */
 int sysfs_reopen_if_replaced(Sysfs *s);
 
-/* openat() confined beneath dirfd (openat2 RESOLVE_BENEATH; without openat2, plain openat() refusing
- * absolute paths and ".."), following symlinks unless no_symlinks. */
+/* openat() confined beneath dirfd (openat2 RESOLVE_BENEATH; one entry of dirfd not followed:
+ * openat() O_NOFOLLOW; without openat2, plain openat() refusing absolute paths and ".."), following
+ * symlinks unless no_symlinks. */
 int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlinks);
 void sysfs_close(Sysfs *s);
 

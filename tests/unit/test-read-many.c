@@ -288,7 +288,19 @@ static char *some_disk_devpath(void)
 /* A batch of GetManagedObjects read ahead on kernfs: the same values with a ring and without. */
 static void check_prefetch(unsigned *failed)
 {
-        static const char *const files[] = {"size", "dev", "queue/scheduler", "holders/", "no-such-file"};
+        /* Files in subdirectories too: groups, a kobject's, one that is not there, a path through "..". */
+        static const char *const files[] = {"size",
+                                            "power/control",
+                                            "power/async",
+                                            "dev",
+                                            "queue/scheduler",
+                                            "queue/nr_requests",
+                                            "power/runtime_status",
+                                            "holders/",
+                                            "no-such-dir/x",
+                                            "queue/no-such-file",
+                                            "queue/iosched/../scheduler",
+                                            "no-such-file"};
         _cleanup_(freep) char *devpath = some_disk_devpath();
         _cleanup_(prefetch_freep) Prefetch *b = NULL;
         Kobject k = {.devpath = devpath};

@@ -174,6 +174,16 @@ int main(void)
         CHECK(sysfs_read_attr(fd, "escape", false, &v) < 0);
         CHECK(v == NULL);
         CHECK(sysfs_open_dir(&s, "../") < 0);
+        /* One entry of the directory, opened the short way: never a link, never its parent. */
+        CHECK(sysfs_openat_beneath(fd, "escape", O_RDONLY, true) == -ELOOP);
+        CHECK(sysfs_openat_beneath(fd, "escape", O_WRONLY, true) == -ELOOP);
+        CHECK(sysfs_openat_beneath(fd, "..", O_RDONLY | O_DIRECTORY, true) < 0);
+        CHECK(sysfs_openat_beneath(fd, "", O_RDONLY, true) < 0);
+        {
+                int one = sysfs_openat_beneath(fd, "size", O_RDONLY, true);
+                CHECK(one >= 0 && (fcntl(one, F_GETFD) & FD_CLOEXEC));
+                (void) close(one);
+        }
 
         CHECK(sysfs_list(fd, false, &e, &n) == 0);
         CHECK(n == 7);
