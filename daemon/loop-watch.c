@@ -101,8 +101,10 @@ static void on_prepare(uv_prepare_t *h)
         read_clock(w, h->loop, &now);
         t = turn_between(w, &w->start, &now);
         w->start = now;
-        /* Every turn: a short turn's parts are not to be named in a later one. */
+        /* Every turn: a short turn's parts are not to be named in a later one, nor its work share
+         * the next one's budget. */
         turn_part_take_longest(&t.part);
+        turn_next();
         bool longest = t.held_usec > w->longest.held_usec;
         if (longest)
                 w->longest = t;

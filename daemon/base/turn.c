@@ -10,6 +10,7 @@ static struct {
         unsigned depth;
         TurnPart running; /* its usec: when it began */
         TurnPart longest;
+        uint64_t work_start; /* when this turn's first part or slice began; 0: none yet */
 } turn;
 
 static void name_running(const char *format, va_list ap) _printf_(1, 0);
@@ -28,6 +29,8 @@ void turn_part_begin(const char *format, ...)
         name_running(format, ap);
         va_end(ap);
         turn.running.usec = now_usec();
+        if (turn.work_start == 0)
+                turn.work_start = turn.running.usec;
 }
 
 void turn_part_rename(const char *format, ...)
@@ -58,4 +61,22 @@ void turn_part_take_longest(TurnPart *ret)
 {
         *ret = turn.longest;
         turn.longest = (TurnPart){};
+}
+
+void turn_next(void)
+{
+        turn.work_start = 0;
+}
+
+uint64_t turn_slice_end(uint64_t start, uint64_t slice_usec)
+{
+        if (turn.work_start == 0 || turn.work_start > start)
+                turn.work_start = start;
+        uint64_t shared = MAX(turn.work_start + TURN_WORK_USEC, start + TURN_SLICE_MIN_USEC);
+        return MIN(start + slice_usec, shared);
+}
+
+bool turn_slice_over(uint64_t start, uint64_t slice_usec)
+{
+        return now_usec() >= turn_slice_end(start, slice_usec);
 }

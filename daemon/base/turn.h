@@ -39,3 +39,25 @@ static inline void turn_part_endp(_unused_ bool *part)
 
 /* The longest part ended since the last call, and forgets it. */
 void turn_part_take_longest(TurnPart *ret);
+
+/*
+ * Work done in slices shares the turn it runs in.  Each slicer (the uevent burst, deferred changes,
+ * the warm-up and the poll, a Rescan, a GetManagedObjects or Members reply, the bus's own messages)
+ * has a budget of its own, up to 4 ms; a call waits for every slice of the turn it came in, and then
+ * behind what that work sent.  A slice now also ends once the turn's work passed TURN_WORK_USEC,
+ * but never before it had TURN_SLICE_MIN_USEC, so that every slicer goes on in every turn.
+ *
+ * Measured (bench/real-kernel, 1,000 loop devices, a Peer.Ping every 5 ms, its worst reply, 2 runs
+ * each, binaries alternating): detaching and attaching them all, 10.3-15.1 ms with each slicer's own
+ * budget, 10.9-11.9 ms sharing 4 ms, 6.0-10.5 ms sharing 2 ms; the daemon's CPU per event and the
+ * time to the last Uevent stayed as they were.
+ */
+#define TURN_WORK_USEC 2000
+#define TURN_SLICE_MIN_USEC 500
+
+/* A new turn of the loop begins (the loop watch, before the loop polls). */
+void turn_next(void);
+/* When a slice that began at start (CLOCK_MONOTONIC µs) with a budget of its own of slice_usec ends. */
+uint64_t turn_slice_end(uint64_t start, uint64_t slice_usec);
+/* Is that slice over now? */
+bool turn_slice_over(uint64_t start, uint64_t slice_usec);

@@ -12,7 +12,7 @@
  * timeout of 0 for what it has read already).  Not for longer than a slice: a burst of heavy calls
  * (a reading in parts asks 64 at a time) is spread over turns like the rest of our work. */
 #define PROCESS_ROUNDS_MAX 64
-#define PROCESS_SLICE_NSEC (4 * 1000 * 1000)
+#define PROCESS_SLICE_USEC 4000
 
 /*
  * The socket's send buffer.  Whatever we send waits there in order, a method reply behind every
@@ -56,9 +56,11 @@ static void bus_loop_disconnected(BusLoop *l)
 
 static void bus_loop_process(BusLoop *l)
 {
-        uint64_t start = uv_hrtime();
+        uint64_t start = now_usec();
 
-        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && uv_hrtime() - start < PROCESS_SLICE_NSEC;
+        /* Shared with the turn's other slices (base/turn.h), but always one round. */
+        for (unsigned i = 0;
+             i < PROCESS_ROUNDS_MAX && !l->dead && (i == 0 || !turn_slice_over(start, PROCESS_SLICE_USEC));
              i++) {
                 TURN_PART("D-Bus I/O"); /* until a message is read: name_message() */
                 int r = sd_bus_process(l->bus, NULL);

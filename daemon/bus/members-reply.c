@@ -116,7 +116,8 @@ static void on_members_idle(uv_idle_t *h)
                 (void) uv_idle_stop(h);
                 return;
         }
-        r = bus_members_append(b->reply, b->members, &b->pos, uv_hrtime() / 1000 + MEMBERS_SLICE_USEC, NULL);
+        r = bus_members_append(b->reply, b->members, &b->pos,
+                               turn_slice_end(uv_hrtime() / 1000, MEMBERS_SLICE_USEC), NULL);
         if (r == 0)
                 return;
         if (r > 0)

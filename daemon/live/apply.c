@@ -148,7 +148,7 @@ static void apply_pending_slice(Live *l, uint64_t budget_usec)
                 /* Taken off the queue first: reading may announce, and nothing may see it twice. */
                 PendingChange c = l->pending[l->pending_pos++];
                 apply_one(l, &c);
-                if (budget_usec != UINT64_MAX && uv_hrtime() / 1000 - start >= budget_usec)
+                if (budget_usec != UINT64_MAX && turn_slice_over(start, budget_usec))
                         return;
         }
         l->pending = mfree(l->pending);

@@ -274,7 +274,7 @@ static void on_rescan_idle(uv_idle_t *h)
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
                         return;
-                if (uv_hrtime() / 1000 - start >= RESCAN_SLICE_USEC)
+                if (turn_slice_over(start, RESCAN_SLICE_USEC))
                         return;
         }
         if (!l->rescan)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "common/util.h"
 #include "uevent/source-internal.h"
 
@@ -269,10 +270,11 @@ static void on_more(uv_idle_t *handle);
 /* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
 static bool read_burst(UeventSource *s)
 {
-        uint64_t start = uv_hrtime();
+        uint64_t start = uv_hrtime() / 1000;
         bool progress = false, drained = false;
 
-        for (unsigned i = 0; i < READ_BURST_MAX && uv_hrtime() - start < READ_BURST_USEC * 1000; i++) {
+        for (unsigned i = 0; i < READ_BURST_MAX && (i == 0 || !turn_slice_over(start, READ_BURST_USEC));
+             i++) {
                 int r;
 
                 /* A callback may have paused or freed us. */
