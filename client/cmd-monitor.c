@@ -34,10 +34,7 @@
 /* CLOCK_REALTIME in µs: when a signal arrived, as a user reads a clock. */
 static uint64_t now_realtime_usec(void)
 {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        return clock_nsec(CLOCK_REALTIME) / 1000;
 }
 
 typedef struct Monitor {

@@ -8,19 +8,23 @@
 #define USEC_PER_MSEC UINT64_C(1000)
 #define USEC_INFINITY UINT64_MAX
 
-static inline uint64_t now_nsec(void)
+/* A clock's time in ns; 0 if it cannot be read (a CPU-time clock of a thread that is gone). */
+static inline uint64_t clock_nsec(clockid_t id)
 {
         struct timespec ts;
 
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (clock_gettime(id, &ts) < 0)
+                return 0;
         return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+static inline uint64_t now_nsec(void)
+{
+        return clock_nsec(CLOCK_MONOTONIC);
 }
 
 /* CLOCK_MONOTONIC in µs: the clock sd-bus's timeouts use. */
 static inline uint64_t now_usec(void)
 {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        return now_nsec() / 1000;
 }

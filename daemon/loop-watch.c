@@ -2,21 +2,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "common/time-util.h"
 #include "common/util.h"
 #include "loop-watch.h"
-
-static uint64_t clock_usec(clockid_t id)
-{
-        struct timespec t;
-
-        if (clock_gettime(id, &t) < 0)
-                return 0;
-        return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
-}
 
 /*
  * One pread per turn: the thread's time waiting for a CPU.  Not its time on one, the first field: the
@@ -48,9 +39,9 @@ static void schedstat_close(LoopWatch *w)
 
 static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 {
-        c->wall_usec = clock_usec(CLOCK_MONOTONIC);
+        c->wall_usec = now_usec();
         c->idle_usec = uv_metrics_idle_time(loop) / 1000;
-        c->cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
+        c->cpu_usec = clock_nsec(CLOCK_THREAD_CPUTIME_ID) / 1000;
         c->queue_usec = 0;
         if (w->schedstat_fd >= 0 && read_run_delay(w->schedstat_fd, &c->queue_usec) < 0) {
                 /* Not half one account and half the other: CPU time only from now on. */

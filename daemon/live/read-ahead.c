@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
-#include <time.h>
 
 #include "base/log.h"
 #include "base/turn.h"
+#include "common/time-util.h"
 #include "live/live-internal.h"
 
 /*
@@ -89,11 +89,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
 
 static uint64_t process_cpu_usec(void)
 {
-        struct timespec t;
-
-        if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) < 0)
-                return 0;
-        return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
+        return clock_nsec(CLOCK_PROCESS_CPUTIME_ID) / 1000;
 }
 
 /* The budget counts the process's CPU while the batch is read, not the reading's wall time: on
