@@ -239,9 +239,15 @@ static uint64_t syscall_cost_ns(void)
         return best;
 }
 
+/* $BLKMODEL_SYSFS_IO_URING decides only when it is 1 or 0. */
+static bool env_decides(const char *env)
+{
+        return env && (streq(env, "1") || streq(env, "0"));
+}
+
 bool sysfs_ring_pays(const char *env, uint64_t syscall_ns)
 {
-        if (env && (streq(env, "1") || streq(env, "0")))
+        if (env_decides(env))
                 return streq(env, "1");
         return syscall_ns >= IO_URING_PAYS_FROM_NS;
 }
@@ -251,11 +257,10 @@ static bool ring_pays;
 static void decide_ring_pays(void)
 {
         const char *env = secure_getenv("BLKMODEL_SYSFS_IO_URING");
-        bool env_decides = env && (streq(env, "1") || streq(env, "0"));
-        uint64_t ns = env_decides ? 0 : syscall_cost_ns();
+        uint64_t ns = env_decides(env) ? 0 : syscall_cost_ns();
 
         ring_pays = sysfs_ring_pays(env, ns);
-        if (env_decides) {
+        if (env_decides(env)) {
                 log_info("Reading sysfs %s, as $BLKMODEL_SYSFS_IO_URING says.",
                          ring_pays ? "through io_uring" : "file by file");
                 return;
