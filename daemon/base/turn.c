@@ -68,15 +68,14 @@ void turn_next(void)
         turn.work_start = 0;
 }
 
-uint64_t turn_slice_end(uint64_t start, uint64_t slice_usec)
+uint64_t turn_slice_end(uint64_t start)
 {
         if (turn.work_start == 0 || turn.work_start > start)
                 turn.work_start = start;
-        uint64_t shared = MAX(turn.work_start + TURN_WORK_USEC, start + TURN_SLICE_MIN_USEC);
-        return MIN(start + slice_usec, shared);
+        return MAX(turn.work_start + TURN_WORK_USEC, start + TURN_SLICE_MIN_USEC);
 }
 
-bool turn_slice_over(uint64_t start, uint64_t slice_usec)
+bool turn_slice_over(uint64_t start)
 {
-        return now_usec() >= turn_slice_end(start, slice_usec);
+        return now_usec() >= turn_slice_end(start);
 }

@@ -43,9 +43,10 @@ void turn_part_take_longest(TurnPart *ret);
 /*
  * Work done in slices shares the turn it runs in.  Each slicer (the uevent burst, deferred changes,
  * the warm-up and the poll, a Rescan, a GetManagedObjects or Members reply, the bus's own messages)
- * has a budget of its own, up to 4 ms; a call waits for every slice of the turn it came in, and then
- * behind what that work sent.  A slice now also ends once the turn's work passed TURN_WORK_USEC,
- * but never before it had TURN_SLICE_MIN_USEC, so that every slicer goes on in every turn.
+ * had a budget of its own, 2-4 ms; a call waited for every slice of the turn it came in, and then
+ * behind what that work sent.  Now one budget serves them all: a slice ends once the turn's work
+ * passed TURN_WORK_USEC, but never before it had TURN_SLICE_MIN_USEC, so that every slicer goes on
+ * in every turn.
  *
  * Measured (bench/real-kernel, 1,000 loop devices, a Peer.Ping every 5 ms, its worst reply, 2 runs
  * each, binaries alternating): detaching and attaching them all, 10.3-15.1 ms with each slicer's own
@@ -57,7 +58,7 @@ void turn_part_take_longest(TurnPart *ret);
 
 /* A new turn of the loop begins (the loop watch, before the loop polls). */
 void turn_next(void);
-/* When a slice that began at start (CLOCK_MONOTONIC µs) with a budget of its own of slice_usec ends. */
-uint64_t turn_slice_end(uint64_t start, uint64_t slice_usec);
+/* When a slice that began at start (CLOCK_MONOTONIC µs) ends. */
+uint64_t turn_slice_end(uint64_t start);
 /* Is that slice over now? */
-bool turn_slice_over(uint64_t start, uint64_t slice_usec);
+bool turn_slice_over(uint64_t start);

@@ -9,10 +9,9 @@
 #include "common/util.h"
 
 /* Enough rounds to drain a burst; level-triggered polling brings us back for the rest (and sd-bus's
- * timeout of 0 for what it has read already).  Not for longer than a slice: a burst of heavy calls
- * (a reading in parts asks 64 at a time) is spread over turns like the rest of our work. */
+ * timeout of 0 for what it has read already).  Not for longer than a slice of the turn: a burst of
+ * heavy calls (a reading in parts asks 64 at a time) is spread over turns like the rest of our work. */
 #define PROCESS_ROUNDS_MAX 64
-#define PROCESS_SLICE_USEC 4000
 
 /*
  * The socket's send buffer.  Whatever we send waits there in order, a method reply behind every
@@ -59,8 +58,7 @@ static void bus_loop_process(BusLoop *l)
         uint64_t start = now_usec();
 
         /* Shared with the turn's other slices (base/turn.h), but always one round. */
-        for (unsigned i = 0;
-             i < PROCESS_ROUNDS_MAX && !l->dead && (i == 0 || !turn_slice_over(start, PROCESS_SLICE_USEC));
+        for (unsigned i = 0; i < PROCESS_ROUNDS_MAX && !l->dead && (i == 0 || !turn_slice_over(start));
              i++) {
                 TURN_PART("D-Bus I/O"); /* until a message is read: name_message() */
                 int r = sd_bus_process(l->bus, NULL);

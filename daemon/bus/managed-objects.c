@@ -78,9 +78,6 @@ typedef struct Reply {
         bool privileged;
 } Reply;
 
-/* No slice of building a reply keeps the loop longer than this. */
-#define GMO_SLICE_USEC 4000
-
 /*
  * The objects' files are read ahead on the thread pool (sysfs/prefetch.h), this many objects per
  * batch, this many batches at a time: workers read while the loop appends what they read.  The loop
@@ -210,7 +207,7 @@ static int gmo_kset_go_on(Publisher *p, BusGmo *g, uint64_t start)
         Reply *reply = &g->reply;
         int r;
 
-        r = bus_members_append(reply->m, g->members, &g->members_pos, turn_slice_end(start, GMO_SLICE_USEC),
+        r = bus_members_append(reply->m, g->members, &g->members_pos, turn_slice_end(start),
                                &g->members_off);
         if (r <= 0)
                 return r;
@@ -429,7 +426,7 @@ static int gmo_take(Publisher *p, BusGmo *g, uint64_t start)
         int r;
 
         while ((r = model_round_take(&g->taking, p->model, 256)) == 0)
-                if (turn_slice_over(start, GMO_SLICE_USEC))
+                if (turn_slice_over(start))
                         return 0;
         if (r > 0)
                 model_round_hand_over(&g->taking, &g->objects, &g->n_objects);
@@ -449,7 +446,7 @@ static int gmo_estimate(Publisher *p, BusGmo *g, uint64_t start)
 
                 if (k->linked)
                         g->estimate += bus_object_size_estimate(k);
-                if (g->estimated % 256 == 0 && turn_slice_over(start, GMO_SLICE_USEC))
+                if (g->estimated % 256 == 0 && turn_slice_over(start))
                         return 0;
         }
         if (g->estimate > g->reply.limit) {
@@ -518,7 +515,7 @@ static void on_gmo_idle(uv_idle_t *h)
                 if (members_left)
                         return; /* the next slices go on with them */
                 gmo_prefetch(p, g);
-                if (turn_slice_over(start, GMO_SLICE_USEC))
+                if (turn_slice_over(start))
                         break;
         }
         if (r < 0 || g->pos == g->n_objects)

@@ -18,7 +18,6 @@
 
 /* Fewer are appended at once: 4,096 paths take about a millisecond. */
 #define MEMBERS_AT_ONCE 4096
-#define MEMBERS_SLICE_USEC 2000
 
 struct BusMembers {
         sd_bus_message *call, *reply;
@@ -116,8 +115,7 @@ static void on_members_idle(uv_idle_t *h)
                 (void) uv_idle_stop(h);
                 return;
         }
-        r = bus_members_append(b->reply, b->members, &b->pos,
-                               turn_slice_end(uv_hrtime() / 1000, MEMBERS_SLICE_USEC), NULL);
+        r = bus_members_append(b->reply, b->members, &b->pos, turn_slice_end(uv_hrtime() / 1000), NULL);
         if (r == 0)
                 return;
         if (r > 0)

@@ -94,15 +94,13 @@ static bool plain_change(const Uevent *u)
         return true;
 }
 
-/* No slice of deferred reading keeps the loop longer than this: a storm of changes must not stall
- * the callers. */
-#define PENDING_SLICE_USEC 4000
-
-static void apply_pending_slice(Live *l, uint64_t budget_usec);
+/* sliced: for a slice of the turn (base/turn.h) at most, as a storm of changes must not stall the
+ * callers; else all of them. */
+static void apply_pending_changes(Live *l, bool sliced);
 
 static void on_pending_idle(uv_idle_t *h)
 {
-        apply_pending_slice(h->data, PENDING_SLICE_USEC);
+        apply_pending_changes(h->data, true);
 }
 
 static void defer_change(Live *l, Kobject *k, bool plain)
@@ -139,8 +137,8 @@ static void apply_one(Live *l, const PendingChange *c)
         kobject_unref(l->model, k);
 }
 
-/* Applies deferred changes in arrival order until the queue is empty or the budget is spent. */
-static void apply_pending_slice(Live *l, uint64_t budget_usec)
+/* Applies deferred changes in arrival order until the queue is empty or the slice is over. */
+static void apply_pending_changes(Live *l, bool sliced)
 {
         uint64_t start = uv_hrtime() / 1000;
 
@@ -148,7 +146,7 @@ static void apply_pending_slice(Live *l, uint64_t budget_usec)
                 /* Taken off the queue first: reading may announce, and nothing may see it twice. */
                 PendingChange c = l->pending[l->pending_pos++];
                 apply_one(l, &c);
-                if (budget_usec != UINT64_MAX && turn_slice_over(start, budget_usec))
+                if (sliced && turn_slice_over(start))
                         return;
         }
         l->pending = mfree(l->pending);
@@ -158,7 +156,7 @@ static void apply_pending_slice(Live *l, uint64_t budget_usec)
 
 void live_apply_pending(Live *l)
 {
-        apply_pending_slice(l, UINT64_MAX);
+        apply_pending_changes(l, false);
 }
 
 static void apply(Live *l, const Uevent *u, Applied *a)

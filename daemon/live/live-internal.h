@@ -11,10 +11,6 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
-/* No slice of the warm-up's or the poll's work keeps the loop longer than this: a client's call
- * waits at most that long. */
-#define SLICE_USEC 2000
-
 static inline uint64_t live_now_usec(void)
 {
         return uv_hrtime() / 1000;

@@ -20,7 +20,7 @@ static int round_take(Live *l, ModelRound *r, uint64_t start)
         int k;
 
         while ((k = model_round_take(r, l->model, 256)) == 0)
-                if (turn_slice_over(start, SLICE_USEC))
+                if (turn_slice_over(start))
                         break;
         return k;
 }

@@ -65,7 +65,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
                 b->usable = false;
         bool ahead = b && b->usable;
 
-        while (rr->applied < rr->n && !turn_slice_over(start, SLICE_USEC)) {
+        while (rr->applied < rr->n && !turn_slice_over(start)) {
                 size_t i = rr->applied++;
                 Kobject *k = rr->objects[i];
 
@@ -130,7 +130,7 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
 
         assert(!rr->batch && !reader_pending(rr));
         rr->n = rr->applied = 0;
-        while (r >= 0 && files < READ_AHEAD_FILES && !turn_slice_over(start, SLICE_USEC) &&
+        while (r >= 0 && files < READ_AHEAD_FILES && !turn_slice_over(start) &&
                (k = model_round_next(rr->round))) {
                 if (!rr->wants(k)) {
                         kobject_unref(l->model, k);

@@ -7,9 +7,6 @@
 #include "sysfs/reconcile.h"
 #include "sysfs/values.h"
 
-/* No slice keeps the loop longer than this: a rescan of 10,000 disks must not stall a caller. */
-#define RESCAN_SLICE_USEC 4000
-
 /* A kset with this many children has them taken one a step (Rescan.kset); fewer are pushed at once,
  * sorted on their own, and take none of the model's few kept orders (model/order.h). */
 #define KSET_CHILDREN_ONE_A_STEP 512
@@ -274,7 +271,7 @@ static void on_rescan_idle(uv_idle_t *h)
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
                         return;
-                if (turn_slice_over(start, RESCAN_SLICE_USEC))
+                if (turn_slice_over(start))
                         return;
         }
         if (!l->rescan)

@@ -8,10 +8,10 @@
 
 #include "uevent/source.h"
 
-/* At most this many datagrams per poll callback, and for at most this long: a burst must not
- * starve the bus (an add reads a whole disk; 256 of them stalled the loop for most of a second). */
+/* At most this many datagrams per poll callback, and for at most a slice of the turn (base/turn.h):
+ * a burst must not starve the bus (an add reads a whole disk; 256 of them stalled the loop for most
+ * of a second). */
 #define READ_BURST_MAX 256
-#define READ_BURST_USEC 4000
 
 /* As udevd and systemd-udevd-kernel.socket: enough for a coldplug of thousands of disks. */
 #define NETLINK_RCVBUF_DEFAULT (128 * 1024 * 1024)

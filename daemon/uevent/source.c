@@ -273,8 +273,7 @@ static bool read_burst(UeventSource *s)
         uint64_t start = uv_hrtime() / 1000;
         bool progress = false, drained = false;
 
-        for (unsigned i = 0; i < READ_BURST_MAX && (i == 0 || !turn_slice_over(start, READ_BURST_USEC));
-             i++) {
+        for (unsigned i = 0; i < READ_BURST_MAX && (i == 0 || !turn_slice_over(start)); i++) {
                 int r;
 
                 /* A callback may have paused or freed us. */

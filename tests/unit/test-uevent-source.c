@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/turn.h"
 #include "tests.h"
 #include "uevent/source-internal.h"
 
@@ -343,7 +344,7 @@ static void test_socket_pause(uv_loop_t *loop)
 static void test_socket_drained_after_slow_burst(uv_loop_t *loop)
 {
         char path[256];
-        Ctx c = {.slow_usec = READ_BURST_USEC + 1000};
+        Ctx c = {.slow_usec = TURN_WORK_USEC + 1000};
 
         make_path(path, sizeof(path), "drained.sock");
         CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
