@@ -37,16 +37,28 @@ static void schedstat_close(LoopWatch *w)
         w->schedstat_fd = -1;
 }
 
+/* The clocks are read together: a thread preempted between reading the wall clock and schedstat
+ * would count that wait in one turn and its wall time in the next, which then read as held that long
+ * (a 5 ms turn as 20 on a busy machine).  So they are read again while the wall clock moved too far. */
+#define CLOCK_READ_MAX_USEC 100
+#define CLOCK_READ_TRIES 3
+
 static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
 {
-        c->wall_usec = now_usec();
-        c->idle_usec = uv_metrics_idle_time(loop) / 1000;
-        c->cpu_usec = clock_nsec(CLOCK_THREAD_CPUTIME_ID) / 1000;
-        c->queue_usec = 0;
-        if (w->schedstat_fd >= 0 && read_run_delay(w->schedstat_fd, &c->queue_usec) < 0) {
-                /* Not half one account and half the other: CPU time only from now on. */
-                log_debug("Cannot read the loop thread's schedstat; long turns are told by CPU time only.");
-                schedstat_close(w);
+        for (unsigned i = 0; i < CLOCK_READ_TRIES; i++) {
+                uint64_t before = now_usec();
+
+                c->idle_usec = uv_metrics_idle_time(loop) / 1000;
+                c->cpu_usec = clock_nsec(CLOCK_THREAD_CPUTIME_ID) / 1000;
+                c->queue_usec = 0;
+                if (w->schedstat_fd >= 0 && read_run_delay(w->schedstat_fd, &c->queue_usec) < 0) {
+                        /* Not half one account and half the other: CPU time only from now on. */
+                        log_debug("No schedstat for the loop thread; long turns are told by CPU time only.");
+                        schedstat_close(w);
+                }
+                c->wall_usec = now_usec();
+                if (c->wall_usec - before <= CLOCK_READ_MAX_USEC)
+                        break;
         }
 }
 

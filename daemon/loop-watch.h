@@ -16,6 +16,8 @@
  * machine's doing, not ours).  What is left is its own work and the time it slept inside a system
  * call: a sysfs read that waits on a kernel lock holds every caller as long as work does.  Without
  * /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO), only its CPU time is counted.
+ * One blind spot: a wake-up's wait for a CPU is in libuv's time in epoll_wait and in schedstat's
+ * waiting both, so on a busy machine a turn that slept in a system call reads short by that wait.
  *
  * The line says when the turn ran, on CLOCK_MONOTONIC (to be laid beside a trace, or beside
  * bench/hiccup's account of the machine's own pauses), and which marked part of the daemon's work
