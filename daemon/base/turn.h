@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/time-util.h"
 #include "common/util.h"
 
 /*
@@ -58,7 +59,7 @@ void turn_part_take_longest(TurnPart *ret);
 
 /* A new turn of the loop begins (the loop watch, before the loop polls). */
 void turn_next(void);
-/* When a slice that began at start (CLOCK_MONOTONIC µs) ends. */
+/* When a slice that began at start (now_usec(), the clock the turn's own marks are read on) ends. */
 uint64_t turn_slice_end(uint64_t start);
 /* Is that slice over now? */
 bool turn_slice_over(uint64_t start);

@@ -463,7 +463,7 @@ static void on_gmo_idle(uv_idle_t *h)
 {
         Publisher *p = h->data;
         BusGmo *g = p->gmos;
-        uint64_t start = uv_hrtime() / 1000;
+        uint64_t start = now_usec();
         int r = 1;
         TURN_PART("a slice of the GetManagedObjects reply on %s",
                   g ? strna(sd_bus_message_get_path(g->call)) : "-");

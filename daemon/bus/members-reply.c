@@ -77,7 +77,7 @@ int bus_members_append(sd_bus_message *m, MembersSnapshot *s, size_t *pos, uint6
                         if (off)
                                 *off = wire_string_end(*off, k->path);
                 }
-                if (*pos % 256 == 0 && *pos < n && uv_hrtime() / 1000 >= until_usec)
+                if (*pos % 256 == 0 && *pos < n && now_usec() >= until_usec)
                         return 0;
         }
         return 1;
@@ -115,7 +115,7 @@ static void on_members_idle(uv_idle_t *h)
                 (void) uv_idle_stop(h);
                 return;
         }
-        r = bus_members_append(b->reply, b->members, &b->pos, turn_slice_end(uv_hrtime() / 1000), NULL);
+        r = bus_members_append(b->reply, b->members, &b->pos, turn_slice_end(now_usec()), NULL);
         if (r == 0)
                 return;
         if (r > 0)

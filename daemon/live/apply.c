@@ -140,7 +140,7 @@ static void apply_one(Live *l, const PendingChange *c)
 /* Applies deferred changes in arrival order until the queue is empty or the slice is over. */
 static void apply_pending_changes(Live *l, bool sliced)
 {
-        uint64_t start = uv_hrtime() / 1000;
+        uint64_t start = now_usec();
 
         while (l->pending_pos < l->n_pending) {
                 /* Taken off the queue first: reading may announce, and nothing may see it twice. */

@@ -11,11 +11,6 @@
 /* The env key that marks an event made up from a rescan rather than sent by the kernel. */
 #define SYNTHESIZED_KEY "BLKMODEL_SYNTHESIZED"
 
-static inline uint64_t live_now_usec(void)
-{
-        return uv_hrtime() / 1000;
-}
-
 typedef enum Refresh {
         REFRESH_RECORD,    /* read everything and remember it; announce nothing */
         REFRESH_ALL,       /* read everything; announce what changed */

@@ -46,7 +46,7 @@ static void on_warmup(uv_idle_t *h)
 {
         Live *l = h->data;
         RoundReader *rr = &l->warm_reader;
-        uint64_t start = live_now_usec();
+        uint64_t start = now_usec();
         int r;
         TURN_PART("a slice of the warm-up");
 
@@ -143,7 +143,7 @@ static void poll_rest(Live *l)
          * on one VM, and 4.90-5.05 % at 10,000 x 4 on one whose syscalls cost twice as much; with 21
          * there, 4.76-4.80 %.  A finished round waits for its interval. */
         if (!model_round_active(&l->polled)) {
-                uint64_t round = live_now_usec() - l->poll_round_start;
+                uint64_t round = now_usec() - l->poll_round_start;
                 if (round < interval)
                         next = MAX(next, interval - round);
         }
@@ -168,14 +168,14 @@ static void poll_compare(Live *l, uint64_t start)
 static void poll_on_read(Live *l)
 {
         if (!l->rescan) /* else poll_after_rescan() goes on */
-                poll_compare(l, live_now_usec());
+                poll_compare(l, now_usec());
 }
 
 static void on_poll_tick(uv_timer_t *t)
 {
         Live *l = t->data;
         RoundReader *rr = &l->poll_reader;
-        uint64_t start = live_now_usec();
+        uint64_t start = now_usec();
         int r;
         TURN_PART("a slice of the poll");
 

@@ -79,7 +79,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
         }
         if (b)
                 b->n_keeps = l->n_keeps;
-        rr->spent += live_now_usec() - start;
+        rr->spent += now_usec() - start;
         if (reader_pending(rr))
                 return false;
         rr->batch = batch_free(rr->batch);
@@ -155,7 +155,7 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
                                  .n_keeps = l->n_keeps};
                 r = uv_queue_work(l->loop, &b->work, on_batch_work, on_batch_read);
         }
-        rr->spent += live_now_usec() - start;
+        rr->spent += now_usec() - start;
         if (r < 0) {
                 /* The objects taken are read by reader_compare() instead. */
                 log_debug_errno(r, "Cannot read ahead on the thread pool: %m");

@@ -264,7 +264,7 @@ static void rescan_finish(Live *l, int result)
 static void on_rescan_idle(uv_idle_t *h)
 {
         Live *l = h->data;
-        uint64_t start = uv_hrtime() / 1000;
+        uint64_t start = now_usec();
         int r = 1;
         TURN_PART("a slice of a Rescan");
 

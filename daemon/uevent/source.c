@@ -270,7 +270,7 @@ static void on_more(uv_idle_t *handle);
 /* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
 static bool read_burst(UeventSource *s)
 {
-        uint64_t start = uv_hrtime() / 1000;
+        uint64_t start = now_usec();
         bool progress = false, drained = false;
 
         for (unsigned i = 0; i < READ_BURST_MAX && (i == 0 || !turn_slice_over(start)); i++) {
