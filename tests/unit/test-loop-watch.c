@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/time-util.h"
 #include "common/util.h"
 #include "loop-watch.h"
 #include "tests.h"
@@ -18,10 +19,7 @@
 
 static uint64_t cpu_usec(void)
 {
-        struct timespec t;
-
-        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-        return (uint64_t) t.tv_sec * 1000000 + (uint64_t) t.tv_nsec / 1000;
+        return clock_nsec(CLOCK_THREAD_CPUTIME_ID) / 1000;
 }
 
 static void on_work(uv_timer_t *t)
