@@ -37,17 +37,15 @@ static size_t n_slots(const Kobject *k)
 }
 
 /*
- * What changes without an event we hear, and is therefore re-read by the poll: whatever is
- * writable (a scheduler set with echo, a udev rule's tunable), a hardware device's attributes (its
- * events are of its own subsystem, not ours) and runtime PM (power/), which moves by itself.
+ * What the poll re-reads, since it can change without an event we hear: every value that does not
+ * move by itself.  Not only what is writable (a scheduler set with echo, a udev rule's tunable) and
+ * a hardware device's attributes (its events are of its own subsystem): read-only ones change
+ * silently too.  On 6.18, BLKROSET flips a disk's `ro`, LOOP_SET_DIRECT_IO its `loop/dio`, and
+ * BLKPG_RESIZE_PARTITION a partition's `size`, none with a uevent.
  */
-static bool attr_watched(const Kobject *k, const Iface *iface, const Attr *a)
+static bool attr_watched(const Attr *a)
 {
-        if (a->flags & (ATTR_VOLATILE | ATTR_WRITE_ONLY))
-                return false;
-        if ((a->flags & ATTR_WRITABLE) || k->ktype->id == KTYPE_DEVICE)
-                return true;
-        return iface->attr_dir && streq(iface->attr_dir, "power");
+        return !(a->flags & (ATTR_VOLATILE | ATTR_WRITE_ONLY));
 }
 
 /* The attribute a typed property derives from, if it is one of the interface's files. */
@@ -66,7 +64,7 @@ bool changes_watched(const Kobject *k)
         for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++)
-                        if (attr_watched(k, &iface, &iface.attrs->attrs[j]))
+                        if (attr_watched(&iface.attrs->attrs[j]))
                                 return true;
         }
         return false;
@@ -99,7 +97,7 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
                        streq(p->source, PROPERTY_SOURCE_SLAVES);
         case REFRESH_WATCHED: {
                 const Attr *a = source_attr(iface, p);
-                return a && attr_watched(k, iface, a);
+                return a && attr_watched(a);
         }
         case REFRESH_EVENT:
                 return p->source && (streq(p->source, PROPERTY_SOURCE_UEVENT) || event_file(p->source));
@@ -116,10 +114,10 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
         case REFRESH_STRUCTURE:
                 return false;
         case REFRESH_WATCHED:
-                return attr_watched(k, iface, a);
+                return attr_watched(a);
         case REFRESH_EVENT:
-                /* A group's values (loop/, md/, dm/, integrity/) move with the device's own events;
-                 * power/ and trace/ are tunables, the poll's. */
+                /* A group's values (loop/, md/, dm/, integrity/) are re-read on the device's own
+                 * events too; power/ and trace/ are tunables, left to the poll. */
                 if (iface->kind == IFACE_GROUP)
                         return !streq(iface->attr_dir, "power") && !streq(iface->attr_dir, "trace");
                 return iface->kind == IFACE_KIND && event_file(a->file);

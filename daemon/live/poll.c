@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <inttypes.h>
 
 #include "base/log.h"
 #include "base/turn.h"
@@ -144,6 +145,7 @@ static void poll_rest(Live *l)
          * there, 4.76-4.80 %.  A finished round waits for its interval. */
         if (!model_round_active(&l->polled)) {
                 uint64_t round = now_usec() - l->poll_round_start;
+                log_debug("A poll round took %" PRIu64 " ms.", round / 1000);
                 if (round < interval)
                         next = MAX(next, interval - round);
         }
