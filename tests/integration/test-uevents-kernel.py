@@ -193,6 +193,58 @@ class Kernel(unittest.TestCase):
             self.assertFalse([s for s in rec.signals if s[1] == "Uevent"])
             rec.close()
 
+    def new_zram(self, disksize="16M"):
+        """A zram device of the test's own (hot_add), removed when it ends."""
+        ctl = "/sys/class/zram-control"
+        if not os.path.isdir(ctl):
+            self.skipTest("this kernel has no zram")
+        loopdev.hold_sys_block()
+        with open(ctl + "/hot_add") as f:
+            index = int(f.read())
+        name = "zram%d" % index
+
+        def remove():
+            with open("/sys/block/%s/reset" % name, "w") as f:
+                f.write("1")
+            with open(ctl + "/hot_remove", "w") as f:
+                f.write(str(index))
+        self.addCleanup(remove)
+        with open("/sys/block/%s/disksize" % name, "w") as f:
+            f.write(disksize)
+        return name
+
+    def test_zram_counters_are_volatile(self):
+        """zram's mm_stat and io_stat move with every write, as stat does:
+        annotated EmitsChangedSignal=false, and never announced by the poll,
+        which re-reads the disk's other attributes meanwhile."""
+        name = self.new_zram()
+        disk = bt.path_of("block", name)
+        with bt.Daemon("/sys", no_uevents=False,
+                       extra_args=["--poll-interval=100"]) as dm:
+            xml = dm.introspect(disk)
+            for attr in ("stat", "mm_stat", "io_stat"):
+                self.assertRegex(xml, r'<property name="%s" type="s" access='
+                                 r'"[a-z]+"><annotation name="org\.freedesktop\.'
+                                 r'DBus\.Property\.EmitsChangedSignal" '
+                                 r'value="false"/>' % attr)
+            before = dm.get(disk, DISK, "mm_stat")
+            dm.managed_objects()
+            rec = bt.SignalRecorder()
+            with open("/dev/" + name, "wb", buffering=0) as f:
+                f.write(os.urandom(1 << 20))
+            self.assertNotEqual(bt.read_attr("/sys/block/%s/mm_stat" % name),
+                                before)
+            # A change the poll must find, made after the writes: the round
+            # that finds it reads mm_stat too.
+            subprocess.run(["blockdev", "--setro", "/dev/" + name], check=True)
+            rec.wait_for(lambda s: any(
+                x[1] == "PropertiesChanged" and x[2] == disk for x in s))
+            rec.pump(0.5)
+            changes = [x[3][1] for x in rec.signals
+                       if x[1] == "PropertiesChanged" and x[2] == disk]
+            self.assertEqual(changes, [{"ro": "1", "ReadOnly": True}])
+            rec.close()
+
     def test_overflow_is_healed(self):
         """A tiny receive buffer and a stopped daemon make the kernel drop
         events; after SIGCONT the daemon notices, rescans, and the model
