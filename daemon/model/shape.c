@@ -8,8 +8,9 @@
 
 /*
  * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
- * mm_stat, io_stat, bd_stat, debug_stat), md's resync progress, runtime-PM and wakeup clocks.  Read fresh at every Get, never announced (EmitsChangedSignal "false"), never
- * polled: announcing them would be a signal per poll.
+ * mm_stat, io_stat, bd_stat, debug_stat), md's resync progress, runtime-PM and wakeup clocks.  Read
+ * fresh at every Get, never announced (EmitsChangedSignal "false"), never polled: announcing them
+ * would be a signal per poll.
  */
 static const char *const volatile_files[] = {
                 "stat",
