@@ -8,9 +8,10 @@
 
 /*
  * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
- * mm_stat, io_stat, bd_stat, debug_stat), md's resync progress, runtime-PM and wakeup clocks.  Read
- * fresh at every Get, never announced (EmitsChangedSignal "false"), never polled: announcing them
- * would be a signal per poll.
+ * mm_stat, io_stat, bd_stat, debug_stat), an NVMe namespace's utilization (nuse, whose every read
+ * sends the drive an Identify), md's resync progress, runtime-PM and wakeup clocks.  Read fresh at
+ * every Get, never announced (EmitsChangedSignal "false"), never polled: announcing them would be a
+ * signal per poll.
  */
 static const char *const volatile_files[] = {
                 "stat",
@@ -19,6 +20,7 @@ static const char *const volatile_files[] = {
                 "io_stat",
                 "bd_stat",
                 "debug_stat",
+                "nuse",
                 "sync_completed",
                 "sync_speed",
                 "runtime_active_time",

@@ -689,9 +689,12 @@ class Model(unittest.TestCase):
                                          (path, iface, name))
 
     def test_emits_changed_signal(self):
-        for path, iface in ((P("block", "sda"), DISK),
-                            (P("block", "sda", "sda1"), PART),
-                            (P("block", "dm-0"), DISK)):
+        for path, iface, moving in (
+                (P("block", "sda"), DISK, []),
+                (P("block", "sda", "sda1"), PART, []),
+                (P("block", "dm-0"), DISK, []),
+                # Its utilization: every read asks the drive.
+                (P("block", "nvme0n1"), DISK, ["nuse"])):
             root = ET.fromstring(self.dm.introspect(path))
             i = [x for x in root.findall("interface")
                  if x.get("name") == iface][0]
@@ -706,7 +709,7 @@ class Model(unittest.TestCase):
             self.assertEqual(ecs.get("size", "true"), "true", path)
             self.assertEqual(ecs.get("Size", "true"), "true", path)
             self.assertEqual([n for n, v in ecs.items() if v == "false"],
-                             ["inflight", "stat"])
+                             sorted(["inflight", "stat"] + moving))
 
 
 
