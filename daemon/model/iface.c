@@ -74,3 +74,19 @@ char *iface_attr_relpath(const Iface *iface, const Attr *a)
 {
         return iface->attr_dir ? path_join(iface->attr_dir, a->file) : strdup(a->file);
 }
+
+const char *iface_attr_relpath_in(const Iface *iface, const Attr *a, char buf[static IFACE_RELPATH_MAX])
+{
+        size_t dir, file;
+
+        if (!iface->attr_dir)
+                return a->file;
+        dir = strlen(iface->attr_dir);
+        file = strlen(a->file);
+        if (dir + 1 + file >= IFACE_RELPATH_MAX)
+                return NULL;
+        memcpy(buf, iface->attr_dir, dir);
+        buf[dir] = '/';
+        memcpy(buf + dir + 1, a->file, file + 1);
+        return buf;
+}

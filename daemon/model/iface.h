@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,3 +39,8 @@ bool iface_same_in(const Iface *iface, const Shape *s);
 
 /* The attribute's file relative to the object's directory ("power/control"); NULL on ENOMEM. */
 char *iface_attr_relpath(const Iface *iface, const Attr *a);
+
+/* The same without an allocation, for the reading of every value: a->file itself, or the group's
+ * path in buf (a group and a file are sysfs names, NAME_MAX each); NULL if it does not fit. */
+#define IFACE_RELPATH_MAX (2 * NAME_MAX + 2)
+const char *iface_attr_relpath_in(const Iface *iface, const Attr *a, char buf[static IFACE_RELPATH_MAX]);

@@ -124,12 +124,8 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
 
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
 {
-        _cleanup_(freep) char *rel = NULL;
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
 
-        if (!iface->attr_dir)
-                return objdir_read(d, a->file, ret);
-        rel = iface_attr_relpath(iface, a);
-        if (!rel)
-                return -ENOMEM;
-        return objdir_read(d, rel, ret);
+        return rel ? objdir_read(d, rel, ret) : -ENAMETOOLONG;
 }

@@ -72,10 +72,10 @@ int prefetch_add_object(Prefetch *b, const char *devpath)
 
 int prefetch_add_attr(Prefetch *b, const Iface *iface, const Attr *a)
 {
-        if (!iface->attr_dir)
-                return prefetch_add_file(b, a->file);
-        _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
-        return rel ? prefetch_add_file(b, rel) : -ENOMEM;
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
+
+        return rel ? prefetch_add_file(b, rel) : -ENAMETOOLONG;
 }
 
 int prefetch_add_file(Prefetch *b, const char *relpath)
