@@ -70,11 +70,6 @@ bool iface_same_in(const Iface *iface, const Shape *s)
         return false;
 }
 
-char *iface_attr_relpath(const Iface *iface, const Attr *a)
-{
-        return iface->attr_dir ? path_join(iface->attr_dir, a->file) : strdup(a->file);
-}
-
 const char *iface_attr_relpath_in(const Iface *iface, const Attr *a, char buf[static IFACE_RELPATH_MAX])
 {
         size_t dir, file;
@@ -89,4 +84,12 @@ const char *iface_attr_relpath_in(const Iface *iface, const Attr *a, char buf[st
         buf[dir] = '/';
         memcpy(buf + dir + 1, a->file, file + 1);
         return buf;
+}
+
+char *iface_attr_relpath(const Iface *iface, const Attr *a)
+{
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
+
+        return rel ? strdup(rel) : NULL;
 }

@@ -37,10 +37,11 @@ bool kobject_find_iface(const Kobject *k, const char *name, Iface *ret);
  * interned, so identity is pointer equality.) */
 bool iface_same_in(const Iface *iface, const Shape *s);
 
-/* The attribute's file relative to the object's directory ("power/control"); NULL on ENOMEM. */
-char *iface_attr_relpath(const Iface *iface, const Attr *a);
-
-/* The same without an allocation, for the reading of every value: a->file itself, or the group's
- * path in buf (a group and a file are sysfs names, NAME_MAX each); NULL if it does not fit. */
+/* The attribute's file relative to the object's directory ("power/control"), without an
+ * allocation, for the reading of every value: a->file itself, or the group's path in buf (a group
+ * and a file are sysfs names, NAME_MAX each); NULL if it does not fit. */
 #define IFACE_RELPATH_MAX (2 * NAME_MAX + 2)
 const char *iface_attr_relpath_in(const Iface *iface, const Attr *a, char buf[static IFACE_RELPATH_MAX]);
+
+/* The same, copied for the caller (error messages); NULL on ENOMEM. */
+char *iface_attr_relpath(const Iface *iface, const Attr *a);
