@@ -96,6 +96,10 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
                 return !p->source || streq(p->source, PROPERTY_SOURCE_HOLDERS) ||
                        streq(p->source, PROPERTY_SOURCE_SLAVES);
         case REFRESH_WATCHED: {
+                /* A hardware device's uevent names its driver, which bind and unbind change with
+                 * events of its own subsystem only (a PCIe port's pcieport). */
+                if (k->ktype->id == KTYPE_DEVICE && p->source && streq(p->source, PROPERTY_SOURCE_UEVENT))
+                        return true;
                 const Attr *a = source_attr(iface, p);
                 return a && attr_watched(a);
         }

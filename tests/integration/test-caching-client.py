@@ -87,6 +87,24 @@ class FixtureCaching(unittest.TestCase, Steps):
                             {"SUBSYSTEM": "block", "RESIZE": "1"})
         self.exact("a resize")
 
+        # What the kernel changes with no uevent in read-only files:
+        # blockdev --setro, resizepart.
+        self.write(os.path.join(rel, "ro"), "1")
+        self.exact("a read-only disk")
+        self.write(os.path.join(part, "size"), "1024")
+        self.exact("a partition resized")
+
+        # A driver unbound from a hardware ancestor that stays (a PCIe root
+        # port's pcieport): only a pci event, never a block one.
+        port = os.path.join(self.sys, "devices/pci0000:00/0000:00:1d.0")
+        os.unlink(os.path.join(port, "driver"))
+        with open(os.path.join(port, "uevent")) as f:
+            env = [l for l in f.read().splitlines()
+                   if not l.startswith("DRIVER=")]
+        with open(os.path.join(port, "uevent"), "w") as f:
+            f.write("\n".join(env) + "\n")
+        self.exact("pcieport unbound")
+
         self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block"})
         self.exact("a synthetic remove")
         self.assertIn(bt.path_of("block", name), self.dm.managed_objects())
