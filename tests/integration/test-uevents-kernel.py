@@ -211,6 +211,11 @@ class Kernel(unittest.TestCase):
         self.addCleanup(remove)
         with open("/sys/block/%s/disksize" % name, "w") as f:
             f.write(disksize)
+        # devtmpfs makes the node; wait for it as udev users would.
+        deadline = time.monotonic() + 10
+        while not os.path.exists("/dev/" + name):
+            self.assertLess(time.monotonic(), deadline, "/dev/%s did not appear" % name)
+            time.sleep(0.01)
         return name
 
     def test_zram_counters_are_volatile(self):
