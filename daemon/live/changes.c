@@ -48,6 +48,18 @@ static bool attr_watched(const Attr *a)
         return !(a->flags & (ATTR_VOLATILE | ATTR_WRITE_ONLY));
 }
 
+/* Of those, what is set by hand or by a udev rule, the poll's first concern: whatever is writable,
+ * a hardware device's attributes (bound and unbound with events of its own subsystem) and runtime
+ * PM (power/).  The rest changes with the kernel's own operations (BLKROSET, a resize). */
+static bool attr_tunable(const Kobject *k, const Iface *iface, const Attr *a)
+{
+        if (!attr_watched(a))
+                return false;
+        if ((a->flags & ATTR_WRITABLE) || k->ktype->id == KTYPE_DEVICE)
+                return true;
+        return iface->attr_dir && streq(iface->attr_dir, "power");
+}
+
 /* The attribute a typed property derives from, if it is one of the interface's files. */
 static const Attr *source_attr(const Iface *iface, const PropertyInfo *p)
 {
@@ -95,13 +107,14 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
         case REFRESH_STRUCTURE:
                 return !p->source || streq(p->source, PROPERTY_SOURCE_HOLDERS) ||
                        streq(p->source, PROPERTY_SOURCE_SLAVES);
-        case REFRESH_WATCHED: {
+        case REFRESH_WATCHED:
+        case REFRESH_TUNABLES: {
                 /* A hardware device's uevent names its driver, which bind and unbind change with
                  * events of its own subsystem only (a PCIe port's pcieport). */
                 if (k->ktype->id == KTYPE_DEVICE && p->source && streq(p->source, PROPERTY_SOURCE_UEVENT))
                         return true;
                 const Attr *a = source_attr(iface, p);
-                return a && attr_watched(a);
+                return a && (how == REFRESH_WATCHED ? attr_watched(a) : attr_tunable(k, iface, a));
         }
         case REFRESH_EVENT:
                 return p->source && (streq(p->source, PROPERTY_SOURCE_UEVENT) || event_file(p->source));
@@ -119,6 +132,8 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
                 return false;
         case REFRESH_WATCHED:
                 return attr_watched(a);
+        case REFRESH_TUNABLES:
+                return attr_tunable(k, iface, a);
         case REFRESH_EVENT:
                 /* A group's values (loop/, md/, dm/, integrity/) are re-read on the device's own
                  * events too; power/ and trace/ are tunables, left to the poll. */
@@ -336,7 +351,9 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 return r;
         have_old = old && old->n_slots == n_slots(k);
 
-        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_EVENT) && !have_old)
+        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_TUNABLES ||
+             how == REFRESH_EVENT) &&
+            !have_old)
                 how = REFRESH_ALL; /* nothing to keep: read everything once */
         r = read_slots(l, k, how, have_old ? old : NULL, d, &now);
         if (r < 0)
@@ -344,7 +361,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         /* A tunable written moves what derives from it (discard_max_bytes 0 zeroes
          * discard_granularity): once one watched value changed, read the whole object (the watched
          * values it read just now it keeps). */
-        if (how == REFRESH_WATCHED && !record_equal(old, now.record)) {
+        if ((how == REFRESH_WATCHED || how == REFRESH_TUNABLES) && !record_equal(old, now.record)) {
                 reading_done(&now);
                 r = read_slots(l, k, REFRESH_ALL, old, d, &now);
                 if (r < 0)

@@ -15,7 +15,8 @@ typedef enum Refresh {
         REFRESH_RECORD,    /* read everything and remember it; announce nothing */
         REFRESH_ALL,       /* read everything; announce what changed */
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
-        REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo) */
+        REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo, ro) */
+        REFRESH_TUNABLES,  /* of that, what a write or a udev rule changes: the poll's most rounds */
         REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
 } Refresh;
 
@@ -27,7 +28,7 @@ typedef struct ReadBatch ReadBatch;
 typedef struct RoundReader {
         ModelRound *round;
         bool (*wants)(const Kobject *k); /* is k still to be read? */
-        Refresh (*how)(const Kobject *k);
+        Refresh (*how)(const Live *l, const Kobject *k);
         void (*on_read)(Live *l); /* a batch is back from the worker: reader_compare() may go on */
         ReadBatch *batch;
         Kobject **objects; /* the batch's, referenced */
@@ -88,6 +89,7 @@ struct Live {
         ModelRound polled;
         RoundReader poll_reader;
         uint64_t poll_round_start; /* µs */
+        unsigned poll_rounds;      /* begun: which objects a round reads whole (poll.c) */
         /* How many times a record changed (kept.c): values read ahead before another reading
          * changed one are not compared, as they may be older than it. */
         uint64_t n_keeps;

@@ -73,7 +73,7 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
                         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
                         if (ahead)
                                 prefetch_hand_over(b->prefetch, i, &d);
-                        (void) changes_refresh_in(l, k, rr->how(k), &d);
+                        (void) changes_refresh_in(l, k, rr->how(l, k), &d);
                 }
                 kobject_unref(l->model, k);
         }
@@ -139,7 +139,7 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
                 r = live_push_ref(&rr->objects, &rr->n, &rr->n_max, k);
                 kobject_unref(l->model, k);
                 if (r >= 0)
-                        r = changes_read_ahead(b->prefetch, k, rr->how(k));
+                        r = changes_read_ahead(b->prefetch, k, rr->how(l, k));
                 if (r > 0)
                         files += r;
         }
