@@ -65,23 +65,11 @@ int strv_extend(char ***l, size_t *n, const char *s)
 
 char *path_join(const char *a, const char *b)
 {
-        size_t na, nb;
         char *p;
 
         if (!a || !*a)
                 return strdup(b);
-        /* By hand, not asprintf(): printf's parsing was 2 % of a GetManagedObjects' CPU. */
-        na = strlen(a);
-        if (a[na - 1] == '/')
-                na--;
-        if (b[0] == '/')
-                b++;
-        nb = strlen(b);
-        p = malloc(na + 1 + nb + 1);
-        if (!p)
+        if (asprintf(&p, "%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b[0] == '/' ? b + 1 : b) < 0)
                 return NULL;
-        memcpy(p, a, na);
-        p[na] = '/';
-        memcpy(p + na + 1, b, nb + 1);
         return p;
 }
