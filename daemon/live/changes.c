@@ -351,10 +351,8 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 return r;
         have_old = old && old->n_slots == n_slots(k);
 
-        if ((how == REFRESH_STRUCTURE || how == REFRESH_WATCHED || how == REFRESH_TUNABLES ||
-             how == REFRESH_EVENT) &&
-            !have_old)
-                how = REFRESH_ALL; /* nothing to keep: read everything once */
+        if (how != REFRESH_RECORD && how != REFRESH_ALL && !have_old)
+                how = REFRESH_ALL; /* a partial reading with nothing to keep: read everything once */
         r = read_slots(l, k, how, have_old ? old : NULL, d, &now);
         if (r < 0)
                 return r;
