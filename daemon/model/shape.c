@@ -9,36 +9,58 @@
 /*
  * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
  * mm_stat, io_stat, bd_stat, debug_stat), an NVMe namespace's utilization (nuse, whose every read
- * sends the drive an Identify), md's resync progress, runtime-PM and wakeup clocks.  Read fresh at
- * every Get, never announced (EmitsChangedSignal "false"), never polled: announcing them would be a
- * signal per poll.
+ * sends the drive an Identify), the requests in flight on an NVMe multipath path (queue_depth of the
+ * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress, runtime-PM
+ * and wakeup clocks.  Read fresh at every Get, never announced (EmitsChangedSignal "false"), never
+ * polled: announcing them would be a signal per poll.
+ *
+ * And files others may read whose content the kernel cuts for readers without CAP_SYS_ADMIN
+ * (pci_read_config() gives them 64 bytes of 256): privileged whatever their mode.
  */
-static const char *const volatile_files[] = {
-                "stat",
-                "inflight",
-                "mm_stat",
-                "io_stat",
-                "bd_stat",
-                "debug_stat",
-                "nuse",
-                "sync_completed",
-                "sync_speed",
-                "runtime_active_time",
-                "runtime_suspended_time",
-                "iodone_cnt",
-                "ioerr_cnt",
-                "iorequest_cnt",
-                "iotmo_cnt",
-                "wakeup_count",
-                "wakeup_active",
-                "wakeup_active_count",
-                "wakeup_abort_count",
-                "wakeup_expire_count",
-                "wakeup_total_time_ms",
-                "wakeup_max_time_ms",
-                "wakeup_last_time_ms",
-                "wakeup_prevent_sleep_time_ms",
+static const struct {
+        const char *file;
+        const char *kind; /* NULL: of every kind */
+        AttrFlags flag;
+} file_rules[] = {
+                {"stat", NULL, ATTR_VOLATILE},
+                {"inflight", NULL, ATTR_VOLATILE},
+                {"mm_stat", NULL, ATTR_VOLATILE},
+                {"io_stat", NULL, ATTR_VOLATILE},
+                {"bd_stat", NULL, ATTR_VOLATILE},
+                {"debug_stat", NULL, ATTR_VOLATILE},
+                {"nuse", NULL, ATTR_VOLATILE},
+                {"queue_depth", BLKMODEL_KTYPE_DISK, ATTR_VOLATILE},
+                {"sync_completed", NULL, ATTR_VOLATILE},
+                {"sync_speed", NULL, ATTR_VOLATILE},
+                {"runtime_active_time", NULL, ATTR_VOLATILE},
+                {"runtime_suspended_time", NULL, ATTR_VOLATILE},
+                {"iodone_cnt", NULL, ATTR_VOLATILE},
+                {"ioerr_cnt", NULL, ATTR_VOLATILE},
+                {"iorequest_cnt", NULL, ATTR_VOLATILE},
+                {"iotmo_cnt", NULL, ATTR_VOLATILE},
+                {"wakeup_count", NULL, ATTR_VOLATILE},
+                {"wakeup_active", NULL, ATTR_VOLATILE},
+                {"wakeup_active_count", NULL, ATTR_VOLATILE},
+                {"wakeup_abort_count", NULL, ATTR_VOLATILE},
+                {"wakeup_expire_count", NULL, ATTR_VOLATILE},
+                {"wakeup_total_time_ms", NULL, ATTR_VOLATILE},
+                {"wakeup_max_time_ms", NULL, ATTR_VOLATILE},
+                {"wakeup_last_time_ms", NULL, ATTR_VOLATILE},
+                {"wakeup_prevent_sleep_time_ms", NULL, ATTR_VOLATILE},
+                {"config", BLKMODEL_KTYPE_DEVICE, ATTR_PRIVILEGED},
 };
+
+static AttrFlags file_rule_flags(const char *file, const char *kind)
+{
+        AttrFlags flags = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(file_rules); i++) {
+                const char *only = file_rules[i].kind;
+                if (streq(file, file_rules[i].file) && (!only || streq(kind, only)))
+                        flags |= file_rules[i].flag;
+        }
+        return flags;
+}
 
 static const char *attr_set_key_of(const void *s)
 {
@@ -95,10 +117,6 @@ static int attr_cmp(const void *a, const void *b)
         return c != 0 ? c : strcmp(x->file, y->file);
 }
 
-/* Files others may read whose content the kernel cuts for readers without CAP_SYS_ADMIN
- * (pci_read_config() gives them 64 bytes of 256): privileged whatever their mode. */
-static const char *const privileged_device_files[] = {"config"};
-
 static bool is_reserved(const PropertyInfo *reserved, const char *member)
 {
         for (; reserved && reserved->name; reserved++)
@@ -122,7 +140,6 @@ static void attr_set_free(AttrSet *s)
 static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const PropertyInfo *reserved,
                          const char *kind, const char *what)
 {
-        bool kind_is_device = streq(kind, BLKMODEL_KTYPE_DEVICE);
         size_t k = 0;
         int r;
 
@@ -148,12 +165,7 @@ static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const P
                 s->n_attrs = ++k;
                 if (!s->attrs[k - 1].file)
                         return -ENOMEM;
-                for (size_t v = 0; v < ELEMENTSOF(volatile_files); v++)
-                        if (streq(files[i], volatile_files[v]))
-                                s->attrs[k - 1].flags |= ATTR_VOLATILE;
-                for (size_t v = 0; kind_is_device && v < ELEMENTSOF(privileged_device_files); v++)
-                        if (streq(files[i], privileged_device_files[v]))
-                                s->attrs[k - 1].flags |= ATTR_PRIVILEGED;
+                s->attrs[k - 1].flags |= file_rule_flags(files[i], kind);
         }
         qsort(s->attrs, k, sizeof(Attr), attr_cmp);
 

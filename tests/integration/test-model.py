@@ -695,14 +695,7 @@ class Model(unittest.TestCase):
                 (P("block", "dm-0"), DISK, []),
                 # Its utilization: every read asks the drive.
                 (P("block", "nvme0n1"), DISK, ["nuse"])):
-            root = ET.fromstring(self.dm.introspect(path))
-            i = [x for x in root.findall("interface")
-                 if x.get("name") == iface][0]
-            ecs = {}
-            for p in i.findall("property"):
-                for a in p.findall("annotation"):
-                    if a.get("name") == ECS:
-                        ecs[p.get("name")] = a.get("value")
+            ecs = changed_signal_annotations(self.dm, path, iface)
             self.assertEqual(ecs["stat"], "false", path)
             self.assertEqual(ecs["inflight"], "false", path)
             # "true" is the default and left out of the XML.
@@ -711,6 +704,48 @@ class Model(unittest.TestCase):
             self.assertEqual([n for n, v in ecs.items() if v == "false"],
                              sorted(["inflight", "stat"] + moving))
 
+
+
+def changed_signal_annotations(dm, path, iface):
+    """{property: EmitsChangedSignal value} where the XML gives one."""
+    root = ET.fromstring(dm.introspect(path))
+    i = [x for x in root.findall("interface") if x.get("name") == iface][0]
+    return {p.get("name"): a.get("value")
+            for p in i.findall("property")
+            for a in p.findall("annotation") if a.get("name") == ECS}
+
+
+class NvmeMultipathPath(unittest.TestCase):
+    def test_queue_depth_moves_on_a_path_only(self):
+        """An NVMe multipath path (the hidden disk nvme0c0n1) counts the
+        requests in flight on it in queue_depth (drivers/nvme/host/
+        multipath.c, under the queue-depth iopolicy): it moves with I/O and
+        is volatile.  A SCSI device's queue_depth of the same name is a
+        tunable, announced when it changes."""
+        root = bt.make_fixture() + "/sys"
+        b = bt.mksysfs.Builder(bt.mksysfs.Tree(root))
+        nvme0 = NVME_DEV.lstrip("/")
+        b.disk(os.path.join(nvme0, "nvme0c0n1"), "nvme0c0n1", (259, 9),
+               1953525168, 9, "[none] mq-deadline", None, device=nvme0,
+               diskseq=9, attrs={"range_": 0},
+               extra_attrs={"nsid": "1", "ana_grpid": "1",
+                            "ana_state": "optimized", "queue_depth": "3",
+                            "numa_nodes": "0"})
+        path = P("block", "nvme0c0n1")
+        scsi = P(*SDA_DEV.split("/")[1:])
+        with bt.Daemon(root) as dm:
+            ecs = changed_signal_annotations(dm, path, DISK)
+            self.assertEqual(ecs.get("queue_depth"), "false")
+            self.assertEqual(ecs.get("ana_state", "true"), "true")
+            self.assertEqual(dm.get(path, DISK, "queue_depth"), "3")
+            with open(os.path.join(root, nvme0, "nvme0c0n1/queue_depth"),
+                      "w") as f:
+                f.write("7\n")
+            self.assertEqual(dm.get(path, DISK, "queue_depth"), "7")
+
+            ecs = changed_signal_annotations(dm, scsi, bt.DEVICE)
+            self.assertIn("queue_depth", dm.get_all(scsi, bt.DEVICE))
+            self.assertEqual(ecs.get("queue_depth", "true"), "true")
 
 
 class ResolveRootBelowDev(unittest.TestCase):

@@ -716,6 +716,34 @@ static void test_shapes(void)
                 shape_builder_done(&b2);
         }
 
+        /* Rules by file name that hold for one kind only: an NVMe path disk's queue_depth moves with
+         * its I/O, a SCSI device's is a tunable; a device's PCI config is cut for users. */
+        {
+                static const char *const files[] = {"config", "queue_depth", NULL};
+                static const struct {
+                        const char *kind;
+                        const PropertyInfo *reserved;
+                        unsigned queue_depth, config;
+                } kinds[] = {
+                                {"disk", disk_properties, ATTR_VOLATILE, 0},
+                                {"device", device_properties, 0, ATTR_PRIVILEGED},
+                };
+                for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+                        builder_fill(&b2, files, NULL, NULL);
+                        const char *kind = kinds[i].kind;
+                        CHECK(shape_get(&r, &b2, kind, kinds[i].reserved, NULL, NULL, "x", &s4) == 0);
+                        if (s4) {
+                                a = attr_set_find(s4->attrs, "queue_depth");
+                                CHECK(a && a->flags == kinds[i].queue_depth);
+                                a = attr_set_find(s4->attrs, "config");
+                                CHECK(a && a->flags == kinds[i].config);
+                                shape_unref(&r, s4);
+                                s4 = NULL;
+                        }
+                        shape_builder_done(&b2);
+                }
+        }
+
         /* Two files, one member: one is published (the first by file name), never both. */
         {
                 static const char *const files[] = {"a_b", "a-b", "a.b", "c", NULL};
