@@ -10,53 +10,65 @@
  * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
  * mm_stat, io_stat, bd_stat, debug_stat), an NVMe namespace's utilization (nuse, whose every read
  * sends the drive an Identify), the requests in flight on an NVMe multipath path (queue_depth of the
- * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress, runtime-PM
- * and wakeup clocks.  Read fresh at every Get, never announced (EmitsChangedSignal "false"), never
- * polled: announcing them would be a signal per poll.
+ * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress, bcache's
+ * dirty data, writeback rate and write counters (drivers/md/bcache/sysfs.c; writeback_rate_debug
+ * counts down to the next write in ms), runtime-PM and wakeup clocks.  Read fresh at every Get, never
+ * announced (EmitsChangedSignal "false"), never polled: announcing them would be a signal per poll.
  *
  * And files others may read whose content the kernel cuts for readers without CAP_SYS_ADMIN
  * (pci_read_config() gives them 64 bytes of 256): privileged whatever their mode.
  */
 static const struct {
         const char *file;
-        const char *kind; /* NULL: of every kind */
+        const char *kind;  /* NULL: of every kind; a group's files are of none */
+        const char *group; /* NULL: wherever it is; else only in this group directory */
         AttrFlags flag;
 } file_rules[] = {
-                {"stat", NULL, ATTR_VOLATILE},
-                {"inflight", NULL, ATTR_VOLATILE},
-                {"mm_stat", NULL, ATTR_VOLATILE},
-                {"io_stat", NULL, ATTR_VOLATILE},
-                {"bd_stat", NULL, ATTR_VOLATILE},
-                {"debug_stat", NULL, ATTR_VOLATILE},
-                {"nuse", NULL, ATTR_VOLATILE},
-                {"queue_depth", BLKMODEL_KTYPE_DISK, ATTR_VOLATILE},
-                {"sync_completed", NULL, ATTR_VOLATILE},
-                {"sync_speed", NULL, ATTR_VOLATILE},
-                {"runtime_active_time", NULL, ATTR_VOLATILE},
-                {"runtime_suspended_time", NULL, ATTR_VOLATILE},
-                {"iodone_cnt", NULL, ATTR_VOLATILE},
-                {"ioerr_cnt", NULL, ATTR_VOLATILE},
-                {"iorequest_cnt", NULL, ATTR_VOLATILE},
-                {"iotmo_cnt", NULL, ATTR_VOLATILE},
-                {"wakeup_count", NULL, ATTR_VOLATILE},
-                {"wakeup_active", NULL, ATTR_VOLATILE},
-                {"wakeup_active_count", NULL, ATTR_VOLATILE},
-                {"wakeup_abort_count", NULL, ATTR_VOLATILE},
-                {"wakeup_expire_count", NULL, ATTR_VOLATILE},
-                {"wakeup_total_time_ms", NULL, ATTR_VOLATILE},
-                {"wakeup_max_time_ms", NULL, ATTR_VOLATILE},
-                {"wakeup_last_time_ms", NULL, ATTR_VOLATILE},
-                {"wakeup_prevent_sleep_time_ms", NULL, ATTR_VOLATILE},
-                {"config", BLKMODEL_KTYPE_DEVICE, ATTR_PRIVILEGED},
+                {"stat", NULL, NULL, ATTR_VOLATILE},
+                {"inflight", NULL, NULL, ATTR_VOLATILE},
+                {"mm_stat", NULL, NULL, ATTR_VOLATILE},
+                {"io_stat", NULL, NULL, ATTR_VOLATILE},
+                {"bd_stat", NULL, NULL, ATTR_VOLATILE},
+                {"debug_stat", NULL, NULL, ATTR_VOLATILE},
+                {"nuse", NULL, NULL, ATTR_VOLATILE},
+                {"queue_depth", BLKMODEL_KTYPE_DISK, NULL, ATTR_VOLATILE},
+                {"sync_completed", NULL, NULL, ATTR_VOLATILE},
+                {"sync_speed", NULL, NULL, ATTR_VOLATILE},
+                /* A backing device's bcache/ (struct cached_dev) and a cache device's (struct cache). */
+                {"dirty_data", NULL, "bcache", ATTR_VOLATILE},
+                {"writeback_rate", NULL, "bcache", ATTR_VOLATILE},
+                {"writeback_rate_debug", NULL, "bcache", ATTR_VOLATILE},
+                {"priority_stats", NULL, "bcache", ATTR_VOLATILE},
+                {"written", NULL, "bcache", ATTR_VOLATILE},
+                {"btree_written", NULL, "bcache", ATTR_VOLATILE},
+                {"metadata_written", NULL, "bcache", ATTR_VOLATILE},
+                {"runtime_active_time", NULL, NULL, ATTR_VOLATILE},
+                {"runtime_suspended_time", NULL, NULL, ATTR_VOLATILE},
+                {"iodone_cnt", NULL, NULL, ATTR_VOLATILE},
+                {"ioerr_cnt", NULL, NULL, ATTR_VOLATILE},
+                {"iorequest_cnt", NULL, NULL, ATTR_VOLATILE},
+                {"iotmo_cnt", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_count", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_active", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_active_count", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_abort_count", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_expire_count", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_total_time_ms", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_max_time_ms", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_last_time_ms", NULL, NULL, ATTR_VOLATILE},
+                {"wakeup_prevent_sleep_time_ms", NULL, NULL, ATTR_VOLATILE},
+                {"config", BLKMODEL_KTYPE_DEVICE, NULL, ATTR_PRIVILEGED},
 };
 
-static AttrFlags file_rule_flags(const char *file, const char *kind)
+/* dir: the group's directory, NULL for the kind's own attributes. */
+static AttrFlags file_rule_flags(const char *file, const char *kind, const char *dir)
 {
         AttrFlags flags = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(file_rules); i++) {
-                const char *only = file_rules[i].kind;
-                if (streq(file, file_rules[i].file) && (!only || streq(kind, only)))
+                const char *only_kind = file_rules[i].kind, *only_group = file_rules[i].group;
+                if (streq(file, file_rules[i].file) && (!only_kind || streq(kind, only_kind)) &&
+                    (!only_group || (dir && streq(dir, only_group))))
                         flags |= file_rules[i].flag;
         }
         return flags;
@@ -138,7 +150,7 @@ static void attr_set_free(AttrSet *s)
 
 /* Sorts by member and drops what cannot be published; logs each one left out. */
 static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const PropertyInfo *reserved,
-                         const char *kind, const char *what)
+                         const char *kind, const char *dir, const char *what)
 {
         size_t k = 0;
         int r;
@@ -165,7 +177,7 @@ static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const P
                 s->n_attrs = ++k;
                 if (!s->attrs[k - 1].file)
                         return -ENOMEM;
-                s->attrs[k - 1].flags |= file_rule_flags(files[i], kind);
+                s->attrs[k - 1].flags |= file_rule_flags(files[i], kind, dir);
         }
         qsort(s->attrs, k, sizeof(Attr), attr_cmp);
 
@@ -231,7 +243,7 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
                 free(s);
                 return -ENOMEM;
         }
-        k = attr_set_fill(s, files, n, reserved, kind, what);
+        k = attr_set_fill(s, files, n, reserved, kind, dir, what);
         if (k < 0) {
                 attr_set_free(s);
                 return k;

@@ -748,6 +748,53 @@ class NvmeMultipathPath(unittest.TestCase):
             self.assertEqual(ecs.get("queue_depth", "true"), "true")
 
 
+class BcacheBackingDevice(unittest.TestCase):
+    def test_bcache_values_that_move_are_volatile(self):
+        """A bcache backing device's bcache/ directory (struct cached_dev,
+        drivers/md/bcache/sysfs.c): its dirty data and its writeback rate,
+        which the writeback thread's controller sets, move by themselves;
+        writeback_rate_debug even counts down the milliseconds to the next
+        write.  Its tunables and its state stay announced."""
+        root = bt.make_fixture() + "/sys"
+        t = bt.mksysfs.Tree(root)
+        rw, ro, wo = bt.mksysfs.RW, bt.mksysfs.RO, bt.mksysfs.WO
+        group = os.path.join(SDA_DEV.lstrip("/"), "block/sda/bcache")
+        t.dir(group)
+        t.attrs(group, {
+            "attach": ("", wo), "detach": ("", wo), "stop": ("", wo),
+            "clear_stats": ("", wo),
+            "cache_mode": ("writethrough [writeback] writearound none", rw),
+            "writeback_running": ("1", rw), "writeback_percent": ("10", rw),
+            "writeback_rate": ("4.0k", rw), "writeback_delay": ("30", rw),
+            "writeback_rate_debug": ("rate:\t\t4.0k/sec\ndirty:\t\t1.2M\n"
+                                     "next io:\t-412ms", ro),
+            "dirty_data": ("1.2M", ro), "io_errors": ("0", ro),
+            "state": ("dirty", ro), "running": ("1", rw),
+            "label": ("", rw), "sequential_cutoff": ("4.0M", rw),
+            "backing_dev_name": ("sda", ro)})
+        # Accounting kobjects inside the group: not attributes of sda.
+        t.dir(os.path.join(group, "stats_total"))
+        t.attrs(os.path.join(group, "stats_total"), {"cache_hits": "120"})
+        iface = bt.IFACE + "Group.bcache"
+        path = P("block", "sda")
+        with bt.Daemon(root) as dm:
+            ecs = changed_signal_annotations(dm, path, iface)
+            self.assertEqual(sorted(n for n, v in ecs.items() if v == "false"),
+                             ["dirty_data", "writeback_rate",
+                              "writeback_rate_debug"])
+            props = dm.get_all(path, iface)
+            self.assertEqual(props["state"], "dirty")
+            self.assertNotIn("cache_hits", props)
+            with open(os.path.join(root, group, "dirty_data"), "w") as f:
+                f.write("2.5M\n")
+            self.assertEqual(dm.get(path, iface, "dirty_data"), "2.5M")
+            # Still a tunable: Set writes it.
+            dm.call(path, bt.PROPS, "Set", iface, "writeback_rate",
+                    dbus.String("8.0k", variant_level=1))
+            with open(os.path.join(root, group, "writeback_rate")) as f:
+                self.assertEqual(f.read(), "8.0k")
+
+
 class ResolveRootBelowDev(unittest.TestCase):
     def test_resolve_root_below_dev(self):
         """A sysfs root below /dev (a tree in /dev/shm): its paths are sysfs
