@@ -10,7 +10,8 @@
  * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
  * mm_stat, io_stat, bd_stat, debug_stat), an NVMe namespace's utilization (nuse, whose every read
  * sends the drive an Identify), the requests in flight on an NVMe multipath path (queue_depth of the
- * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress, bcache's
+ * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress and RAID 5
+ * stripes in use (drivers/md/md.c, raid5.c), bcache's
  * dirty data, writeback rate and write counters (drivers/md/bcache/sysfs.c; writeback_rate_debug
  * counts down to the next write in ms), runtime-PM and wakeup clocks.  Read fresh at every Get, never
  * announced (EmitsChangedSignal "false"), never polled: announcing them would be a signal per poll.
@@ -32,8 +33,13 @@ static const struct {
                 {"debug_stat", NULL, NULL, ATTR_VOLATILE},
                 {"nuse", NULL, NULL, ATTR_VOLATILE},
                 {"queue_depth", BLKMODEL_KTYPE_DISK, NULL, ATTR_VOLATILE},
-                {"sync_completed", NULL, NULL, ATTR_VOLATILE},
-                {"sync_speed", NULL, NULL, ATTR_VOLATILE},
+                /* md's md/: the progress of a resync, check or reshape; a RAID 5's stripes in use.  Not
+                 * mismatch_cnt: what a check found is worth a signal. */
+                {"sync_completed", NULL, "md", ATTR_VOLATILE},
+                {"sync_speed", NULL, "md", ATTR_VOLATILE},
+                {"resync_start", NULL, "md", ATTR_VOLATILE},
+                {"reshape_position", NULL, "md", ATTR_VOLATILE},
+                {"stripe_cache_active", NULL, "md", ATTR_VOLATILE},
                 /* A backing device's bcache/ (struct cached_dev) and a cache device's (struct cache). */
                 {"dirty_data", NULL, "bcache", ATTR_VOLATILE},
                 {"writeback_rate", NULL, "bcache", ATTR_VOLATILE},

@@ -748,7 +748,33 @@ class NvmeMultipathPath(unittest.TestCase):
             self.assertEqual(ecs.get("queue_depth", "true"), "true")
 
 
-class BcacheBackingDevice(unittest.TestCase):
+class MovingGroupFiles(unittest.TestCase):
+    def test_md_progress_is_volatile(self):
+        """md's md/ (drivers/md/md.c, raid5.c): a resync's, check's or
+        reshape's progress and a RAID 5's stripes in use move by themselves;
+        what a check found (mismatch_cnt) and the array's state are
+        announced."""
+        root = bt.make_fixture() + "/sys"
+        t = bt.mksysfs.Tree(root)
+        rw, ro = bt.mksysfs.RW, bt.mksysfs.RO
+        group = "devices/virtual/block/md0/md"
+        t.attrs(group, {
+            "sync_action": ("check", rw), "sync_completed": ("3566405120 / "
+                                                             "15627790336", ro),
+            "sync_speed": ("126", ro), "mismatch_cnt": ("0", ro),
+            "reshape_position": ("none", rw), "stripe_cache_active": ("13173", ro),
+            "stripe_cache_size": ("8192", rw)})
+        path = P("block", "md0")
+        iface = bt.IFACE + "Group.md"
+        with bt.Daemon(root) as dm:
+            ecs = changed_signal_annotations(dm, path, iface)
+            self.assertEqual(sorted(n for n, v in ecs.items() if v == "false"),
+                             ["reshape_position", "resync_start",
+                              "stripe_cache_active", "sync_completed",
+                              "sync_speed"])
+            self.assertEqual(dm.get(path, iface, "stripe_cache_active"),
+                             "13173")
+
     def test_bcache_values_that_move_are_volatile(self):
         """A bcache backing device's bcache/ directory (struct cached_dev,
         drivers/md/bcache/sysfs.c): its dirty data and its writeback rate,
