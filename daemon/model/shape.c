@@ -7,17 +7,10 @@
 #include "model/shape.h"
 
 /*
- * Attributes whose value moves by itself, without any event (SPEC §4): I/O counters (zram's too:
- * mm_stat, io_stat, bd_stat, debug_stat), an NVMe namespace's utilization (nuse, whose every read
- * sends the drive an Identify), the requests in flight on an NVMe multipath path (queue_depth of the
- * path's hidden disk; a SCSI device's queue_depth is a tunable), md's resync progress and RAID 5
- * stripes in use (drivers/md/md.c, raid5.c), bcache's
- * dirty data, writeback rate and write counters (drivers/md/bcache/sysfs.c; writeback_rate_debug
- * counts down to the next write in ms), runtime-PM and wakeup clocks.  Read fresh at every Get, never
- * announced (EmitsChangedSignal "false"), never polled: announcing them would be a signal per poll.
- *
- * And files others may read whose content the kernel cuts for readers without CAP_SYS_ADMIN
- * (pci_read_config() gives them 64 bytes of 256): privileged whatever their mode.
+ * Rules by file name.  ATTR_VOLATILE: the value moves by itself, without any event (SPEC §4).  It is
+ * read fresh at every Get, never announced (EmitsChangedSignal "false") and never polled: announcing
+ * it would be a signal per poll.  ATTR_PRIVILEGED: others may read the file, but the kernel cuts what
+ * they get (pci_read_config() gives readers without CAP_SYS_ADMIN 64 bytes of 256).
  */
 static const struct {
         const char *file;
@@ -25,22 +18,28 @@ static const struct {
         const char *group; /* NULL: wherever it is; else only in this group directory */
         AttrFlags flag;
 } file_rules[] = {
+                /* I/O counters, zram's too. */
                 {"stat", NULL, NULL, ATTR_VOLATILE},
                 {"inflight", NULL, NULL, ATTR_VOLATILE},
                 {"mm_stat", NULL, NULL, ATTR_VOLATILE},
                 {"io_stat", NULL, NULL, ATTR_VOLATILE},
                 {"bd_stat", NULL, NULL, ATTR_VOLATILE},
                 {"debug_stat", NULL, NULL, ATTR_VOLATILE},
+                /* An NVMe namespace's utilization: every read sends the drive an Identify. */
                 {"nuse", NULL, NULL, ATTR_VOLATILE},
+                /* The requests in flight on an NVMe multipath path (its hidden disk's); a SCSI device's
+                 * queue_depth is a tunable. */
                 {"queue_depth", BLKMODEL_KTYPE_DISK, NULL, ATTR_VOLATILE},
-                /* md's md/: the progress of a resync, check or reshape; a RAID 5's stripes in use.  Not
-                 * mismatch_cnt: what a check found is worth a signal. */
+                /* md's md/: the progress of a resync, check or reshape; a RAID 5's stripes in use
+                 * (drivers/md/md.c, raid5.c).  Not mismatch_cnt: what a check found is worth a signal. */
                 {"sync_completed", NULL, "md", ATTR_VOLATILE},
                 {"sync_speed", NULL, "md", ATTR_VOLATILE},
                 {"resync_start", NULL, "md", ATTR_VOLATILE},
                 {"reshape_position", NULL, "md", ATTR_VOLATILE},
                 {"stripe_cache_active", NULL, "md", ATTR_VOLATILE},
-                /* A backing device's bcache/ (struct cached_dev) and a cache device's (struct cache). */
+                /* A backing device's bcache/ (struct cached_dev) and a cache device's (struct cache):
+                 * dirty data, the writeback controller's rate, write counters (drivers/md/bcache/
+                 * sysfs.c; writeback_rate_debug counts down to the next write in ms). */
                 {"dirty_data", NULL, "bcache", ATTR_VOLATILE},
                 {"writeback_rate", NULL, "bcache", ATTR_VOLATILE},
                 {"writeback_rate_debug", NULL, "bcache", ATTR_VOLATILE},
@@ -48,12 +47,19 @@ static const struct {
                 {"written", NULL, "bcache", ATTR_VOLATILE},
                 {"btree_written", NULL, "bcache", ATTR_VOLATILE},
                 {"metadata_written", NULL, "bcache", ATTR_VOLATILE},
-                {"runtime_active_time", NULL, NULL, ATTR_VOLATILE},
-                {"runtime_suspended_time", NULL, NULL, ATTR_VOLATILE},
+                /* A SCSI device's commands in flight and I/O counters (drivers/scsi/scsi_sysfs.c). */
+                {"device_busy", BLKMODEL_KTYPE_DEVICE, NULL, ATTR_VOLATILE},
                 {"iodone_cnt", NULL, NULL, ATTR_VOLATILE},
                 {"ioerr_cnt", NULL, NULL, ATTR_VOLATILE},
                 {"iorequest_cnt", NULL, NULL, ATTR_VOLATILE},
                 {"iotmo_cnt", NULL, NULL, ATTR_VOLATILE},
+                /* A USB device's URBs so far, and its clocks (drivers/usb/core/sysfs.c). */
+                {"urbnum", BLKMODEL_KTYPE_DEVICE, NULL, ATTR_VOLATILE},
+                {"connected_duration", NULL, "power", ATTR_VOLATILE},
+                {"active_duration", NULL, "power", ATTR_VOLATILE},
+                /* Runtime-PM and wakeup clocks and counters. */
+                {"runtime_active_time", NULL, NULL, ATTR_VOLATILE},
+                {"runtime_suspended_time", NULL, NULL, ATTR_VOLATILE},
                 {"wakeup_count", NULL, NULL, ATTR_VOLATILE},
                 {"wakeup_active", NULL, NULL, ATTR_VOLATILE},
                 {"wakeup_active_count", NULL, NULL, ATTR_VOLATILE},

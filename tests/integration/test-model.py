@@ -821,6 +821,61 @@ class MovingGroupFiles(unittest.TestCase):
                 self.assertEqual(f.read(), "8.0k")
 
 
+class MovingDeviceFiles(unittest.TestCase):
+    def test_usb_and_scsi_counters_are_volatile(self):
+        """A USB stick's hardware: the USB device counts its URBs (urbnum)
+        and its power/ shows how long it has been connected and active, in
+        ms (drivers/usb/core/sysfs.c); the SCSI device counts the commands
+        in flight (device_busy, scsi_sysfs.c).  All move by themselves; the
+        tunables beside them stay announced."""
+        root = bt.make_fixture() + "/sys"
+        t = bt.mksysfs.Tree(root)
+        b = bt.mksysfs.Builder(t)
+        rw = bt.mksysfs.RW
+        xhci = b.pci("devices/pci0000:00/0000:00:14.0", "0x8086", "0xa36d",
+                     "0x0c0330", 125, "xhci_hcd")
+        usb_attrs = {"busnum": "2", "speed": "5000", "idVendor": "0781",
+                     "idProduct": "5581", "product": "Ultra",
+                     "bMaxPower": "896mA", "authorized": ("1", rw),
+                     "avoid_reset_quirk": ("0", rw)}
+        usb_power = {"autosuspend": ("2", rw), "level": ("on", rw),
+                     "persist": ("1", rw), "connected_duration": "5126373",
+                     "active_duration": "5126371"}
+        parent = xhci
+        for name, urbs in (("usb2", "25"), ("2-1", "81344")):
+            parent = b.device(os.path.join(parent, name),
+                              {"DEVTYPE": "usb_device"},
+                              dict(usb_attrs, urbnum=urbs),
+                              subsystem="bus/usb")
+            t.attrs(os.path.join(parent, "power"), usb_power)
+        iface_dir = b.device(os.path.join(parent, "2-1:1.0"),
+                             {"DEVTYPE": "usb_interface"},
+                             {"bInterfaceClass": "08"}, subsystem="bus/usb")
+        lun = b.scsi_chain(iface_dir, 6, 0, 0, 0, "SanDisk ", "Ultra           ",
+                           "1.00", 0, "sd", 2)
+        t.attrs(lun, {"device_busy": "1"})
+        b.disk(os.path.join(lun, "block/sdb"), "sdb", (8, 16), 60063744, 8,
+               "none [mq-deadline]", "mq-deadline", device=lun, diskseq=8)
+
+        usb = P("devices", *(parent.split("/")[1:]))
+        scsi = P("devices", *(lun.split("/")[1:]))
+        with bt.Daemon(root) as dm:
+            false = lambda path, iface: sorted(  # noqa: E731
+                n for n, v in changed_signal_annotations(dm, path, iface).items()
+                if v == "false")
+            # Driver too, as on every Device: a driver bound or unbound
+            # sends only its own subsystem's event.
+            self.assertEqual(false(usb, bt.DEVICE), ["Driver", "urbnum"])
+            self.assertEqual(false(usb, bt.IFACE + "Group.power"),
+                             ["active_duration", "connected_duration",
+                              "runtime_active_time", "runtime_suspended_time"])
+            self.assertEqual(dm.get(usb, bt.DEVICE, "urbnum"), "81344")
+            self.assertEqual(false(scsi, bt.DEVICE),
+                             ["Driver", "device_busy", "iodone_cnt",
+                              "ioerr_cnt", "iorequest_cnt"])
+            self.assertIn("queue_depth", dm.get_all(scsi, bt.DEVICE))
+
+
 class ResolveRootBelowDev(unittest.TestCase):
     def test_resolve_root_below_dev(self):
         """A sysfs root below /dev (a tree in /dev/shm): its paths are sysfs
