@@ -57,9 +57,12 @@ static const struct {
                 {"urbnum", BLKMODEL_KTYPE_DEVICE, NULL, ATTR_VOLATILE},
                 {"connected_duration", NULL, "power", ATTR_VOLATILE},
                 {"active_duration", NULL, "power", ATTR_VOLATILE},
-                /* Runtime-PM and wakeup clocks and counters. */
+                /* Runtime-PM and wakeup clocks and counters (drivers/base/power/sysfs.c; the usage
+                 * counts, with CONFIG_PM_ADVANCED_DEBUG, move around every command of a SCSI disk). */
                 {"runtime_active_time", NULL, NULL, ATTR_VOLATILE},
                 {"runtime_suspended_time", NULL, NULL, ATTR_VOLATILE},
+                {"runtime_usage", NULL, "power", ATTR_VOLATILE},
+                {"runtime_active_kids", NULL, "power", ATTR_VOLATILE},
                 {"wakeup_count", NULL, NULL, ATTR_VOLATILE},
                 {"wakeup_active", NULL, NULL, ATTR_VOLATILE},
                 {"wakeup_active_count", NULL, NULL, ATTR_VOLATILE},

@@ -840,7 +840,9 @@ class MovingDeviceFiles(unittest.TestCase):
                      "avoid_reset_quirk": ("0", rw)}
         usb_power = {"autosuspend": ("2", rw), "level": ("on", rw),
                      "persist": ("1", rw), "connected_duration": "5126373",
-                     "active_duration": "5126371"}
+                     "active_duration": "5126371",
+                     # With CONFIG_PM_ADVANCED_DEBUG.
+                     "runtime_usage": "1", "runtime_active_kids": "1"}
         parent = xhci
         for name, urbs in (("usb2", "25"), ("2-1", "81344")):
             parent = b.device(os.path.join(parent, name),
@@ -868,7 +870,8 @@ class MovingDeviceFiles(unittest.TestCase):
             self.assertEqual(false(usb, bt.DEVICE), ["Driver", "urbnum"])
             self.assertEqual(false(usb, bt.IFACE + "Group.power"),
                              ["active_duration", "connected_duration",
-                              "runtime_active_time", "runtime_suspended_time"])
+                              "runtime_active_kids", "runtime_active_time",
+                              "runtime_suspended_time", "runtime_usage"])
             self.assertEqual(dm.get(usb, bt.DEVICE, "urbnum"), "81344")
             self.assertEqual(false(scsi, bt.DEVICE),
                              ["Driver", "device_busy", "iodone_cnt",
