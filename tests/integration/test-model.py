@@ -856,7 +856,6 @@ class ValuesThatMove(unittest.TestCase):
                              {"bInterfaceClass": "08"}, subsystem="bus/usb")
         lun = b.scsi_chain(iface_dir, 6, 0, 0, 0, "SanDisk ", "Ultra           ",
                            "1.00", 0, "sd", 2)
-        t.attrs(lun, {"device_busy": "1"})
         b.disk(os.path.join(lun, "block/sdb"), "sdb", (8, 16), 60063744, 8,
                "none [mq-deadline]", "mq-deadline", device=lun, diskseq=8)
 
