@@ -17,7 +17,6 @@ import blkmodeltest as bt
 from blkmodeltest import KOBJ, DISK, PART, QUEUE, KSET, MANAGER, SDA_DEV, SR0_DEV
 
 P = bt.path_of
-ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
 
 NVME_DEV = "/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0"
 CCISS_DEV = "/devices/pci0000:00/0000:00:03.0/cciss0/c0d0"
@@ -695,7 +694,7 @@ class Model(unittest.TestCase):
                 (P("block", "dm-0"), DISK, []),
                 # Its utilization: every read asks the drive.
                 (P("block", "nvme0n1"), DISK, ["nuse"])):
-            ecs = changed_signal_annotations(self.dm, path, iface)
+            ecs = bt.emits_changed_signal(self.dm.introspect(path))[iface]
             self.assertEqual(ecs["stat"], "false", path)
             self.assertEqual(ecs["inflight"], "false", path)
             # "true" is the default and left out of the XML.
@@ -704,21 +703,6 @@ class Model(unittest.TestCase):
             self.assertEqual([n for n, v in ecs.items() if v == "false"],
                              sorted(["inflight", "stat"] + moving))
 
-
-
-def changed_signal_annotations(dm, path, iface):
-    """{property: EmitsChangedSignal value} where the XML gives one."""
-    root = ET.fromstring(dm.introspect(path))
-    i = [x for x in root.findall("interface") if x.get("name") == iface][0]
-    return {p.get("name"): a.get("value")
-            for p in i.findall("property")
-            for a in p.findall("annotation") if a.get("name") == ECS}
-
-
-def said_false(dm, path, iface):
-    """The properties annotated EmitsChangedSignal "false", sorted."""
-    return sorted(n for n, v in changed_signal_annotations(dm, path, iface).items()
-                  if v == "false")
 
 
 class ValuesThatMove(unittest.TestCase):
@@ -743,7 +727,7 @@ class ValuesThatMove(unittest.TestCase):
         path = P("block", "nvme0c0n1")
         scsi = P(*SDA_DEV.split("/")[1:])
         with bt.Daemon(root) as dm:
-            self.assertEqual(said_false(dm, path, DISK),
+            self.assertEqual(bt.said_false(dm, path, DISK),
                              ["inflight", "queue_depth", "stat"])
             self.assertEqual(dm.get(path, DISK, "queue_depth"), "3")
             with open(os.path.join(root, nvme0, "nvme0c0n1/queue_depth"),
@@ -752,7 +736,7 @@ class ValuesThatMove(unittest.TestCase):
             self.assertEqual(dm.get(path, DISK, "queue_depth"), "7")
 
             self.assertIn("queue_depth", dm.get_all(scsi, bt.DEVICE))
-            self.assertNotIn("queue_depth", said_false(dm, scsi, bt.DEVICE))
+            self.assertNotIn("queue_depth", bt.said_false(dm, scsi, bt.DEVICE))
 
     def test_md_progress_is_volatile(self):
         """md's md/ (drivers/md/md.c, raid5.c): a resync's, check's or
@@ -772,7 +756,7 @@ class ValuesThatMove(unittest.TestCase):
         path = P("block", "md0")
         iface = bt.IFACE + "Group.md"
         with bt.Daemon(root) as dm:
-            self.assertEqual(said_false(dm, path, iface),
+            self.assertEqual(bt.said_false(dm, path, iface),
                              ["reshape_position", "resync_start",
                               "stripe_cache_active", "sync_completed",
                               "sync_speed"])
@@ -808,7 +792,7 @@ class ValuesThatMove(unittest.TestCase):
         iface = bt.IFACE + "Group.bcache"
         path = P("block", "sda")
         with bt.Daemon(root) as dm:
-            self.assertEqual(said_false(dm, path, iface),
+            self.assertEqual(bt.said_false(dm, path, iface),
                              ["dirty_data", "writeback_rate",
                               "writeback_rate_debug"])
             props = dm.get_all(path, iface)
@@ -864,13 +848,13 @@ class ValuesThatMove(unittest.TestCase):
         with bt.Daemon(root) as dm:
             # Driver too, as on every Device: a driver bound or unbound
             # sends only its own subsystem's event.
-            self.assertEqual(said_false(dm, usb, bt.DEVICE), ["Driver", "urbnum"])
-            self.assertEqual(said_false(dm, usb, bt.IFACE + "Group.power"),
+            self.assertEqual(bt.said_false(dm, usb, bt.DEVICE), ["Driver", "urbnum"])
+            self.assertEqual(bt.said_false(dm, usb, bt.IFACE + "Group.power"),
                              ["active_duration", "connected_duration",
                               "runtime_active_kids", "runtime_active_time",
                               "runtime_suspended_time", "runtime_usage"])
             self.assertEqual(dm.get(usb, bt.DEVICE, "urbnum"), "81344")
-            self.assertEqual(said_false(dm, scsi, bt.DEVICE),
+            self.assertEqual(bt.said_false(dm, scsi, bt.DEVICE),
                              ["Driver", "device_busy", "iodone_cnt",
                               "ioerr_cnt", "iorequest_cnt"])
             self.assertIn("queue_depth", dm.get_all(scsi, bt.DEVICE))

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import dbus
 from dbus.mainloop.glib import DBusGMainLoop
@@ -37,6 +38,7 @@ MANAGER_PATH = ROOT + "/Manager"
 IFACE = "org.blkmodel1."
 OM = "org.freedesktop.DBus.ObjectManager"
 PROPS = "org.freedesktop.DBus.Properties"
+ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
 
 # The model's interfaces, by the short names the tests give them.
 KOBJ = IFACE + "Kobject"
@@ -285,6 +287,24 @@ class Daemon:
             s.sendto(raw, self.uevent_socket)
         finally:
             s.close()
+
+
+def emits_changed_signal(xml_text):
+    """{interface: {property: its EmitsChangedSignal}} of an Introspect
+    reply; "true", the default, where the XML gives none."""
+    return {i.get("name"): {
+        p.get("name"): next((a.get("value") for a in p.findall("annotation")
+                             if a.get("name") == ECS), "true")
+        for p in i.findall("property")}
+        for i in ET.fromstring(xml_text).findall("interface")}
+
+
+def said_false(dm, path, iface):
+    """The properties of path's iface annotated EmitsChangedSignal "false",
+    sorted."""
+    return sorted(n for n, v in
+                  emits_changed_signal(dm.introspect(path))[iface].items()
+                  if v == "false")
 
 
 class SignalRecorder:

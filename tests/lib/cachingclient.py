@@ -17,13 +17,10 @@ announce (EmitsChangedSignal "false"; "invalidates" only by name).
 
 import os
 import time
-import xml.etree.ElementTree as ET
-
 from gi.repository import Gio, GLib
 
 import blkmodeltest as bt
 
-ECS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
 
 
 def _loop_until(pred, timeout):
@@ -110,16 +107,9 @@ class CachingClients:
     def _emits(self, path, iface):
         key = (path, iface)
         if key not in self.announce:
-            xml = ET.fromstring(self.dm.introspect(path))
-            for i in xml.findall("interface"):
-                props = {}
-                for p in i.findall("property"):
-                    emits = "true"
-                    for a in p.findall("annotation"):
-                        if a.get("name") == ECS:
-                            emits = a.get("value")
-                    props[p.get("name")] = emits
-                self.announce[(path, i.get("name"))] = props
+            for name, props in bt.emits_changed_signal(
+                    self.dm.introspect(path)).items():
+                self.announce[(path, name)] = props
         return self.announce.get(key, {})
 
     def _fresh(self):
