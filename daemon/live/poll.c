@@ -135,12 +135,13 @@ static bool poll_wants(const Kobject *k)
 
 static Refresh poll_how(const Live *l, const Kobject *k)
 {
-        /* Which third: the object's address, mixed, is as good as any number of its own. */
-        uint64_t mixed = ((uint64_t) (uintptr_t) k >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+        uint64_t mixed;
 
         /* The first reading of an object only records (at most once per round). */
         if (!changes_recorded(k))
                 return REFRESH_RECORD;
+        /* Which third: the object's address, mixed, is as good as any number of its own. */
+        mixed = ((uint64_t) (uintptr_t) k >> 4) * UINT64_C(0x9E3779B97F4A7C15);
         return ((mixed >> 32) + l->poll_rounds) % POLL_WHOLE_EVERY == 0 ? REFRESH_WATCHED : REFRESH_TUNABLES;
 }
 
