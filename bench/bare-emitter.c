@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-open.h"
 #include "uevent-env.h"
 
 /* The daemon's back-pressure marks (daemon/bus/backlog.c) and its socket's send buffer
@@ -91,13 +92,7 @@ int main(int argc, char **argv)
         if (argc == 4)
                 rate = strtoull(argv[3], NULL, 10);
 
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        r = bench_bus_open(argv[1], &bus);
         /*
          * Waits for the Hello reply: until then sd-bus only queues, and a
          * paced run would stamp signals that sit in the queue.

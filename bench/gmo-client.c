@@ -92,13 +92,7 @@ int main(int argc, char *argv[])
         }
         runs = argc > 2 ? atoi(argv[2]) : 1;
 
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        r = bench_bus_open(argv[1], &bus);
         if (r < 0) {
                 fprintf(stderr, "cannot connect to %s: %s\n", argv[1], strerror(-r));
                 return 1;

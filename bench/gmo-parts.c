@@ -7,26 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int bench_bus_open(const char *address, sd_bus **ret)
-{
-        sd_bus *bus = NULL;
-        int r;
-
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
-        if (r < 0) {
-                sd_bus_unref(bus);
-                return r;
-        }
-        *ret = bus;
-        return 0;
-}
-
 int bench_cmp_str(const void *a, const void *b)
 {
         return strcmp(*(char *const *) a, *(char *const *) b);

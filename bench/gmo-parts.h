@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-open.h"
 #include "clock.h"
 
 typedef struct GmoStats {
@@ -43,5 +44,3 @@ int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_fl
 int bench_read_lines(const char *file, const char *trailing, char ***ret, size_t *ret_n);
 int bench_cmp_str(const void *a, const void *b);
 
-/* Opens a bus connection to ADDRESS ("unix:path=..."); 0 or -errno. */
-int bench_bus_open(const char *address, sd_bus **ret);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-open.h"
 #include "clock.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -218,13 +219,7 @@ int main(int argc, char **argv)
         if (argc == 4)
                 timeout_us = strtoull(argv[3], NULL, 10) * 1000;
 
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        r = bench_bus_open(argv[1], &bus);
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL,
                                      "type='signal',path='/org/blkmodel1/Manager',"

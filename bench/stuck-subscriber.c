@@ -16,6 +16,8 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "bus-open.h"
+
 int main(int argc, char **argv)
 {
         sd_bus *bus = NULL;
@@ -28,13 +30,7 @@ int main(int argc, char **argv)
         }
         if (argc == 3)
                 match = argv[2];
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        r = bench_bus_open(argv[1], &bus);
         /* Synchronous: once it returns, the bus routes the signals here. */
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL, match, NULL, NULL);

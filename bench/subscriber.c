@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-open.h"
 #include "clock.h"
 
 typedef struct State {
@@ -116,13 +117,7 @@ int main(int argc, char **argv)
                 return 2;
         }
 
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        r = bench_bus_open(argv[1], &bus);
         /* Synchronous: when it returns, the bus daemon routes the signal to us. */
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL,
