@@ -169,7 +169,7 @@ static int read_props(Reader *rd, sd_bus_message *m)
                 rd->stats->properties++;
                 r = sd_bus_message_read_basic(m, 's', &name);
                 if (r >= 0)
-                        r = gmo_read_values(m, NULL);
+                        r = gmo_read_values(m, &rd->stats->values);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);
                 if (r < 0)
@@ -220,6 +220,13 @@ static int read_gmo(Reader *rd, sd_bus_message *m)
         if (r < 0)
                 return r;
         return sd_bus_message_exit_container(m);
+}
+
+int gmo_read_reply(sd_bus_message *m, GmoStats *stats)
+{
+        Reader rd = {.stats = stats};
+
+        return read_gmo(&rd, m);
 }
 
 /* Pulls attribute values out of Introspect XML: every name="..." of each <tag. */

@@ -25,6 +25,7 @@ typedef struct GmoStats {
         uint64_t objects;    /* object paths seen (GMO entries + part roots) */
         uint64_t interfaces; /* interface entries */
         uint64_t properties; /* property entries */
+        uint64_t values;     /* basic values in the properties */
         uint64_t gmo_calls, gmo_refused, introspect_calls, getall_calls;
 } GmoStats;
 
@@ -33,6 +34,9 @@ typedef void (*GmoObjectFunc)(const char *path, void *userdata);
 /* Reads every basic value below the message's current position, entering every container;
  * counts them in *values when given. */
 int gmo_read_values(sd_bus_message *m, unsigned long *values);
+
+/* Reads a GetManagedObjects reply from its start, every value, counting into *stats. */
+int gmo_read_reply(sd_bus_message *m, GmoStats *stats);
 
 /* Reads everything below root (root itself excluded, as GetManagedObjects does).  0 or -errno;
  * on failure error_text (static or malloc'ed into *error_text) says what failed. */
