@@ -5,6 +5,7 @@ GetManagedObjects that would not fit with LimitsExceeded rather than send
 it and be dropped off the bus; the parts fit, and blkmodelctl reads the
 model in them by itself."""
 import os
+import re
 import unittest
 
 import blkmodeltest as bt
@@ -22,6 +23,12 @@ class SmallBus(unittest.TestCase):
                 dm.managed_objects()
             self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
             self.assertIn(bt.path_of("block"), str(cm.exception))
+            # In the limit's unit, the size above the limit (once both were "0 MiB").
+            m = re.search(r"about (\d+) KiB, more than one message may carry \((\d+) KiB\)",
+                          str(cm.exception))
+            self.assertIsNotNone(m, str(cm.exception))
+            self.assertEqual(int(m.group(2)), (32768 - HEADER_ROOM) // 1024)
+            self.assertGreater(int(m.group(1)), int(m.group(2)))
             # Still on the bus, and every part answers or says where to ask.
             self.assertGreater(dm.manager_prop("ObjectCount"), 0)
             # An ObjectManager answers for what is below it: a part's own root
