@@ -114,7 +114,7 @@ static void fail(Reader *rd, int r, const char *what, const char *path, const sd
 
 /* Reads every basic value below the current position, entering every container; counts them in
  * *values when given. */
-int gmo_read_values(sd_bus_message *m, unsigned long *values)
+static int read_values(sd_bus_message *m, uint64_t *values)
 {
         int depth = 0, r;
 
@@ -169,7 +169,7 @@ static int read_props(Reader *rd, sd_bus_message *m)
                 rd->stats->properties++;
                 r = sd_bus_message_read_basic(m, 's', &name);
                 if (r >= 0)
-                        r = gmo_read_values(m, &rd->stats->values);
+                        r = read_values(m, &rd->stats->values);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);
                 if (r < 0)

@@ -31,10 +31,6 @@ typedef struct GmoStats {
 
 typedef void (*GmoObjectFunc)(const char *path, void *userdata);
 
-/* Reads every basic value below the message's current position, entering every container;
- * counts them in *values when given. */
-int gmo_read_values(sd_bus_message *m, unsigned long *values);
-
 /* Reads a GetManagedObjects reply from its start, every value, counting into *stats. */
 int gmo_read_reply(sd_bus_message *m, GmoStats *stats);
 
@@ -47,4 +43,3 @@ int gmo_read_all(sd_bus *bus, const char *dest, const char *root, unsigned in_fl
  * at its end, sorted with bench_cmp_str (strcmp on char * elements, for qsort and bsearch). */
 int bench_read_lines(const char *file, const char *trailing, char ***ret, size_t *ret_n);
 int bench_cmp_str(const void *a, const void *b);
-
