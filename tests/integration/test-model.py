@@ -704,7 +704,6 @@ class Model(unittest.TestCase):
                              sorted(["inflight", "stat"] + moving))
 
 
-
 class ValuesThatMove(unittest.TestCase):
     """Files of one driver whose values move by themselves, on a private
     fixture with that driver's files as the kernel lays them out."""

@@ -17,10 +17,10 @@ announce (EmitsChangedSignal "false"; "invalidates" only by name).
 
 import os
 import time
+
 from gi.repository import Gio, GLib
 
 import blkmodeltest as bt
-
 
 
 def _loop_until(pred, timeout):
