@@ -90,8 +90,7 @@ static int list_pick_columns(ListContext *lc)
                         r = list_add_columns(lc, o[0] == '+' ? o + 1 : o, &bad, &bad_len);
         }
         if (r == -EINVAL)
-                return ctl_usage("list", "unknown column '%.*s' (see 'blkmodelctl list --help')",
-                                 (int) bad_len, bad);
+                return ctl_usage("list", "unknown column '%.*s'", (int) bad_len, bad);
         if (r < 0)
                 return ctl_fail("Out of memory");
 

@@ -141,7 +141,11 @@ class Errors(unittest.TestCase):
                      ("settle", "--timeout=soon"), ("get", "-a", "sda", "x"),
                      ("help", "frobnicate")):
             with self.subTest(args=args):
-                ct.assert_one_line_failure(self, ct.run(*args), code=2)
+                p = ct.run(*args)
+                ct.assert_one_line_failure(self, p, code=2)
+                # One pointer to the help, at the end.
+                self.assertEqual(p.stderr.count("(see '"), 1, p.stderr)
+                self.assertTrue(p.stderr.rstrip().endswith(" --help')"), p.stderr)
         p = ct.run("--address=", "list", bus=None)
         ct.assert_one_line_failure(self, p, code=2)
 
