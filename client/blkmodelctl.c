@@ -85,31 +85,9 @@ int ctl_usage(const char *verb, const char *fmt, ...)
 /* Why no connection could be made, in words that say what to do. */
 static int ctl_report_connect(const Ctl *ctl, int r)
 {
-        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        _cleanup_(freep) char *text = bus_open_error(ctl->bus_kind, ctl->address, r);
 
-        switch (ctl->bus_kind) {
-        case BUS_KIND_ADDRESS:
-                return ctl_fail("Failed to connect to the bus at %s: %s", ctl->address, strerror(-r));
-        case BUS_KIND_SESSION:
-                /* sd-bus's -ENOMEDIUM: nothing says where a session bus would be. */
-                if (r == -ENOMEDIUM || (isempty(getenv("DBUS_SESSION_BUS_ADDRESS")) && r == -ENOENT))
-                        return ctl_fail("No session bus: $DBUS_SESSION_BUS_ADDRESS is not set and there is "
-                                        "no "
-                                        "%s%s (run in a login session or under dbus-run-session, or use "
-                                        "--system or --address=ADDRESS)",
-                                        isempty(runtime) ? "$XDG_RUNTIME_DIR" : runtime, "/bus");
-                return ctl_fail("Failed to connect to the session bus: %s (use --address=ADDRESS to name "
-                                "one)",
-                                strerror(-r));
-        case BUS_KIND_SYSTEM:
-                if (r == -ENOENT || r == -ECONNREFUSED)
-                        return ctl_fail("Failed to connect to the system bus: %s (is dbus.service running? "
-                                        "or "
-                                        "use --session or --address=ADDRESS)",
-                                        strerror(-r));
-                return ctl_fail("Failed to connect to the system bus: %s", strerror(-r));
-        }
-        return ctl_fail("Failed to connect to the bus: %s", strerror(-r));
+        return ctl_fail("%s", text ?: "Failed to connect to the bus");
 }
 
 int ctl_bus(Ctl *ctl, sd_bus **ret)

@@ -382,9 +382,11 @@ static int publish(Manager *m)
         int r;
 
         r = bus_open(m->options.bus_kind, m->options.address, "blkmodeld", &bus);
-        if (r < 0)
-                return log_error_errno(r, "Cannot connect to the %s: %m",
-                                       bus_kind_to_string(m->options.bus_kind));
+        if (r < 0) {
+                _cleanup_(freep) char *text = bus_open_error(m->options.bus_kind, m->options.address, r);
+                log_error("%s", text ?: "Failed to connect to the bus");
+                return r;
+        }
         PublisherConfig c = {
                         .loop = m->loop,
                         .bus = bus,
