@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The harness itself: a fixture daemon starts, answers, and stops cleanly;
-and refuses what it cannot start with, in one clear line."""
+and what it cannot start with, it refuses with a message naming the cause."""
 import os
 import subprocess
 import unittest
@@ -35,6 +35,7 @@ class Smoke(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertEqual(p.stdout, "")
                 self.assertIn(words, p.stderr)
+                self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
         p = self.run_daemon("--sysfs-root=/nonexistent", "--no-uevents")
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("/nonexistent", p.stderr)
