@@ -68,12 +68,48 @@ static void on_bus_drain_check(uv_prepare_t *h)
         free(waiting);
 }
 
-/* Manager.Settle(): read what the kernel has queued, apply it, answer after its signals.  While the
- * bus is too far behind to take more signals, the answer waits.  Takes over msg's reference. */
+/* The uevent socket was read empty: what it held when the waiting calls came is applied, but for
+ * the change events deferred to the end of their loop iteration. */
+static void settle_mark_read(Manager *m)
+{
+        for (size_t i = 0; i < m->n_settle_waiters; i++) {
+                SettleWaiter *w = &m->settle_waiters[i];
+                if (!w->read)
+                        *w = (SettleWaiter){w->msg, true, live_changes_deferred(m->live)};
+        }
+}
+
+/* After each turn's I/O: answers the calls whose events are all applied, after their signals. */
+static void on_settle_check(uv_check_t *h)
+{
+        Manager *m = h->data;
+        uint64_t applied = live_changes_applied(m->live);
+        size_t kept = 0;
+
+        for (size_t i = 0; i < m->n_settle_waiters; i++) {
+                SettleWaiter *w = &m->settle_waiters[i];
+                if (w->read && applied >= w->changes) {
+                        publisher_settled(m->publisher, w->msg);
+                        sd_bus_message_unref(w->msg);
+                } else
+                        m->settle_waiters[kept++] = *w;
+        }
+        m->n_settle_waiters = kept;
+        if (kept == 0) {
+                m->settle_waiters = mfree(m->settle_waiters);
+                (void) uv_check_stop(h);
+        }
+}
+
+/*
+ * Manager.Settle(): answered once what the kernel had queued when the call came is applied, after its
+ * signals.  Not by reading it all here: the queue is read and applied a slice of the loop at a time
+ * as always, so that other calls are answered meanwhile (300 loop devices attached at once, then a
+ * settle, held the loop 170-200 ms).  While the bus is too far behind to take more signals, the call
+ * waits for it first.  Takes over msg's reference.
+ */
 static void settle(Manager *m, sd_bus_message *msg)
 {
-        if (!m->paused_for_bus && m->uevents)
-                uevent_source_drain(m->uevents);
         if (m->paused_for_bus) {
                 sd_bus_message **t = realloc(m->settling, (m->n_settling + 1) * sizeof(sd_bus_message *));
                 if (t) {
@@ -81,11 +117,20 @@ static void settle(Manager *m, sd_bus_message *msg)
                         m->settling[m->n_settling++] = msg;
                         return;
                 }
-                log_error("Out of memory: Settle() is answered before the bus caught up.");
+                log_error("Out of memory: Settle() waits for the uevents, not for the bus.");
         }
-        live_settle(m->live);
-        publisher_settled(m->publisher, msg);
-        sd_bus_message_unref(msg);
+        SettleWaiter *t = realloc(m->settle_waiters, (m->n_settle_waiters + 1) * sizeof(SettleWaiter));
+        if (!t) {
+                log_error("Out of memory: Settle() is answered at once.");
+                publisher_settled(m->publisher, msg);
+                sd_bus_message_unref(msg);
+                return;
+        }
+        m->settle_waiters = t;
+        m->settle_waiters[m->n_settle_waiters++] = (SettleWaiter){.msg = msg};
+        if (!uevent_source_watch_drained(m->uevents))
+                settle_mark_read(m);
+        (void) uv_check_start(&m->settle_check, on_settle_check);
 }
 
 static void on_settle(void *userdata, sd_bus_message *msg)
@@ -225,6 +270,12 @@ static int handles_init(Manager *m)
                 signals[i]->data = m;
                 m->n_open_handles++;
         }
+        r = uv_check_init(m->loop, &m->settle_check);
+        if (r < 0)
+                return r;
+        m->settle_check.data = m;
+        m->n_open_handles++;
+
         r = uv_signal_start(&m->sigterm, on_sigterm, SIGTERM);
         if (r >= 0)
                 r = uv_signal_start(&m->sigint, on_sigterm, SIGINT);
@@ -309,6 +360,7 @@ void manager_free(Manager *m)
                 (uv_handle_t *) &m->sigterm,
                 (uv_handle_t *) &m->sigint,
                 (uv_handle_t *) &m->sighup,
+                (uv_handle_t *) &m->settle_check,
         };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
@@ -316,6 +368,10 @@ void manager_free(Manager *m)
                 sd_bus_message_unref(m->settling[i]);
         m->settling = mfree(m->settling);
         m->n_settling = 0;
+        for (size_t i = 0; i < m->n_settle_waiters; i++)
+                sd_bus_message_unref(m->settle_waiters[i].msg);
+        m->settle_waiters = mfree(m->settle_waiters);
+        m->n_settle_waiters = 0;
         m->publisher = publisher_free(m->publisher);
         live_free(m->live);
         m->live = NULL;
@@ -357,6 +413,26 @@ static int passed_netlink_fd(void)
         return -1;
 }
 
+/* The source's handlers: to live, and the end of the queue to the Settle() calls too. */
+static void on_uevent(UeventSource *s, Uevent *u, void *userdata)
+{
+        Manager *m = userdata;
+        live_on_uevent(s, u, m->live);
+}
+
+static void on_uevents_lost(UeventSource *s, void *userdata)
+{
+        Manager *m = userdata;
+        live_on_lost(s, m->live);
+}
+
+static void on_uevents_drained(UeventSource *s, void *userdata)
+{
+        Manager *m = userdata;
+        live_on_drained(s, m->live);
+        settle_mark_read(m);
+}
+
 static int open_uevent_source(Manager *m)
 {
         int r;
@@ -364,15 +440,15 @@ static int open_uevent_source(Manager *m)
         if (m->options.no_uevents)
                 return 0;
         if (m->options.uevent_socket)
-                r = uevent_source_new_socket(m->loop, m->options.uevent_socket, live_on_uevent, live_on_lost,
-                                             m->live, &m->uevents);
+                r = uevent_source_new_socket(m->loop, m->options.uevent_socket, on_uevent, on_uevents_lost, m,
+                                             &m->uevents);
         else
                 r = uevent_source_new_netlink(m->loop, passed_netlink_fd(), m->options.uevent_rcvbuf,
-                                              live_on_uevent, live_on_lost, m->live, &m->uevents);
+                                              on_uevent, on_uevents_lost, m, &m->uevents);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen to uevents on %s: %m",
                                        uevent_source_name(&m->options));
-        uevent_source_set_drained_handler(m->uevents, live_on_drained);
+        uevent_source_set_drained_handler(m->uevents, on_uevents_drained);
         return 0;
 }
 

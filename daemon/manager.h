@@ -32,6 +32,13 @@ typedef struct ManagerOptions {
         size_t message_max; /* the largest message the bus takes; 0: the bus kind's default */
 } ManagerOptions;
 
+/* A Settle() call waiting for the events the kernel had queued when it came. */
+typedef struct SettleWaiter {
+        sd_bus_message *msg;
+        bool read;        /* the uevent socket has been read empty since the call */
+        uint64_t changes; /* then: the change events deferred (live_changes_deferred()) */
+} SettleWaiter;
+
 typedef struct Manager {
         ManagerOptions options;
         uv_loop_t *loop;
@@ -42,6 +49,9 @@ typedef struct Manager {
         bool paused_for_bus;
         sd_bus_message **settling; /* Settle() calls waiting for the bus to catch up */
         size_t n_settling;
+        SettleWaiter *settle_waiters; /* Settle() calls waiting for the uevents to be applied */
+        size_t n_settle_waiters;
+        uv_check_t settle_check; /* runs while some wait */
         int exit_code;
 
         Sysfs sysfs;

@@ -116,6 +116,7 @@ static void defer_change(Live *l, Kobject *k, bool plain)
                 return;
         }
         l->pending[l->n_pending++] = (PendingChange){kobject_ref(k), plain};
+        l->n_deferred++;
         (void) uv_idle_start(&l->pending_idle, on_pending_idle);
 }
 
@@ -146,6 +147,7 @@ static void apply_pending_changes(Live *l, bool sliced)
                 /* Taken off the queue first: reading may announce, and nothing may see it twice. */
                 PendingChange c = l->pending[l->pending_pos++];
                 apply_one(l, &c);
+                l->n_applied++;
                 if (sliced && turn_slice_over(start))
                         return;
         }

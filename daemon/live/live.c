@@ -159,9 +159,14 @@ void live_on_drained(UeventSource *s, void *userdata)
                 log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
-void live_settle(Live *l)
+uint64_t live_changes_deferred(const Live *l)
 {
-        live_apply_pending(l);
+        return l->n_deferred;
+}
+
+uint64_t live_changes_applied(const Live *l)
+{
+        return l->n_applied;
 }
 
 uint64_t live_events_lost(const Live *l)

@@ -107,8 +107,14 @@ void live_object_before_write(Live *l, Kobject *k);
 /* After a write: re-reads the object and announces what the kernel stored. */
 void live_object_after_write(Live *l, Kobject *k);
 
-/* Applies the change events still waiting for the end of the loop iteration, now. */
-void live_settle(Live *l);
+/*
+ * A change event is applied (its object re-read and the difference announced) at the end of the loop
+ * iteration it came in, a slice of the loop at a time: how many were deferred so far, and how many of
+ * those are applied.  Those deferred before a moment are applied once the second count reaches what
+ * the first was then (they go in order).
+ */
+uint64_t live_changes_deferred(const Live *l);
+uint64_t live_changes_applied(const Live *l);
 
 uint64_t live_events_lost(const Live *l);
 /* The bytes the object's property values took at its last reading, 0 if never read. */

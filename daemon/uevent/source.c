@@ -298,6 +298,9 @@ static bool read_burst(UeventSource *s)
                                   source_name(s), strerror(-r));
                         s->dead = true;
                         update_polling(s);
+                        /* Nothing more will come: whoever waits for the end of the queue has it. */
+                        if (s->drained)
+                                s->drained(s, s->userdata);
                         break;
                 }
         }
@@ -435,6 +438,16 @@ void uevent_source_drain(UeventSource *s)
 void uevent_source_set_drained_handler(UeventSource *s, UeventSourceDrainedHandler drained)
 {
         s->drained = drained;
+}
+
+bool uevent_source_watch_drained(UeventSource *s)
+{
+        if (!s || s->closing || s->dead)
+                return false;
+        /* Paused, the resume looks. */
+        if (!s->paused)
+                (void) uv_idle_start(&s->more, on_more);
+        return true;
 }
 
 void uevent_source_pause(UeventSource *s)

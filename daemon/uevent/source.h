@@ -37,6 +37,9 @@ typedef void (*UeventSourceLostHandler)(UeventSource *s, void *userdata);
  */
 typedef void (*UeventSourceDrainedHandler)(UeventSource *s, void *userdata);
 void uevent_source_set_drained_handler(UeventSource *s, UeventSourceDrainedHandler drained);
+/* Makes sure the handler hears "drained" once the socket has been read empty, even if nothing comes
+ * any more (or when the source stops reading for good); false if it never will (no source, or dead). */
+bool uevent_source_watch_drained(UeventSource *s);
 
 /*
  * The kernel's uevent netlink socket.

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import time
 import unittest
 
 import blkmodeltest as bt
@@ -48,6 +49,57 @@ class Settle(unittest.TestCase):
             self.assertEqual(json.loads(bt.ctl("--json", "settle", check=0).stdout),
                              {"settled": True, "last_seqnum": last})
             rec.close()
+
+    def test_calls_answered_while_settling(self):
+        """Settle() waits for the queue without holding the loop: a call made
+        after it is answered while the queued events are still being applied,
+        and Settle's answer comes once they all are."""
+        sys_ = os.path.join(bt.make_fixture(disks=1, partitions=1000), "sys")
+        disk = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+                if r.endswith("/block/sda")][0][len(sys_):]
+        with bt.Daemon(sys_, uevent_socket=True) as dm:
+            first = dm.manager_prop("LastSeqnum")
+            dm.proc.send_signal(signal.SIGSTOP)
+            try:
+                # An add of a disk the model has re-reads it and its 1,000
+                # partitions, one event at a time (changes would coalesce).
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                sent = 0
+                for i in range(N):
+                    raw = ("add@%s\0ACTION=add\0DEVPATH=%s\0SUBSYSTEM=block\0"
+                           "SEQNUM=%d\0" % (disk, disk, i + 1))
+                    try:
+                        s.sendto(raw.encode(), dm.uevent_socket)
+                        sent += 1
+                    except BlockingIOError:
+                        break
+                s.close()
+            finally:
+                dm.proc.send_signal(signal.SIGCONT)
+            self.assertGreater(sent, 1)
+            answers = []
+            dm.object(bt.MANAGER_PATH).get_dbus_method(
+                "Settle", bt.IFACE + "Manager")(
+                    reply_handler=lambda v: answers.append(int(v)),
+                    error_handler=answers.append, timeout=120)
+            time.sleep(0.02)
+            other = bt.bus().get_object(bt.BUS_NAME, bt.MANAGER_PATH,
+                                        introspect=False)
+            start = time.monotonic()
+            other.Ping(dbus_interface="org.freedesktop.DBus.Peer", timeout=60)
+            seen = other.Get(bt.IFACE + "Manager", "LastSeqnum",
+                             dbus_interface=bt.PROPS)
+            waited = time.monotonic() - start
+            # Answered between two of the queued events, not after them all.
+            self.assertLess(seen, first + sent, "waited %.3f s" % waited)
+            rec = bt.SignalRecorder()
+            deadline = time.monotonic() + 120
+            while not answers and time.monotonic() < deadline:
+                rec.pump(0.05)
+            rec.close()
+            self.assertEqual(answers, [first + sent])
+            self.assertEqual(dm.manager_prop("LastSeqnum"), first + sent)
 
 
 if __name__ == "__main__":
