@@ -16,6 +16,28 @@ import blkmodeltest as bt
 N = 500
 
 
+def queue_while_stopped(dm, action, devpath):
+    """Queues up to N uevents in the stopped daemon's socket (as many as it
+    holds); how many."""
+    dm.proc.send_signal(signal.SIGSTOP)
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.setblocking(False)
+        sent = 0
+        for i in range(N):
+            raw = ("%s@%s\0ACTION=%s\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
+                   % (action, devpath, action, devpath, i + 1))
+            try:
+                s.sendto(raw.encode(), dm.uevent_socket)
+                sent += 1
+            except BlockingIOError:
+                break  # the socket's queue is full: that many are queued
+        s.close()
+    finally:
+        dm.proc.send_signal(signal.SIGCONT)
+    return sent
+
+
 class Settle(unittest.TestCase):
     def test_settle_after_a_queued_burst(self):
         sys_ = os.path.join(bt.make_fixture(), "sys")
@@ -24,22 +46,7 @@ class Settle(unittest.TestCase):
         with bt.Daemon(sys_, uevent_socket=True) as dm:
             first = dm.manager_prop("LastSeqnum")
             rec = bt.SignalRecorder()
-            dm.proc.send_signal(signal.SIGSTOP)
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.setblocking(False)
-                sent = 0
-                for i in range(N):
-                    raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0"
-                           "SUBSYSTEM=block\0SEQNUM=%d\0" % (queue, queue, i + 1))
-                    try:
-                        s.sendto(raw.encode(), dm.uevent_socket)
-                        sent += 1
-                    except BlockingIOError:
-                        break  # the socket's queue is full: that many are queued
-                s.close()
-            finally:
-                dm.proc.send_signal(signal.SIGCONT)
+            sent = queue_while_stopped(dm, "change", queue)
             self.assertGreater(sent, 0)
             last = dm.manager("Settle")
             self.assertEqual(last, first + sent)
@@ -59,24 +66,9 @@ class Settle(unittest.TestCase):
                 if r.endswith("/block/sda")][0][len(sys_):]
         with bt.Daemon(sys_, uevent_socket=True) as dm:
             first = dm.manager_prop("LastSeqnum")
-            dm.proc.send_signal(signal.SIGSTOP)
-            try:
-                # An add of a disk the model has re-reads it and its 1,000
-                # partitions, one event at a time (changes would coalesce).
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.setblocking(False)
-                sent = 0
-                for i in range(N):
-                    raw = ("add@%s\0ACTION=add\0DEVPATH=%s\0SUBSYSTEM=block\0"
-                           "SEQNUM=%d\0" % (disk, disk, i + 1))
-                    try:
-                        s.sendto(raw.encode(), dm.uevent_socket)
-                        sent += 1
-                    except BlockingIOError:
-                        break
-                s.close()
-            finally:
-                dm.proc.send_signal(signal.SIGCONT)
+            # An add of a disk the model has re-reads it and its 1,000
+            # partitions, one event at a time (changes would coalesce).
+            sent = queue_while_stopped(dm, "add", disk)
             self.assertGreater(sent, 1)
             answers = []
             dm.object(bt.MANAGER_PATH).get_dbus_method(
