@@ -3,7 +3,8 @@
 applied and signalled before the answer.  The daemon is stopped while uevents
 queue up in its socket (as many as it holds); the first call after it continues is
 Settle, and its answer carries the last of their seqnums, after all their
-Uevent signals on the same connection."""
+Uevent signals on the same connection.  Meanwhile the daemon answers other
+calls: Settle waits without holding the loop."""
 import json
 import os
 import signal
