@@ -104,9 +104,9 @@ static void on_settle_check(uv_check_t *h)
 /*
  * Manager.Settle(): answered once what the kernel had queued when the call came is applied, after its
  * signals.  Not by reading it all here: the queue is read and applied a slice of the loop at a time
- * as always, so that other calls are answered meanwhile (300 loop devices attached at once, then a
- * settle, held the loop 170-200 ms).  While the bus is too far behind to take more signals, the call
- * waits for it first.  Takes over msg's reference.
+ * as always, so that other calls are answered meanwhile (300 loop devices detached or attached at
+ * once, then a settle, held the loop 170-200 ms).  While the bus is too far behind to take more
+ * signals, the call waits for it first.  Takes over msg's reference.
  */
 static void settle(Manager *m, sd_bus_message *msg)
 {
