@@ -171,7 +171,8 @@ static const Verb verbs[] = {
                  "Write an attribute (or Queue.Scheduler) through blkmodeld.",
                  "ATTR as for get. The daemon writes the value to sysfs and publishes what\n"
                  "the kernel stored; --json prints that value. Use -- before a VALUE that\n"
-                 "starts with '-'.\n"},
+                 "starts with '-'.\n",
+                 .value_last = true},
                 {"monitor", 0, 0, OPT_SINCE | OPT_ACTION | OPT_PROPERTIES, cmd_monitor,
                  "[--since=SEQ] [--action=LIST] [--properties]",
                  "Print Uevent signals as they come, like udevadm monitor.",
@@ -343,6 +344,10 @@ int main(int argc, char *argv[])
                 return ctl_usage(v->name, "missing argument: expected %s", v->synopsis);
         if (n_args > v->max_args)
                 return ctl_usage(v->name, "unexpected argument '%s'", argv[optind + v->max_args]);
+        /* An empty OBJECT or ATTR names nothing (and wait would wait for it for ever). */
+        for (int i = 0; i < n_args - (v->value_last ? 1 : 0); i++)
+                if (isempty(argv[optind + i]))
+                        return ctl_usage(v->name, "empty argument: expected %s", v->synopsis);
 
         ctl.colour = output_want_colour(STDOUT_FILENO);
         ctl.utf8 = output_want_utf8();

@@ -13,6 +13,7 @@ typedef struct Verb {
         const char *synopsis;
         const char *summary;
         const char *help;
+        bool value_last; /* the last argument is a VALUE, which may be empty; the others name things */
 } Verb;
 
 /* Which command options a verb takes. */

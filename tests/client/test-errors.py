@@ -114,6 +114,8 @@ class Errors(unittest.TestCase):
             (("get", "sda1", "queue/scheduler"), ("UnknownProperty",)),
             (("get", "md0", "device/model"), ("UnknownProperty",)),
             (("set", "sda", "size", "1"), ("size", "org.freedesktop.DBus")),
+            # An empty VALUE is a value: the daemon answers for it.
+            (("set", "sda", "size", ""), ("size", "org.freedesktop.DBus")),
             (("set", "sda", "Size", "x"), ("InvalidArgs",)),
             (("set", "sda", "Partitions", "x"), ("InvalidArgs",)),
             (("trigger", "sda/queue"), ("InvalidArgs",)),
@@ -138,6 +140,9 @@ class Errors(unittest.TestCase):
                      ("trigger", "--action=add,remove", "sda"),
                      ("list", "-o", "NOSUCHCOLUMN"), ("list", "--output="),
                      ("info",), ("info", "a", "b"), ("settle", "x"),
+                     ("wait", ""), ("show", ""), ("get", "sda", ""),
+                     ("get", "", "Size"), ("list", "sda", ""), ("trigger", ""),
+                     ("set", "", "ro", "1"), ("help", ""),
                      ("settle", "--timeout=soon"), ("get", "-a", "sda", "x"),
                      ("help", "frobnicate")):
             with self.subTest(args=args):
