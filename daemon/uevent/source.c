@@ -465,8 +465,7 @@ void uevent_source_resume(UeventSource *s)
         s->paused = false;
         update_polling(s);
         /* Whoever waits for "drained" must hear it even if nothing comes any more. */
-        if (!s->dead)
-                (void) uv_idle_start(&s->more, on_more);
+        (void) uevent_source_watch_drained(s);
 }
 
 uint64_t uevent_source_dropped(const UeventSource *s)
