@@ -43,8 +43,6 @@ static void on_properties_changed(void *userdata, Kobject *k, const char *interf
         check_backpressure(m);
 }
 
-static void settle(Manager *m, sd_bus_message *msg);
-
 static void on_bus_drain_check(uv_prepare_t *h)
 {
         Manager *m = h->data;
@@ -58,14 +56,6 @@ static void on_bus_drain_check(uv_prepare_t *h)
                 uevent_source_resume(m->uevents);
         live_rescan_hold(m->live, false);
         log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans go on.", queued);
-
-        /* Settle()s that came while the bus was behind: now the kernel's queue can be read. */
-        sd_bus_message **waiting = TAKE_PTR(m->settling);
-        size_t n = m->n_settling;
-        m->n_settling = 0;
-        for (size_t i = 0; i < n; i++)
-                settle(m, waiting[i]);
-        free(waiting);
 }
 
 /* The uevent socket was read empty: what it held when the waiting calls came is applied, but for
@@ -105,20 +95,15 @@ static void on_settle_check(uv_check_t *h)
  * Manager.Settle(): answered once what the kernel had queued when the call came is applied, after its
  * signals.  Not by reading it all here: the queue is read and applied a slice of the loop at a time
  * as always, so that other calls are answered meanwhile (300 loop devices detached or attached at
- * once, then a settle, held the loop 170-200 ms).  While the bus is too far behind to take more
- * signals, the call waits for it first.  Takes over msg's reference.
+ * once, then a settle, held the loop 170-200 ms).  While uevents wait for a bus that is behind, so
+ * does the call; its answer goes out behind every signal queued before it.  Takes over msg's
+ * reference.
  */
 static void settle(Manager *m, sd_bus_message *msg)
 {
-        if (m->paused_for_bus) {
-                sd_bus_message **t = realloc(m->settling, (m->n_settling + 1) * sizeof(sd_bus_message *));
-                if (t) {
-                        m->settling = t;
-                        m->settling[m->n_settling++] = msg;
-                        return;
-                }
-                log_error("Out of memory: Settle() waits for the uevents, not for the bus.");
-        }
+        log_debug("Settle() from %s: answered once the uevents queued now are applied%s.",
+                  strna(sd_bus_message_get_sender(msg)),
+                  m->paused_for_bus ? "; they wait for the bus to take what is queued for it" : "");
         SettleWaiter *t = realloc(m->settle_waiters, (m->n_settle_waiters + 1) * sizeof(SettleWaiter));
         if (!t) {
                 log_error("Out of memory: Settle() is answered at once.");
@@ -128,6 +113,7 @@ static void settle(Manager *m, sd_bus_message *msg)
         }
         m->settle_waiters = t;
         m->settle_waiters[m->n_settle_waiters++] = (SettleWaiter){.msg = msg};
+        /* Paused for the bus, the source reports "drained" once it has resumed and read its queue. */
         if (!uevent_source_watch_drained(m->uevents))
                 settle_mark_read(m);
         (void) uv_check_start(&m->settle_check, on_settle_check);
@@ -364,10 +350,6 @@ void manager_free(Manager *m)
         };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
-        for (size_t i = 0; i < m->n_settling; i++)
-                sd_bus_message_unref(m->settling[i]);
-        m->settling = mfree(m->settling);
-        m->n_settling = 0;
         for (size_t i = 0; i < m->n_settle_waiters; i++)
                 sd_bus_message_unref(m->settle_waiters[i].msg);
         m->settle_waiters = mfree(m->settle_waiters);

@@ -47,8 +47,6 @@ typedef struct Manager {
         uv_timer_t watchdog;      /* WATCHDOG=1 to systemd, while the loop turns */
         unsigned n_open_handles;
         bool paused_for_bus;
-        sd_bus_message **settling; /* Settle() calls waiting for the bus to catch up */
-        size_t n_settling;
         SettleWaiter *settle_waiters; /* Settle() calls waiting for the uevents to be applied */
         size_t n_settle_waiters;
         uv_check_t settle_check; /* runs while some wait */
