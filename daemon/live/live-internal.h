@@ -99,6 +99,8 @@ struct Live {
 
 /* Applies the change events deferred to the end of the loop iteration. */
 void live_apply_pending(Live *l);
+/* Applies those of k's disk and its partitions (none for a hardware device) now. */
+void live_apply_pending_of(Live *l, Kobject *k);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);

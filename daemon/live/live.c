@@ -152,7 +152,6 @@ void live_on_drained(UeventSource *s, void *userdata)
         if (!l->resync_pending)
                 return;
         l->resync_pending = false;
-        live_apply_pending(l);
         log_info("Rescanning after lost events.");
         r = live_rescan_start(l, NULL, NULL);
         if (r < 0)
@@ -176,7 +175,7 @@ uint64_t live_events_lost(const Live *l)
 
 void live_object_before_write(Live *l, Kobject *k)
 {
-        live_apply_pending(l);
+        live_apply_pending_of(l, k);
         /* Without a reading from before, the announcement after would have to list everything. */
         if (!changes_recorded(k))
                 (void) changes_refresh(l, k, REFRESH_RECORD);

@@ -29,6 +29,9 @@ typedef struct Rescan {
         char *kset_after; /* the name of the child taken last; NULL before the first */
         size_t kset_base;
         int changes;
+        /* The change events deferred when it began (live_changes_deferred()): applied before its
+         * first step, or it would make up events for what they announce. */
+        uint64_t changes_before;
         RescanWaiter *waiters;
         size_t n_waiters;
 } Rescan;
@@ -219,6 +222,7 @@ static int rescan_begin(Live *l, Rescan **ret)
                 free(s);
                 return r;
         }
+        s->changes_before = l->n_deferred;
         *ret = s;
         return 0;
 }
@@ -268,6 +272,10 @@ static void on_rescan_idle(uv_idle_t *h)
         int r = 1;
         TURN_PART("a slice of a Rescan");
 
+        /* Not applied here at once: with thousands deferred, that held the loop (their own idle
+         * handler applies them a slice a turn). */
+        if (l->rescan && l->n_applied < l->rescan->changes_before)
+                return;
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
                         return;
@@ -301,7 +309,6 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
 {
         int r;
 
-        live_apply_pending(l);
         if (l->rescan) {
                 r = add_waiter(&l->next_waiters, &l->n_next_waiters, done, userdata);
                 /* Even with nobody waiting, something asked to look again. */
