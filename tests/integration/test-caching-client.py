@@ -130,6 +130,37 @@ def run(*args):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
+class FirstReading(unittest.TestCase):
+    def test_get_all_before_the_warm_up(self):
+        """A GDBusProxy reads an interface with GetAll when it is made, then
+        keeps what PropertiesChanged says.  Made right after the start, before
+        the warm-up has read its object, it must be told of a change made
+        after its reading, with or without an event: what it was sent is what
+        a change is told from."""
+        sys_ = os.path.join(bt.make_fixture(disks=300, partitions=4), "sys")
+        disks = sorted(os.listdir(os.path.join(sys_, "block")))
+        queue_of = {n: os.path.realpath(os.path.join(sys_, "block", n, "queue")) for n in disks}
+        with bt.Daemon(sys_, uevent_socket=True) as dm:
+            sent = {}
+            for n in reversed(disks):  # the warm-up reads them last
+                props = dm.get_all(bt.path_of("block", n, "queue"), bt.IFACE + "Queue")
+                sent[n] = props["read_ahead_kb"]
+                with open(os.path.join(queue_of[n], "read_ahead_kb"), "w") as f:
+                    f.write("%d\n" % (int(sent[n]) + 4))
+            rec = bt.SignalRecorder()
+            self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
+            dm.manager("Rescan")
+            rec.pump(0.5)
+            told = {x[2]: x[3][1]["read_ahead_kb"] for x in rec.of("PropertiesChanged")
+                    if "read_ahead_kb" in x[3][1]}
+            rec.close()
+        # (The synthetic fixture's equal files are hard links: a write changes every twin.)
+        now = {n: bt.read_attr(os.path.join(queue_of[n], "read_ahead_kb")) for n in disks}
+        self.assertTrue(all(now[n] != sent[n] for n in disks))
+        missed = [n for n in disks if told.get(bt.path_of("block", n, "queue")) != now[n]]
+        self.assertEqual(missed, [], "%d of %d queues' changes were never told" % (len(missed), len(disks)))
+
+
 class KernelCaching(unittest.TestCase, Steps):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="blkmodel-caching-")
