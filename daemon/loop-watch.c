@@ -62,14 +62,17 @@ static void read_clock(LoopWatch *w, uv_loop_t *loop, LoopTurnClock *c)
         }
 }
 
-static LoopTurn turn_between(const LoopWatch *w, const LoopTurnClock *a, const LoopTurnClock *b)
+/* signalled: a signal cut the wait for events short (turn_signalled()), which libuv then did not
+ * count as idle; the turn is told by its CPU time. */
+static LoopTurn turn_between(const LoopWatch *w, const LoopTurnClock *a, const LoopTurnClock *b,
+                             bool signalled)
 {
         uint64_t wall = b->wall_usec - a->wall_usec, idle = b->idle_usec - a->idle_usec;
         uint64_t busy = wall > idle ? wall - idle : 0;
         LoopTurn t = {.cpu_usec = b->cpu_usec - a->cpu_usec, .busy_usec = busy, .end_usec = b->wall_usec};
 
-        if (w->schedstat_fd < 0) {
-                t.held_usec = t.cpu_usec;
+        if (w->schedstat_fd < 0 || signalled) {
+                t.held_usec = t.busy_usec = t.cpu_usec;
                 return t;
         }
         t.waiting_usec = b->queue_usec - a->queue_usec;
@@ -102,7 +105,7 @@ static void on_prepare(uv_prepare_t *h)
         LoopTurn t;
 
         read_clock(w, h->loop, &now);
-        t = turn_between(w, &w->start, &now);
+        t = turn_between(w, &w->start, &now, turn_take_signalled());
         w->start = now;
         /* Every turn: a short turn's parts are not to be named in a later one, nor its work share
          * the next one's budget. */

@@ -15,7 +15,8 @@
  * epoll_wait for something to do and the time the thread was ready but waited for a CPU (a busy
  * machine's doing, not ours).  What is left is its own work and the time it slept inside a system
  * call: a sysfs read that waits on a kernel lock holds every caller as long as work does.  Without
- * /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO), only its CPU time is counted.
+ * /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO), only its CPU time is counted;
+ * so it is for a turn in which a signal came (base/turn.h: turn_signalled()).
  * One blind spot: a wake-up's wait for a CPU is in libuv's time in epoll_wait and in schedstat's
  * waiting both, so on a busy machine a turn that slept in a system call reads short by that wait.
  *

@@ -2,6 +2,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "manager.h"
 #include "sysfs/scan.h"
 
@@ -172,6 +173,7 @@ static const LiveOps live_ops = {
 static void on_sigterm(uv_signal_t *h, int signum)
 {
         Manager *m = h->data;
+        turn_signalled();
         log_info("Got %s, exiting.", signum == SIGTERM ? "SIGTERM" : "SIGINT");
         manager_stop(m, 0);
 }
@@ -181,6 +183,7 @@ static void on_sighup(uv_signal_t *h, int signum)
         Manager *m = h->data;
         int r;
 
+        turn_signalled();
         log_info("Got SIGHUP, rescanning %s.", m->sysfs.root);
         r = live_rescan_start(m->live, NULL, NULL);
         if (r < 0)

@@ -11,6 +11,7 @@ static struct {
         TurnPart running; /* its usec: when it began */
         TurnPart longest;
         uint64_t work_start; /* when this turn's first part or slice began; 0: none yet */
+        bool signalled;
 } turn;
 
 static void name_running(const char *format, va_list ap) _printf_(1, 0);
@@ -66,6 +67,19 @@ void turn_part_take_longest(TurnPart *ret)
 void turn_next(void)
 {
         turn.work_start = 0;
+}
+
+void turn_signalled(void)
+{
+        turn.signalled = true;
+}
+
+bool turn_take_signalled(void)
+{
+        bool s = turn.signalled;
+
+        turn.signalled = false;
+        return s;
 }
 
 uint64_t turn_slice_end(uint64_t start)

@@ -59,6 +59,16 @@ void turn_part_take_longest(TurnPart *ret);
 
 /* A new turn of the loop begins (the loop watch, before the loop polls). */
 void turn_next(void);
+
+/*
+ * A signal's handler ran in this turn.  The signal interrupted the loop's wait for events, and libuv
+ * (1.44) counts none of that wait as idle: it restarts its clock when epoll_wait returns EINTR.  The
+ * loop watch cannot tell such a turn's own time from the wait, so it judges it by CPU time (each
+ * SIGHUP was logged as the loop held for the second or so it had been idle).
+ */
+void turn_signalled(void);
+/* Whether one ran since the last call, and forgets it. */
+bool turn_take_signalled(void);
 /* When a slice that began at start (now_usec(), the clock the turn's own marks are read on) ends. */
 uint64_t turn_slice_end(uint64_t start);
 /* Is that slice over now? */

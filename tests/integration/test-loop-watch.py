@@ -71,6 +71,19 @@ class LoopWatch(unittest.TestCase):
         self.assertRegex(out, r"<4>Turns of the event loop over 20 ms: [1-9][0-9]*, the longest "
                               r"[0-9]+ ms\.")
 
+    def test_a_signal_is_not_a_long_turn(self):
+        # A signal cuts the loop's wait for events short, and libuv counts none of that wait as idle:
+        # each SIGHUP was logged as the loop held for the second or so it had been waiting.
+        d = bt.make_fixture()
+        with bt.Daemon(d + "/sys") as dm:
+            self.assertTrue(wait_for_log(dm, "Recorded the values of"))
+            for i in range(2):
+                time.sleep(1.2)
+                dm.proc.send_signal(signal.SIGHUP)
+                self.assertTrue(bt.wait_until(lambda: dm.output().count("Rescan: ") == i + 1))
+            out = dm.output()
+        self.assertEqual([m.group(0) for m in HELD.finditer(out) if int(m.group(1)) >= 200], [])
+
     def test_burst_of_changes_then_an_add_a_write_and_a_rescan(self):
         # Change events with a key a plain change has not (dm's DM_*) read the disk with all that
         # follows it, in slices.  An add, a write or a Rescan after them needs only its own disk's read
