@@ -59,6 +59,10 @@ void turn_part_take_longest(TurnPart *ret);
 
 /* A new turn of the loop begins (the loop watch, before the loop polls). */
 void turn_next(void);
+/* When a slice that began at start (now_usec(), the clock the turn's own marks are read on) ends. */
+uint64_t turn_slice_end(uint64_t start);
+/* Is that slice over now? */
+bool turn_slice_over(uint64_t start);
 
 /*
  * A signal's handler ran in this turn.  The signal interrupted the loop's wait for events, and libuv
@@ -69,7 +73,3 @@ void turn_next(void);
 void turn_signalled(void);
 /* Whether one ran since the last call, and forgets it. */
 bool turn_take_signalled(void);
-/* When a slice that began at start (now_usec(), the clock the turn's own marks are read on) ends. */
-uint64_t turn_slice_end(uint64_t start);
-/* Is that slice over now? */
-bool turn_slice_over(uint64_t start);

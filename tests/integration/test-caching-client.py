@@ -129,7 +129,6 @@ def run(*args):
                           text=True).stdout.strip()
 
 
-@unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
 class FirstReading(unittest.TestCase):
     def test_get_all_before_the_warm_up(self):
         """A GDBusProxy reads an interface with GetAll when it is made, then
@@ -158,9 +157,11 @@ class FirstReading(unittest.TestCase):
         now = {n: bt.read_attr(os.path.join(queue_of[n], "read_ahead_kb")) for n in disks}
         self.assertTrue(all(now[n] != sent[n] for n in disks))
         missed = [n for n in disks if told.get(bt.path_of("block", n, "queue")) != now[n]]
-        self.assertEqual(missed, [], "%d of %d queues' changes were never told" % (len(missed), len(disks)))
+        self.assertEqual(missed, [], "%d of %d queues' changes were never told"
+                         % (len(missed), len(disks)))
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
 class KernelCaching(unittest.TestCase, Steps):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="blkmodel-caching-")
