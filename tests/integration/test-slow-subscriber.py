@@ -131,7 +131,6 @@ class SlowSubscriber(unittest.TestCase):
             self.assertTrue(set(missed) <= got)
             rec.close()
 
-
     def test_settle_while_the_bus_is_behind(self):
         """A Settle() that comes while the daemon has stopped reading uevents
         for a bus that is behind is answered once the bus takes messages
@@ -160,8 +159,9 @@ class SlowSubscriber(unittest.TestCase):
                         continue
                     except BlockingIOError:
                         pass
+                    # Paused now, not only for a moment before the subscriber held the bus.
                     log = dm.output()
-                    if "uevents and rescans wait" in log:
+                    if log.rfind("uevents and rescans wait") > log.rfind("uevents and rescans go on"):
                         break
                     self.assertLess(time.monotonic(), deadline, log[-2000:])
                     time.sleep(0.001)
