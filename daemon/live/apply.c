@@ -149,7 +149,6 @@ static void apply_pending_changes(Live *l, bool sliced)
                 if (!c.k) /* applied ahead of its turn */
                         continue;
                 apply_one(l, &c);
-                l->n_applied++;
                 if (sliced && turn_slice_over(start))
                         return;
         }
@@ -189,7 +188,6 @@ void live_apply_pending_of(Live *l, Kobject *k)
                         continue;
                 l->pending[i].k = NULL;
                 apply_one(l, &c);
-                l->n_applied++;
         }
 }
 

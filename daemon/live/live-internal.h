@@ -67,7 +67,7 @@ struct Live {
         /* Change events of this loop iteration, applied once per object at its end (apply.c). */
         PendingChange *pending;
         size_t n_pending, n_pending_max, pending_pos;
-        uint64_t n_deferred, n_applied; /* since the start: a Settle() waits for the second to catch up */
+        uint64_t n_deferred; /* since the start; the queue holds the last n_pending of them */
         uv_idle_t pending_idle;
 
         /* Change records' templates, by shape key (kept.c). */

@@ -110,8 +110,8 @@ void live_object_after_write(Live *l, Kobject *k);
 /*
  * A change event is applied (its object re-read and the difference announced) at the end of the loop
  * iteration it came in, a slice of the loop at a time: how many were deferred so far, and how many of
- * those are applied.  Those deferred before a moment are applied once the second count reaches what
- * the first was then (they go in order).
+ * the first of those are applied, all of them.  Those deferred before a moment are applied once the
+ * second count reaches what the first was then.
  */
 uint64_t live_changes_deferred(const Live *l);
 uint64_t live_changes_applied(const Live *l);

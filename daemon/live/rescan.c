@@ -274,7 +274,7 @@ static void on_rescan_idle(uv_idle_t *h)
 
         /* Not applied here at once: with thousands deferred, that held the loop (their own idle
          * handler applies them a slice a turn). */
-        if (l->rescan && l->n_applied < l->rescan->changes_before)
+        if (l->rescan && live_changes_applied(l) < l->rescan->changes_before)
                 return;
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */

@@ -95,5 +95,49 @@ class Settle(unittest.TestCase):
             self.assertEqual(dm.manager_prop("LastSeqnum"), first + sent)
 
 
+    def test_answered_after_every_change_before_it(self):
+        """A change applied ahead of its turn (an add on its disk came) does
+        not stand in for one still waiting: Settle() is answered after the
+        re-read of every change queued before it, whatever came after it."""
+        sys_ = os.path.join(bt.make_fixture(disks=320, partitions=8), "sys")
+        disks = sorted(os.listdir(os.path.join(sys_, "block")))
+        devpaths = [os.path.realpath(os.path.join(sys_, "block", n))[len(sys_):] for n in disks]
+        early, queued = devpaths[:20], devpaths[20:]
+        with bt.Daemon(sys_, uevent_socket=True) as dm:
+            self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
+            for dp in devpaths:
+                with open(sys_ + dp + "/size", "w") as f:
+                    f.write("4096\n")
+            rec = bt.SignalRecorder(dm.bus)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+            def send(action, dp, extra=""):
+                s.sendto(("%s@%s\0ACTION=%s\0DEVPATH=%s\0SUBSYSTEM=block\0%s"
+                          % (action, dp, action, dp, extra)).encode(), dm.uevent_socket)
+
+            # Changes that read each disk whole, a slice of the loop at a time.
+            for dp in queued:
+                send("change", dp, "DM_NAME=x\0")
+            answers = []
+            dm.object(bt.MANAGER_PATH).get_dbus_method("Settle", bt.IFACE + "Manager")(
+                reply_handler=lambda v: answers.append(
+                    {x[2] for x in rec.of("PropertiesChanged") if "size" in x[3][1]}),
+                error_handler=answers.append, timeout=120)
+            rec.pump(0.05)  # the daemon has read the queue empty since the call
+            # After the call: more disks' changes, each applied at once for an add on its disk.
+            for n, dp in zip(disks, early):
+                send("change", dp, "DM_NAME=x\0")
+                send("add", dp + "/" + n + "1")
+            s.close()
+            deadline = time.monotonic() + 60
+            while not answers and time.monotonic() < deadline:
+                rec.pump(0.05)
+            rec.close()
+        self.assertEqual(len(answers), 1, answers)
+        missing = {bt.path_of("block", n) for n in disks[len(early):]} - answers[0]
+        self.assertEqual(missing, set(), "Settle() answered before %d changes queued before it were read"
+                         % len(missing))
+
+
 if __name__ == "__main__":
     bt.main()
