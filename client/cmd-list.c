@@ -89,6 +89,11 @@ static int list_pick_columns(ListContext *lc)
                 if (r >= 0 && o)
                         r = list_add_columns(lc, o[0] == '+' ? o + 1 : o, &bad, &bad_len);
         }
+        if (r == -EINVAL && list_column_not_offered(bad, bad_len))
+                return ctl_usage("list",
+                                 "column '%.*s' is not offered: lsblk reads it from %s, "
+                                 "not from the kernel's device model",
+                                 (int) bad_len, bad, list_column_not_offered(bad, bad_len));
         if (r == -EINVAL)
                 return ctl_usage("list", "unknown column '%.*s'", (int) bad_len, bad);
         if (r < 0)

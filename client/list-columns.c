@@ -100,6 +100,31 @@ const ListColumn *list_column_find(const char *name, size_t len)
         return NULL;
 }
 
+/* lsblk's columns (util-linux 2.38) that no kobject attribute gives, and where lsblk reads them. */
+static const struct {
+        const char *names;
+        const char *source;
+} columns_not_offered[] = {
+        {"FSAVAIL FSROOTS FSSIZE FSTYPE FSUSED FSUSE% FSVER MOUNTPOINT MOUNTPOINTS",
+         "the mount table and the filesystem"},
+        {"LABEL UUID PARTFLAGS PARTLABEL PARTTYPE PARTTYPENAME PARTUUID PTTYPE PTUUID WWN",
+         "udev's database (blkid)"},
+        {"OWNER GROUP MODE", "the device node"},
+};
+
+const char *list_column_not_offered(const char *name, size_t len)
+{
+        for (size_t i = 0; i < ELEMENTSOF(columns_not_offered); i++)
+                for (const char *p = columns_not_offered[i].names; *p;) {
+                        size_t n = strcspn(p, " ");
+
+                        if (n == len && strncasecmp(p, name, len) == 0)
+                                return columns_not_offered[i].source;
+                        p += n + (p[n] == ' ');
+                }
+        return NULL;
+}
+
 void list_row_init(ListRow *row, json_object *model, const char *path, const char *parent)
 {
         json_object *obj = model_object(model, path);

@@ -68,6 +68,8 @@ extern const char list_default_columns[];
 
 /* By name, case-insensitively (lsblk takes -o size too); NULL if there is none. */
 const ListColumn *list_column_find(const char *name, size_t len);
+/* For a column of lsblk's that is not a kobject attribute: where lsblk takes it from; else NULL. */
+const char *list_column_not_offered(const char *name, size_t len);
 
 /* Fills row for the device at path; its parent in the tree, if any. */
 void list_row_init(ListRow *row, json_object *model, const char *path, const char *parent);

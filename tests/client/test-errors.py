@@ -154,6 +154,17 @@ class Errors(unittest.TestCase):
         p = ct.run("--address=", "list", bus=None)
         ct.assert_one_line_failure(self, p, code=2)
 
+    def test_column_lsblk_reads_elsewhere(self):
+        # lsblk's columns from the mount table, blkid or the node: refused with where they come from.
+        for column, source in (("MOUNTPOINTS", "the mount table"), ("+fstype", "the mount table"),
+                               ("NAME,UUID", "udev's database"), ("OWNER", "the device node")):
+            with self.subTest(column=column):
+                p = ct.run("list", "-o", column)
+                ct.assert_one_line_failure(self, p, code=2,
+                                           contains="is not offered: lsblk reads it from " + source)
+        p = ct.run("list", "-o", "MOUNTPOINTSX")
+        ct.assert_one_line_failure(self, p, code=2, contains="unknown column 'MOUNTPOINTSX'")
+
     def test_help(self):
         for args in (("--help",), ("-h",), ("help",)):
             p = ct.run(*args, check=0)
