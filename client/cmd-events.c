@@ -91,6 +91,21 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 after = MAX(after, oldest > 0 ? oldest - 1 : 0);
         }
 
+        /* Nothing after a seqnum the daemon never reached: it comes from an earlier daemon, and an
+         * empty answer would look like a quiet log. */
+        if (ctl->since_set && el.last == 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                uint64_t last = 0;
+
+                r = bus_get_seqnum(bus, BLKMODEL_PROP_LAST_SEQNUM, &last, &error);
+                if (r < 0)
+                        return bus_report_error(ctl, &error, r, "Failed to get events");
+                if (after > last)
+                        (void) ctl_warn("warning: seqnum %" PRIu64 " is ahead of blkmodeld's last (%" PRIu64
+                                        "); it has restarted since?",
+                                        after, last);
+        }
+
         if (array)
                 output_json(array, true);
         return EXIT_OK;

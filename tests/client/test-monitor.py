@@ -204,6 +204,15 @@ class Monitor(unittest.TestCase):
             self.assertEqual(mon.stop(), (0, ""))
         self.assertEqual(seqnums(lines), [1])
 
+        # events says so too, on stderr; its output stays what it was.
+        for args, out in ((("events", "--since=1000"), ""), (("--json", "events", "--since=1000"), "[\n]\n")):
+            p = ct.run(*args)
+            self.assertEqual((p.returncode, p.stdout), (0, out), p.stderr)
+            self.assertEqual(p.stderr, "blkmodelctl: warning: seqnum 1000 is ahead of blkmodeld's "
+                             "last (1); it has restarted since?\n")
+        p = ct.run("events", "--since=1")
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+
     def test_daemon_restart(self):
         ct.send_change(self.dm)
         self.wait_last(1)
