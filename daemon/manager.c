@@ -88,6 +88,7 @@ static void on_settle_check(uv_check_t *h)
         m->n_settle_waiters = kept;
         if (kept == 0) {
                 m->settle_waiters = mfree(m->settle_waiters);
+                m->n_settle_waiters_allocated = 0;
                 (void) uv_check_stop(h);
         }
 }
@@ -105,14 +106,12 @@ static void settle(Manager *m, sd_bus_message *msg)
         log_debug("Settle() from %s: answered once the uevents queued now are applied%s.",
                   strna(sd_bus_message_get_sender(msg)),
                   m->paused_for_bus ? "; they wait for the bus to take what is queued for it" : "");
-        SettleWaiter *t = realloc(m->settle_waiters, (m->n_settle_waiters + 1) * sizeof(SettleWaiter));
-        if (!t) {
+        if (GREEDY_REALLOC(m->settle_waiters, m->n_settle_waiters_allocated, m->n_settle_waiters + 1) < 0) {
                 log_error("Out of memory: Settle() is answered at once.");
                 publisher_settled(m->publisher, msg);
                 sd_bus_message_unref(msg);
                 return;
         }
-        m->settle_waiters = t;
         m->settle_waiters[m->n_settle_waiters++] = (SettleWaiter){.msg = msg};
         /* Paused for the bus, the source reports "drained" once it has resumed and read its queue. */
         if (!uevent_source_watch_drained(m->uevents))
@@ -356,7 +355,7 @@ void manager_free(Manager *m)
         for (size_t i = 0; i < m->n_settle_waiters; i++)
                 sd_bus_message_unref(m->settle_waiters[i].msg);
         m->settle_waiters = mfree(m->settle_waiters);
-        m->n_settle_waiters = 0;
+        m->n_settle_waiters = m->n_settle_waiters_allocated = 0;
         m->publisher = publisher_free(m->publisher);
         live_free(m->live);
         m->live = NULL;

@@ -48,7 +48,7 @@ typedef struct Manager {
         unsigned n_open_handles;
         bool paused_for_bus;
         SettleWaiter *settle_waiters; /* Settle() calls waiting for the uevents to be applied */
-        size_t n_settle_waiters;
+        size_t n_settle_waiters, n_settle_waiters_allocated;
         uv_check_t settle_check; /* runs while some wait */
         int exit_code;
 
