@@ -59,14 +59,14 @@ static void on_bus_drain_check(uv_prepare_t *h)
         log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans go on.", queued);
 }
 
-/* The uevent socket was read empty: what it held when the waiting calls came is applied, but for
- * the change events deferred to the end of their loop iteration. */
+/* The uevent socket was read empty: what it held when the waiting calls came is read, and applied but
+ * for the uevents queued behind a change event's burst. */
 static void settle_mark_read(Manager *m)
 {
         for (size_t i = 0; i < m->n_settle_waiters; i++) {
                 SettleWaiter *w = &m->settle_waiters[i];
                 if (!w->read)
-                        *w = (SettleWaiter){w->msg, true, live_changes_deferred(m->live)};
+                        *w = (SettleWaiter){w->msg, true, live_events_queued(m->live)};
         }
 }
 
@@ -74,12 +74,12 @@ static void settle_mark_read(Manager *m)
 static void on_settle_check(uv_check_t *h)
 {
         Manager *m = h->data;
-        uint64_t applied = live_changes_applied(m->live);
+        uint64_t applied = live_events_applied(m->live);
         size_t kept = 0;
 
         for (size_t i = 0; i < m->n_settle_waiters; i++) {
                 SettleWaiter *w = &m->settle_waiters[i];
-                if (w->read && applied >= w->changes) {
+                if (w->read && applied >= w->queued) {
                         publisher_settled(m->publisher, w->msg);
                         sd_bus_message_unref(w->msg);
                 } else

@@ -35,8 +35,8 @@ typedef struct ManagerOptions {
 /* A Settle() call waiting for the events the kernel had queued when it came. */
 typedef struct SettleWaiter {
         sd_bus_message *msg;
-        bool read;        /* the uevent socket has been read empty since the call */
-        uint64_t changes; /* then: the change events deferred (live_changes_deferred()) */
+        bool read;       /* the uevent socket has been read empty since the call */
+        uint64_t queued; /* then: the uevents queued (live_events_queued()) */
 } SettleWaiter;
 
 typedef struct Manager {

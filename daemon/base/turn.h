@@ -42,7 +42,7 @@ static inline void turn_part_endp(_unused_ bool *part)
 void turn_part_take_longest(TurnPart *ret);
 
 /*
- * Work done in slices shares the turn it runs in.  Each slicer (the uevent burst, deferred changes,
+ * Work done in slices shares the turn it runs in.  Each slicer (the uevent burst, queued uevents,
  * the warm-up and the poll, a Rescan, a GetManagedObjects or Members reply, the bus's own messages)
  * had a budget of its own, 2-4 ms; a call waited for every slice of the turn it came in, and then
  * behind what that work sent.  Now one budget serves them all: a slice ends once the turn's work

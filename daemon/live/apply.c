@@ -94,72 +94,157 @@ static bool plain_change(const Uevent *u)
         return true;
 }
 
-/* sliced: for a slice of the turn (base/turn.h) at most, as a storm of changes must not stall the
- * callers; else all of them. */
-static void apply_pending_changes(Live *l, bool sliced);
+/*
+ * Readings of objects made while events were queued: a change event queued before a reading of its
+ * object needs none of its own, as the kernel changes sysfs before it sends the event.
+ */
+typedef struct ReadMark {
+        Kobject *k;            /* not a reference: apply_forget() drops the mark when k goes */
+        uint64_t queued_plain; /* events queued when what a plain change alters was last read */
+        uint64_t queued_whole; /* … when all of it was */
+} ReadMark;
 
-static void on_pending_idle(uv_idle_t *h)
+static const char *read_mark_key(const void *value)
 {
-        apply_pending_changes(h->data, true);
+        return ((const ReadMark *) value)->k->path;
 }
 
-static void defer_change(Live *l, Kobject *k, bool plain)
+static ReadMark *read_mark(Live *l, const Kobject *k)
 {
-        for (size_t i = l->pending_pos; i < l->n_pending; i++)
-                if (l->pending[i].k == k) {
-                        l->pending[i].plain = l->pending[i].plain && plain;
+        ReadMark *m = hashmap_get(&l->read_marks, k->path);
+        return m && m->k == k ? m : NULL;
+}
+
+/* Has k been read, as much as this change reads, since the index-th queued event came? */
+static bool read_since(Live *l, const Kobject *k, uint64_t index, bool plain)
+{
+        ReadMark *m = index > 0 ? read_mark(l, k) : NULL;
+
+        return m && (m->queued_whole >= index || (plain && m->queued_plain >= index));
+}
+
+static void mark_read(Live *l, Kobject *k, bool whole)
+{
+        ReadMark *m = read_mark(l, k);
+
+        if (!m) {
+                /* Without a mark the next change reads again: slower, not wrong. */
+                m = malloc(sizeof(ReadMark));
+                if (!m)
+                        return;
+                *m = (ReadMark){.k = k};
+                if (hashmap_put(&l->read_marks, m) < 0) {
+                        free(m);
                         return;
                 }
-        if (GREEDY_REALLOC(l->pending, l->n_pending_max, l->n_pending + 1) < 0) {
-                /* Read it now rather than not at all. */
-                reread_with_followers(l, k);
-                return;
         }
-        l->pending[l->n_pending++] = (PendingChange){kobject_ref(k), plain};
-        l->n_deferred++;
-        (void) uv_idle_start(&l->pending_idle, on_pending_idle);
+        m->queued_plain = l->n_queued;
+        if (whole)
+                m->queued_whole = l->n_queued;
 }
 
-static void apply_one(Live *l, const PendingChange *c)
+static void forget_read_marks(Live *l)
 {
-        Kobject *k = c->k;
-        TURN_PART("the change of %s", k->devpath);
+        ReadMark *m;
+        size_t i = 0;
 
-        if (k->linked) {
-                char **before = stacking_neighbours(l, k);
-                /* A plain change re-reads what such an event alters, and lists the directory; only
-                 * when that moved is the rest read, with what follows the disk. */
-                if (!c->plain || !scan_shape_unchanged(l->sysfs, k) ||
-                    changes_refresh(l, k, REFRESH_EVENT) != 0)
-                        reread_with_followers(l, k);
-                live_flush(l);
-                stacking_refresh_neighbours(l, k, before);
-        }
-        kobject_unref(l->model, k);
+        while ((m = hashmap_iterate(&l->read_marks, &i)))
+                free(m);
+        hashmap_deinit(&l->read_marks);
 }
 
-/* Applies deferred changes in arrival order until the queue is empty or the slice is over. */
-static void apply_pending_changes(Live *l, bool sliced)
+void apply_init(Live *l)
+{
+        hashmap_init(&l->read_marks, read_mark_key);
+}
+
+void apply_forget(Live *l, Kobject *k)
+{
+        ReadMark *m = hashmap_size(&l->read_marks) > 0 ? read_mark(l, k) : NULL;
+
+        if (m) {
+                (void) hashmap_remove(&l->read_marks, m);
+                free(m);
+        }
+}
+
+void apply_done(Live *l)
+{
+        for (size_t i = l->queue_pos; i < l->n_queue; i++)
+                uevent_free(l->queue[i].u);
+        l->queue = mfree(l->queue);
+        l->n_queue = l->n_queue_max = l->queue_pos = 0;
+        forget_read_marks(l);
+}
+
+/* The reading a change event asks for (index: its place in the queue; 0 if it was not queued). */
+static void read_changed(Live *l, Kobject *k, uint64_t index, bool plain)
+{
+        char **before;
+        bool whole;
+
+        if (!k->linked || read_since(l, k, index, plain))
+                return;
+        before = stacking_neighbours(l, k);
+        /* A plain change re-reads what such an event alters, and lists the directory; only when that
+         * moved is the rest read, with what follows the disk. */
+        whole = !plain || !scan_shape_unchanged(l->sysfs, k) || changes_refresh(l, k, REFRESH_EVENT) != 0;
+        if (whole)
+                reread_with_followers(l, k);
+        mark_read(l, k, whole);
+        live_flush(l);
+        stacking_refresh_neighbours(l, k, before);
+}
+
+/* Change events wait for the end of the loop iteration they came in, so that a burst of them costs
+ * one reading an object; ones of other kinds wait only when one does. */
+static bool waits_for_burst(const Uevent *u)
+{
+        switch (u->action) {
+        case UEVENT_CHANGE:
+        case UEVENT_ONLINE:
+        case UEVENT_OFFLINE:
+        case UEVENT_BIND:
+        case UEVENT_UNBIND:
+                /* udevadm trigger's (SYNTH_UUID) changed nothing in sysfs: nothing to read. */
+                return !uevent_get(u, "SYNTH_UUID");
+        default:
+                return false;
+        }
+}
+
+static void apply_event(Live *l, const Uevent *u, uint64_t index);
+
+/* sliced: for a slice of the turn (base/turn.h) at most, as a storm of changes must not stall the
+ * callers; else all of them. */
+static void apply_queued(Live *l, bool sliced)
 {
         uint64_t start = now_usec();
 
-        while (l->pending_pos < l->n_pending) {
-                /* Taken off the queue first: reading may announce, and nothing may see it twice. */
-                PendingChange c = l->pending[l->pending_pos++];
-                if (!c.k) /* applied ahead of its turn */
-                        continue;
-                apply_one(l, &c);
+        while (l->queue_pos < l->n_queue) {
+                /* Taken off the queue first: nothing may apply it twice. */
+                _cleanup_(uevent_freep) Uevent *u = TAKE_PTR(l->queue[l->queue_pos].u);
+                uint64_t index = l->queue[l->queue_pos++].index;
+
+                apply_event(l, u, index);
                 if (sliced && turn_slice_over(start))
                         return;
         }
-        l->pending = mfree(l->pending);
-        l->n_pending = l->n_pending_max = l->pending_pos = 0;
-        (void) uv_idle_stop(&l->pending_idle);
+        l->queue = mfree(l->queue);
+        l->n_queue = l->n_queue_max = l->queue_pos = 0;
+        /* What comes next is queued after every reading: no mark can spare it one. */
+        forget_read_marks(l);
+        (void) uv_idle_stop(&l->queue_idle);
 }
 
-void live_apply_pending(Live *l)
+static void on_queue_idle(uv_idle_t *h)
 {
-        apply_pending_changes(l, false);
+        apply_queued(h->data, true);
+}
+
+void live_apply_queued(Live *l)
+{
+        apply_queued(l, false);
 }
 
 static Kobject *disk_of(Kobject *k)
@@ -168,27 +253,6 @@ static Kobject *disk_of(Kobject *k)
                 if (k->ktype->id == KTYPE_DISK)
                         return k;
         return NULL;
-}
-
-/*
- * Only the disk's own changes come before what an event or a write does to it: applying every
- * deferred change there held the loop for all of them (1,000 disks' DM change events, then an add:
- * 437 ms in the add's turn).  The others keep their turn in the queue.
- */
-void live_apply_pending_of(Live *l, Kobject *k)
-{
-        Kobject *disk = disk_of(k);
-
-        if (!disk)
-                return;
-        for (size_t i = l->pending_pos; i < l->n_pending; i++) {
-                PendingChange c = l->pending[i];
-                /* A removed one is read by nobody, in its turn or now. */
-                if (!c.k || !c.k->linked || disk_of(c.k) != disk)
-                        continue;
-                l->pending[i].k = NULL;
-                apply_one(l, &c);
-        }
 }
 
 /* The disk an event is about, or will be once applied: for a partition not in the model yet, the
@@ -204,7 +268,7 @@ static Kobject *event_disk(Live *l, const char *devpath)
         return dir ? model_find_devpath(l->model, dir) : NULL;
 }
 
-static void apply(Live *l, const Uevent *u, Applied *a)
+static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
 {
         Kobject *k = model_find_devpath(l->model, u->devpath);
         /* Written into a uevent file (udevadm trigger): the kernel marks it, since 4.13 even without
@@ -256,10 +320,8 @@ static void apply(Live *l, const Uevent *u, Applied *a)
                         a->k = add_from_sysfs(l, u->devpath, a);
                         return;
                 }
-                /* Read once this loop iteration's burst is in: a storm of changes of one object
-                 * costs one reading. */
                 if (!synthetic)
-                        defer_change(l, k, plain_change(u));
+                        read_changed(l, k, index, plain_change(u));
                 a->k = k;
                 return;
 
@@ -268,29 +330,20 @@ static void apply(Live *l, const Uevent *u, Applied *a)
         }
 }
 
-void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
+/* Applies the event and then sends its Uevent signal: what it changed is announced first. */
+static void apply_event(Live *l, const Uevent *u, uint64_t index)
 {
-        _cleanup_(uevent_freep) _unused_ Uevent *owned = u;
-        Live *l = userdata;
         const char *action = uevent_action_to_string(u->action);
         Applied a = {};
         char **before;
-
-        if (!streq_ptr(u->subsystem, "block"))
-                return;
         TURN_PART("the uevent %s %s", action, u->devpath);
-        log_debug("uevent %s %s", action, u->devpath);
-        /* Whatever comes or goes is applied after the changes of its disk before it. */
-        if (u->action == UEVENT_ADD || u->action == UEVENT_REMOVE || u->action == UEVENT_MOVE) {
-                live_apply_pending_of(l, event_disk(l, u->devpath));
-                live_apply_pending_of(l, event_disk(l, u->devpath_old));
-        }
 
+        log_debug("uevent %s %s", action, u->devpath);
         /* What the object linked to is known only before the event changes it. */
         before = stacking_neighbours(
                         l, model_find_devpath(l->model, u->devpath_old ? u->devpath_old : u->devpath));
 
-        apply(l, u, &a);
+        apply(l, u, index, &a);
         /* Whole objects are announced before what refers to them, and before the event. */
         live_flush(l);
         if (a.disk && a.disk->linked)
@@ -303,4 +356,53 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
                                                 : "/",
                                   u->n_env, u->env_keys, u->env_values);
         applied_done(l, &a);
+}
+
+/*
+ * Only the disk's own queued changes are read before a write to it, so that its announcement lists
+ * what the write did (reading every queued one there held the loop: 1,000 disks' DM change events,
+ * 437 ms).  They keep their place in the queue, and their Uevents follow in it; the reading spares
+ * them theirs.  Not past an event that adds or removes something of the disk: that comes first.
+ */
+void live_read_queued_changes_of(Live *l, Kobject *k)
+{
+        Kobject *disk = disk_of(k);
+
+        for (size_t i = l->queue_pos; disk && i < l->n_queue; i++) {
+                const Uevent *u = l->queue[i].u;
+                Kobject *c;
+
+                if (!waits_for_burst(u)) {
+                        if (event_disk(l, u->devpath) == disk || event_disk(l, u->devpath_old) == disk)
+                                return;
+                        continue;
+                }
+                c = model_find_devpath(l->model, u->devpath);
+                if (c && ktype_is_block_device(c->ktype) && disk_of(c) == disk)
+                        read_changed(l, c, l->queue[i].index, plain_change(u));
+        }
+}
+
+void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
+{
+        _cleanup_(uevent_freep) Uevent *owned = u;
+        Live *l = userdata;
+
+        if (!streq_ptr(u->subsystem, "block"))
+                return;
+        /* In arrival order, each Uevent signal after what its event changed: behind a change waiting
+         * for its burst, everything waits.  Before the start nobody is told anything: the name is
+         * taken on a model with every event applied. */
+        if (!l->announce || (l->queue_pos == l->n_queue && !waits_for_burst(u))) {
+                apply_event(l, u, 0);
+                return;
+        }
+        if (GREEDY_REALLOC(l->queue, l->n_queue_max, l->n_queue + 1) < 0) {
+                log_error("Out of memory: the uevents queued are applied at once.");
+                apply_queued(l, false);
+                apply_event(l, u, 0);
+                return;
+        }
+        l->queue[l->n_queue++] = (QueuedEvent){TAKE_PTR(owned), ++l->n_queued};
+        (void) uv_idle_start(&l->queue_idle, on_queue_idle);
 }

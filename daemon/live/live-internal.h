@@ -36,10 +36,10 @@ typedef struct RoundReader {
         uint64_t spent; /* µs of the batch so far: taking, reading, comparing */
 } RoundReader;
 
-typedef struct PendingChange {
-        Kobject *k; /* a reference */
-        bool plain; /* only plain change events: read what such an event alters first */
-} PendingChange;
+typedef struct QueuedEvent {
+        Uevent *u;
+        uint64_t index; /* 1 for the first event ever queued */
+} QueuedEvent;
 
 struct Live {
         uv_loop_t *loop;
@@ -64,11 +64,14 @@ struct Live {
         Kobject **unread_parents;
         size_t n_unread_parents, n_unread_parents_max;
 
-        /* Change events of this loop iteration, applied once per object at its end (apply.c). */
-        PendingChange *pending;
-        size_t n_pending, n_pending_max, pending_pos;
-        uint64_t n_deferred; /* since the start; the queue holds the last n_pending of them */
-        uv_idle_t pending_idle;
+        /* Uevents waiting for a change event's burst to be in, applied in order a slice of the loop at
+         * a time (apply.c): one reading an object for a burst, and every Uevent signal after what
+         * its event changed. */
+        QueuedEvent *queue;
+        size_t n_queue, n_queue_max, queue_pos;
+        uint64_t n_queued; /* since the start; the last n_queue - queue_pos of them are still queued */
+        uv_idle_t queue_idle;
+        Hashmap read_marks; /* objects read while events were queued (apply.c) */
 
         /* Change records' templates, by shape key (kept.c). */
         Hashmap templates;
@@ -97,10 +100,18 @@ struct Live {
         unsigned n_open_handles;
 };
 
-/* Applies the change events deferred to the end of the loop iteration. */
-void live_apply_pending(Live *l);
-/* Applies those of k's disk and its partitions (none for a hardware device) now. */
-void live_apply_pending_of(Live *l, Kobject *k);
+/* ---- apply.c: uevents applied in arrival order ---- */
+
+/* Applies every queued uevent now. */
+void live_apply_queued(Live *l);
+/* Reads now what the queued change events of k's disk and its partitions change (nothing for a
+ * hardware device); their Uevents keep their turn. */
+void live_read_queued_changes_of(Live *l, Kobject *k);
+void apply_init(Live *l);
+/* k is going: no reading of it spares a later one. */
+void apply_forget(Live *l, Kobject *k);
+/* Drops the queued uevents unapplied. */
+void apply_done(Live *l);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);

@@ -63,6 +63,7 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
 
         stacking_forget(l, k);
         changes_forget(k);
+        apply_forget(l, k);
         if (!l->announce)
                 return;
         l->ops->object_removed(l->userdata, k);
@@ -158,20 +159,14 @@ void live_on_drained(UeventSource *s, void *userdata)
                 log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
-uint64_t live_changes_deferred(const Live *l)
+uint64_t live_events_queued(const Live *l)
 {
-        return l->n_deferred;
+        return l->n_queued;
 }
 
-uint64_t live_changes_applied(const Live *l)
+uint64_t live_events_applied(const Live *l)
 {
-        size_t i = l->pending_pos;
-
-        /* Not a count of those applied: one applied ahead of its turn (live_apply_pending_of()) must
-         * not stand in for an older one still waiting. */
-        while (i < l->n_pending && !l->pending[i].k)
-                i++;
-        return l->n_deferred - (l->n_pending - i);
+        return l->n_queued - (l->n_queue - l->queue_pos);
 }
 
 uint64_t live_events_lost(const Live *l)
@@ -181,7 +176,7 @@ uint64_t live_events_lost(const Live *l)
 
 void live_object_before_write(Live *l, Kobject *k)
 {
-        live_apply_pending_of(l, k);
+        live_read_queued_changes_of(l, k);
         /* Without a reading from before, the announcement after would have to list everything. */
         if (!changes_recorded(k))
                 (void) changes_refresh(l, k, REFRESH_RECORD);
@@ -220,6 +215,7 @@ int live_new(const LiveConfig *c, Live **ret)
         l->userdata = c->userdata;
         changes_init(l);
         stacking_init(l);
+        apply_init(l);
 
         r = uv_idle_init(l->loop, &l->warmup);
         if (r < 0) {
@@ -242,12 +238,12 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->rescan_idle.data = l;
         l->n_open_handles = 3;
-        r = uv_idle_init(l->loop, &l->pending_idle);
+        r = uv_idle_init(l->loop, &l->queue_idle);
         if (r < 0) {
                 live_free(l);
                 return r;
         }
-        l->pending_idle.data = l;
+        l->queue_idle.data = l;
         l->n_open_handles = 4;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
@@ -262,10 +258,7 @@ void live_free(Live *l)
         if (!l)
                 return;
         /* Nobody is left to hear about them. */
-        for (size_t j = l->pending_pos; j < l->n_pending; j++)
-                kobject_unref(l->model, l->pending[j].k);
-        l->pending = mfree(l->pending);
-        l->n_pending = l->n_pending_max = l->pending_pos = 0;
+        apply_done(l);
         live_stop(l);
         model_set_observer(l->model, NULL, NULL);
         for (size_t j = 0; j < l->n_added; j++)
@@ -287,7 +280,7 @@ void live_free(Live *l)
         if (l->n_open_handles >= 3)
                 uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
         if (l->n_open_handles == 4)
-                uv_close((uv_handle_t *) &l->pending_idle, on_handle_closed);
+                uv_close((uv_handle_t *) &l->queue_idle, on_handle_closed);
 }
 
 int live_start(Live *l)
@@ -312,8 +305,8 @@ int live_start(Live *l)
 void live_stop(Live *l)
 {
         rescan_cancel(l);
-        /* Read what came before the stop: cheap, and the model stays what sysfs said. */
-        live_apply_pending(l);
+        /* Apply what came before the stop: cheap, and the model stays what sysfs said. */
+        live_apply_queued(l);
         l->announce = false;
         poll_warmup_stop(l);
         poll_stop(l);

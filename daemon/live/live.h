@@ -108,13 +108,13 @@ void live_object_before_write(Live *l, Kobject *k);
 void live_object_after_write(Live *l, Kobject *k);
 
 /*
- * A change event is applied (its object re-read and the difference announced) at the end of the loop
- * iteration it came in, a slice of the loop at a time: how many were deferred so far, and how many of
- * the first of those are applied, all of them.  Those deferred before a moment are applied once the
- * second count reaches what the first was then.
+ * Uevents wait in a queue while a change event's burst comes in, and are applied from it in order, a
+ * slice of the loop at a time: how many were queued so far, and how many of the first of those are
+ * applied and signalled, all of them.  Those queued before a moment are applied once the second
+ * count reaches what the first was then.
  */
-uint64_t live_changes_deferred(const Live *l);
-uint64_t live_changes_applied(const Live *l);
+uint64_t live_events_queued(const Live *l);
+uint64_t live_events_applied(const Live *l);
 
 uint64_t live_events_lost(const Live *l);
 /* The bytes the object's property values took at its last reading, 0 if never read. */

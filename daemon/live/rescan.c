@@ -29,9 +29,9 @@ typedef struct Rescan {
         char *kset_after; /* the name of the child taken last; NULL before the first */
         size_t kset_base;
         int changes;
-        /* The change events deferred when it began (live_changes_deferred()): applied before its
-         * first step, or it would make up events for what they announce. */
-        uint64_t changes_before;
+        /* The uevents queued when it began (live_events_queued()): applied before its first step,
+         * or it would make up events for what they announce. */
+        uint64_t events_before;
         RescanWaiter *waiters;
         size_t n_waiters;
 } Rescan;
@@ -222,7 +222,7 @@ static int rescan_begin(Live *l, Rescan **ret)
                 free(s);
                 return r;
         }
-        s->changes_before = l->n_deferred;
+        s->events_before = l->n_queued;
         *ret = s;
         return 0;
 }
@@ -272,9 +272,9 @@ static void on_rescan_idle(uv_idle_t *h)
         int r = 1;
         TURN_PART("a slice of a Rescan");
 
-        /* Not applied here at once: with thousands deferred, that held the loop (their own idle
+        /* Not applied here at once: with thousands queued, that held the loop (their own idle
          * handler applies them a slice a turn). */
-        if (l->rescan && live_changes_applied(l) < l->rescan->changes_before)
+        if (l->rescan && live_events_applied(l) < l->rescan->events_before)
                 return;
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
                 if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
@@ -356,7 +356,7 @@ int live_rescan(Live *l)
 
         if (l->rescan)
                 return -EBUSY;
-        live_apply_pending(l);
+        live_apply_queued(l);
         r = rescan_begin(l, &s);
         if (r < 0)
                 return r;

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 import unittest
 
+from gi.repository import Gio, GLib
+
 import blkmodeltest as bt
 import cachingclient
 import loopdev
@@ -159,6 +161,104 @@ class FirstReading(unittest.TestCase):
         missed = [n for n in disks if told.get(bt.path_of("block", n, "queue")) != now[n]]
         self.assertEqual(missed, [], "%d of %d queues' changes were never told"
                          % (len(missed), len(disks)))
+
+
+class UeventAfterItsChanges(unittest.TestCase):
+    """A client that reads its cache when a Uevent comes (a GDBus
+    application's handler, typically) finds there what the event changed:
+    the daemon announces the change first, whatever the event's kind and
+    however many events come in one burst."""
+
+    DISK = bt.IFACE + "Disk"
+    PART = bt.IFACE + "Partition"
+
+    def setUp(self):
+        self.sys = os.path.join(bt.make_fixture(), "sys")
+        self.b = mksysfs.Builder(mksysfs.Tree(self.sys))
+        self.disks = {}
+        for i in range(20):
+            self.add_loop(10 + i)
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+        address = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+                 Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
+        self.conn = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+        self.seen = []
+        self.sub = self.conn.signal_subscribe(
+            bt.BUS_NAME, bt.IFACE + "Manager", "Uevent", bt.ROOT + "/Manager", None,
+            Gio.DBusSignalFlags.NONE, self.on_uevent)
+        self.omc = Gio.DBusObjectManagerClient.new_sync(
+            self.conn, Gio.DBusObjectManagerClientFlags.NONE, bt.BUS_NAME,
+            bt.ROOT, None, None, None)
+
+    def tearDown(self):
+        self.conn.signal_unsubscribe(self.sub)
+        self.conn.close_sync(None)
+        self.dm.stop()
+
+    def add_loop(self, n, send=False):
+        name = "loop%d" % n
+        rel = self.b.disk(os.path.join(VIRT, name), name, (7, n * 16), 131072, n,
+                          "[none] mq-deadline", None, diskseq=n, attrs={"partscan": 1})
+        part = self.b.partition(rel, name + "p1", (7, n * 16 + 1), 1, 2048, 2048, n,
+                                diskseq=n)
+        self.disks[name] = (rel, part)
+        if send:
+            self.dm.send_uevent("add", "/" + rel, {"SUBSYSTEM": "block"})
+            self.dm.send_uevent("add", "/" + part, {"SUBSYSTEM": "block"})
+
+    def on_uevent(self, conn, sender, path, iface, member, params):
+        seqnum, action, devpath, obj, env = params.unpack()
+        proxy = self.omc.get_object(obj)
+        size = None
+        for i in (self.DISK, self.PART):
+            p = proxy.get_interface(i) if proxy else None
+            v = p.get_cached_property("Size") if p else None
+            if v is not None:
+                size = v.unpack()
+        self.seen.append((action, os.path.basename(devpath), proxy is not None, size))
+
+    def resize(self, rel, sectors):
+        with open(os.path.join(self.sys, rel, "size"), "w") as f:
+            f.write("%d\n" % sectors)
+        self.dm.send_uevent("change", "/" + rel, {"SUBSYSTEM": "block", "RESIZE": "1"})
+
+    def test_cache_holds_the_change_at_its_uevent(self):
+        # Their first readings are in before the burst (else a change found by a
+        # first reading is no difference to announce).
+        self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in self.dm.output()))
+        want = []
+        for i, (name, (rel, part)) in enumerate(sorted(self.disks.items())):
+            self.resize(rel, 262144 + i)
+            want.append(("change", name, True, (262144 + i) * 512))
+        rel0 = self.disks["loop10"][0]
+        self.resize(rel0, 1000)  # twice in the burst: the later size, at both
+        want.append(("change", "loop10", True, 1000 * 512))
+        want[0] = ("change", "loop10", True, {262144 * 512, 1000 * 512})
+        self.add_loop(40, send=True)
+        want += [("add", "loop40", True, 131072 * 512), ("add", "loop40p1", True, 2048 * 512)]
+        self.resize(self.disks["loop11"][1], 4096)
+        want.append(("change", "loop11p1", True, 4096 * 512))
+        rel, part = self.disks["loop12"]
+        shutil.rmtree(os.path.join(self.sys, rel))
+        for link in ("class/block/loop12", "class/block/loop12p1", "block/loop12",
+                     "dev/block/7:192", "dev/block/7:193"):
+            os.unlink(os.path.join(self.sys, link))
+        self.dm.send_uevent("remove", "/" + part, {"SUBSYSTEM": "block"})
+        self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block"})
+        want += [("remove", "loop12p1", False, None), ("remove", "loop12", False, None)]
+        self.resize(self.disks["loop13"][0], 8192)
+        want.append(("change", "loop13", True, 8192 * 512))
+
+        def all_seen():
+            while GLib.MainContext.default().iteration(False):
+                pass
+            return len(self.seen) >= len(want)
+        self.assertTrue(bt.wait_until(all_seen), self.seen)
+        for got, w in zip(self.seen, want):
+            ok = got[3] in w[3] if isinstance(w[3], set) else got[3] == w[3]
+            self.assertTrue(got[:3] == w[:3] and ok,
+                            "at the Uevent %r the cache held %r, not %r" % (got[:2], got[3], w[3]))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")

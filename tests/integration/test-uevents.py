@@ -122,21 +122,19 @@ class LiveModel(unittest.TestCase):
         self.assertEqual(ev[0][4]["DEVNAME"], "loop3")
         self.assertEqual(ev[0][4]["SUBSYSTEM"], "block")
 
-        # Resize: the Uevent, then (once the burst it came in is read)
-        # PropertiesChanged for exactly Size and size.
+        # Resize: PropertiesChanged for exactly Size and size, then the
+        # Uevent: a client that reads its cache on the Uevent has the size.
         self.rec.signals.clear()
         self.fx.write(os.path.join(rel, "size"), "262144")
         self.send("change", rel, RESIZE=1, DEVTYPE="disk")
         self.wait_uevents(1)
-        changed = self.rec.wait_for(lambda ss: [
-            s for s in ss if s[1] == "PropertiesChanged" and s[2] == disk_path])
-        changed = [s for s in changed
-                   if s[1] == "PropertiesChanged" and s[2] == disk_path]
-        self.assertEqual(len(changed), 1, self.rec.signals)
-        self.assertEqual(changed[0][3][0], DISK)
-        self.assertEqual(changed[0][3][1], {"Size": 262144 * 512,
-                                            "size": "262144"})
-        self.assertEqual(self.rec.signals[0][1], "Uevent")
+        self.assertEqual([s[1] for s in self.rec.signals],
+                         ["PropertiesChanged", "Uevent"])
+        changed = self.rec.signals[0]
+        self.assertEqual(changed[2], disk_path)
+        self.assertEqual(changed[3][0], DISK)
+        self.assertEqual(changed[3][1], {"Size": 262144 * 512,
+                                         "size": "262144"})
         self.assertEqual(self.dm.get(disk_path, DISK, "Size"), 262144 * 512)
 
         # A change that changes nothing announces nothing but the Uevent.
