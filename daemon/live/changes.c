@@ -366,8 +366,10 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                         return r;
         }
 
-        /* Without an earlier reading every property may have changed: say so rather than miss one. */
-        if (how != REFRESH_RECORD && l->announce && k->linked &&
+        /* Without a reading of before, no client holds a value of k (every reply and InterfacesAdded
+         * makes one): there is nothing to tell it.  A reading of another shape: every property may
+         * have changed, and is told rather than one missed. */
+        if (how != REFRESH_RECORD && l->announce && k->linked && old &&
             (!have_old || !record_equal(old, now.record)))
                 count = announce(l, k, have_old ? old : NULL, now.record, only_same_in, d);
         bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);

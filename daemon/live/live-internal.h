@@ -59,10 +59,6 @@ struct Live {
         Kobject **added;
         size_t n_added, n_added_max;
         bool members_changed[2]; /* block, devices kset */
-        /* Disks and queues whose children came or went before their first reading: the clients hold
-         * something older than whatever a reading would find now (live.c). */
-        Kobject **unread_parents;
-        size_t n_unread_parents, n_unread_parents_max;
 
         /* Uevents waiting for a change event's burst to be in, applied in order a slice of the loop at
          * a time (apply.c): one reading an object for a burst, and every Uevent signal after what

@@ -12,29 +12,10 @@ int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
         return 0;
 }
 
-static void push_announced(Kobject ***list, size_t *n, size_t *max, Kobject *k)
-{
-        if (live_push_ref(list, n, max, k) < 0)
-                log_error("Out of memory: %s will not be announced.", k->path);
-}
-
 static void queue_added(Live *l, Kobject *k)
 {
-        push_announced(&l->added, &l->n_added, &l->n_added_max, k);
-}
-
-/*
- * A partition, queue or scheduler came or went: its parent's Partitions, Queue or Elevator changed.
- * A parent read before compares with that reading whenever it is read again; one never read (the
- * warm-up has not come to it) would take the new value as what the clients hold, and the change
- * would never be told.  It is read, and announced whole, at the next flush.
- */
-static void note_parent(Live *l, Kobject *k)
-{
-        Kobject *p = k->parent;
-
-        if (p && (p->ktype->id == KTYPE_DISK || p->ktype->id == KTYPE_QUEUE) && !changes_recorded(p))
-                push_announced(&l->unread_parents, &l->n_unread_parents, &l->n_unread_parents_max, p);
+        if (live_push_ref(&l->added, &l->n_added, &l->n_added_max, k) < 0)
+                log_error("Out of memory: %s will not be announced.", k->path);
 }
 
 static void note_member_change(Live *l, Kobject *k)
@@ -54,7 +35,6 @@ static void on_object_added(Model *m, Kobject *k, void *userdata)
         /* Its children are not linked yet: it is announced once whole, at the next flush. */
         queue_added(l, k);
         note_member_change(l, k);
-        note_parent(l, k);
 }
 
 static void on_object_removed(Model *m, Kobject *k, void *userdata)
@@ -68,8 +48,6 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
                 return;
         l->ops->object_removed(l->userdata, k);
         note_member_change(l, k);
-        if (!k->parent || !k->parent->unlinking)
-                note_parent(l, k);
 }
 
 static const ModelObserver live_observer = {
@@ -106,16 +84,6 @@ void live_flush(Live *l)
                                 l->ops->properties_changed(l->userdata, ksets[i], ksets[i]->ktype->interface,
                                                            NULL, (char **) members, NULL);
                 }
-
-        /* Taken first: reading one may flush again. */
-        _cleanup_(freep) Kobject **parents = TAKE_PTR(l->unread_parents);
-        size_t n = l->n_unread_parents;
-        l->n_unread_parents = l->n_unread_parents_max = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (parents[i]->linked && !changes_recorded(parents[i]))
-                        (void) changes_refresh(l, parents[i], REFRESH_STRUCTURE);
-                kobject_unref(l->model, parents[i]);
-        }
 }
 
 int live_publish_event(Live *l, const char *action, const char *devpath, const char *object_path,
@@ -265,10 +233,6 @@ void live_free(Live *l)
                 kobject_unref(l->model, l->added[j]);
         l->added = mfree(l->added);
         l->n_added = 0;
-        for (size_t j = 0; j < l->n_unread_parents; j++)
-                kobject_unref(l->model, l->unread_parents[j]);
-        l->unread_parents = mfree(l->unread_parents);
-        l->n_unread_parents = 0;
         while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
         changes_done(l);

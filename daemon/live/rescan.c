@@ -157,9 +157,8 @@ static void reread_one(Live *l, Rescan *s, Kobject *k)
 
         if (!k->linked)
                 return;
-        /* Never read (the warm-up has not come to it): what the clients hold is unknown, and may be
-         * older than a change made meanwhile.  Every value is announced rather than one missed; only a
-         * difference known as one gets a made-up event. */
+        /* Never read (by a client or the warm-up): nobody holds a value to tell a change from, and
+         * only a difference known as one gets a made-up event. */
         known = changes_recorded(k);
         r = changes_reread(l, k);
         live_flush(l);

@@ -163,6 +163,36 @@ class FirstReading(unittest.TestCase):
                          % (len(missed), len(disks)))
 
 
+    def test_change_events_before_the_warm_up(self):
+        """Change events right after the start, before the warm-up has read
+        their disks: what no client has read is not told (nobody holds a
+        value of it), and of a disk a client read exactly what changed."""
+        # 2,000 disks: their warm-up takes about a second here, the events 0.1 s.
+        sys_ = os.path.join(bt.make_fixture(disks=2000, partitions=1), "sys")
+        disks = sorted(os.listdir(os.path.join(sys_, "block")))
+        last = disks[-100:]  # the warm-up reads them last
+        read = last[-1]
+        with bt.Daemon(sys_, uevent_socket=True) as dm:
+            rec = bt.SignalRecorder()
+            path = bt.path_of("block", read)
+            size = dm.get_all(path, bt.IFACE + "Disk")["size"]
+            # A file of its own (the synthetic tree hard-links equal files).
+            real = os.path.realpath(os.path.join(sys_, "block", read, "size"))
+            os.unlink(real)
+            with open(real, "w") as f:
+                f.write("%d\n" % (int(size) + 8))
+            for n in last:
+                dm.send_uevent("change", "/" + os.path.relpath(
+                    os.path.realpath(os.path.join(sys_, "block", n)), sys_),
+                    {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+            rec.wait_for(lambda ss: len([x for x in ss if x[1] == "Uevent"]) >= len(last))
+            self.assertFalse("Recorded the values of" in dm.output(),
+                             "the warm-up was done before the events: nothing tested")
+            told = [(x[2], sorted(x[3][1]) + x[3][2]) for x in rec.of("PropertiesChanged")]
+            rec.close()
+        self.assertEqual(told, [(path, ["Size", "size"])])
+
+
 class UeventAfterItsChanges(unittest.TestCase):
     """A client that reads its cache when a Uevent comes (a GDBus
     application's handler, typically) finds there what the event changed:

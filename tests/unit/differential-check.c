@@ -154,13 +154,18 @@ void checker_done(Checker *c)
         *c = (Checker){};
 }
 
-int checker_start(Checker *c)
+int checker_start(Checker *c, Live *l)
 {
         Kobject *k;
         size_t i = 0;
 
-        while ((k = hashmap_iterate(&c->model->by_path, &i)))
-                client_add(c, k, NULL);
+        /* As GetManagedObjects does: what the client was sent is the reading a change is told from. */
+        while ((k = hashmap_iterate(&c->model->by_path, &i))) {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(c->sysfs, k);
+
+                client_add(c, k, &d);
+                live_record_reading(l, k, &d);
+        }
         c->started = true;
         return 0;
 }
@@ -286,7 +291,7 @@ static void op_properties_changed(void *userdata, Kobject *k, const char *interf
                         free(v);
                         continue;
                 }
-                if (c->no_repeats && client_value(ci, *n) && streq(client_value(ci, *n), v))
+                if (client_value(ci, *n) && streq(client_value(ci, *n), v))
                         checker_problem(c, "%s: %s.%s announced, but it is '%.200s' still", k->path,
                                         interface, *n, v);
                 set_prop(ci, *n, v);

@@ -184,7 +184,6 @@ typedef struct Checker {
         const Sysfs *sysfs;
         Model *model;         /* the live one */
         bool started;         /* live_start() was called: calls are announcements */
-        bool no_repeats;      /* every object has been read: a value announced must have changed */
         Hashmap client;       /* path → ClientObject: what the LiveOps calls told a client */
         uint64_t last_seqnum; /* the last event's */
         uint64_t lost;        /* live_on_lost() calls made */
@@ -197,8 +196,9 @@ extern const LiveOps checker_ops;
 
 void checker_init(Checker *c, const Sysfs *s, Model *m);
 void checker_done(Checker *c);
-/* The client's view starts as the whole model (what GetManagedObjects gives at the name). */
-int checker_start(Checker *c);
+/* The client's view starts as the whole model (what GetManagedObjects gives at the name); after
+ * live_start(), as its readings are the first the live layer keeps. */
+int checker_start(Checker *c, Live *l);
 void checker_problem(Checker *c, const char *fmt, ...) _printf_(2, 3);
 void checker_clear_problems(Checker *c);
 

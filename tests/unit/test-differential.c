@@ -18,14 +18,15 @@
  * events, rescans in slices while events arrive, and the loop turning.
  *
  *   test-differential [--count=N] [--seed=S] [--only=I] [--chain=C] [--steps=MAX] [--verify-every=K]
- *                     [--window] [--whole-fixture] [--verbose]
+ *                     [--whole-fixture] [--verbose]
  *
  * Sequences run in chains of C on one live layer, as a daemon runs for long; each chain starts from
  * the standard fixture and a fresh scan.  Sequence I of seed S always does the same after the ones
  * before it in its chain: a failure prints the seed, I and the chain's steps, and --seed=S --only=I
  * runs that chain up to I again (with --verbose, with the daemon's debug log).  --whole-fixture keeps
- * every attribute file of the fixture (slower); --window also applies changes before the warm-up has
- * read everything, where changes without an event are lost by design.
+ * every attribute file of the fixture (slower).  The first steps come before the warm-up has read
+ * everything, as a client's first call can: the client's readings at the start are the first ones
+ * the live layer keeps, as GetManagedObjects' are.
  */
 
 typedef struct Options {
@@ -37,7 +38,6 @@ typedef struct Options {
         unsigned max_steps;
         unsigned verify_every;
         bool verbose;
-        bool window;
 } Options;
 
 typedef struct Stats {
@@ -132,20 +132,13 @@ static void instance_new(Instance *in, const Sysfs *s, uv_loop_t *loop)
                 abort();
 }
 
-static void instance_start(Instance *in, World *w, uv_loop_t *loop, const Options *o)
+static void instance_start(Instance *in, World *w)
 {
         world_log(w, "start");
-        (void) checker_start(&in->checker);
         if (live_start(in->live) < 0)
                 abort();
+        (void) checker_start(&in->checker, in->live);
         in->started = true;
-        /* What changes before the warm-up has read an object, with no event for it, is never
-         * announced: the warm-up takes what it finds as what the clients hold (live/poll.c says so).
-         * Outside that window unless asked (--window). */
-        while (!o->window && uv_loop_alive(loop))
-                (void) uv_run(loop, UV_RUN_NOWAIT);
-        /* From now on an object is only ever announced whole when it is new. */
-        in->checker.no_repeats = !o->window;
 }
 
 static void instance_free(Instance *in, uv_loop_t *loop)
@@ -176,7 +169,7 @@ static size_t run_sequence(Instance *in, World *w, const Sysfs *s, uv_loop_t *lo
                 before_start = MIN(1 + rng_below(&rng, 4), n_steps);
         for (unsigned i = 0; i < n_steps; i++) {
                 if (!in->started && i == before_start)
-                        instance_start(in, w, loop, o);
+                        instance_start(in, w);
                 if (world_step(w, &rng, &st) < 0)
                         abort();
                 apply(in->live, loop, &st, stats);
@@ -184,7 +177,7 @@ static size_t run_sequence(Instance *in, World *w, const Sysfs *s, uv_loop_t *lo
                 stats->steps++;
         }
         if (!in->started)
-                instance_start(in, w, loop, o);
+                instance_start(in, w);
         world_flush(w, &rng, &st);
         apply(in->live, loop, &st, stats);
         step_done(&st);
@@ -262,7 +255,6 @@ static int parse_options(int argc, char **argv, Options *o)
                         {"steps", required_argument, NULL, 'n'},
                         {"verify-every", required_argument, NULL, 'v'},
                         {"verbose", no_argument, NULL, 'V'},
-                        {"window", no_argument, NULL, 'S'},
                         {"chain", required_argument, NULL, 'C'},
                         {"whole-fixture", no_argument, NULL, 'W'},
                         {},
@@ -292,9 +284,6 @@ static int parse_options(int argc, char **argv, Options *o)
                 case 'V':
                         o->verbose = true;
                         break;
-                case 'S':
-                        o->window = true;
-                        break;
                 case 'W':
                         o->whole = true;
                         break;
@@ -321,7 +310,7 @@ int main(int argc, char **argv)
         if (parse_options(argc, argv, &o) < 0) {
                 fprintf(stderr,
                         "usage: %s [--count=N] [--seed=S] [--only=I] [--chain=C] [--steps=MAX] "
-                        "[--verify-every=K] [--window] [--whole-fixture] [--verbose]\n",
+                        "[--verify-every=K] [--whole-fixture] [--verbose]\n",
                         argv[0]);
                 return 2;
         }
