@@ -56,6 +56,7 @@ static void on_bus_drain_check(uv_prepare_t *h)
         if (m->uevents)
                 uevent_source_resume(m->uevents);
         live_rescan_hold(m->live, false);
+        live_queue_hold(m->live, false);
         log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans go on.", queued);
 }
 
@@ -125,7 +126,7 @@ static void on_settle(void *userdata, sd_bus_message *msg)
 }
 
 /* Back-pressure: while sd-bus's write queue is long, stop reading uevents (the kernel keeps them) and
- * hold a rescan.  Every reply waits behind what is queued, and NOTES.md: sd-bus drains a long write
+ * hold a rescan and the uevents queued behind a change.  Every reply waits behind what is queued, and NOTES.md: sd-bus drains a long write
  * queue quadratically and fails past ~393k messages.  Not while the bus has stopped reading from us:
  * then the publisher drops signals instead, and the model stays current. */
 static void check_backpressure(Manager *m)
@@ -138,6 +139,7 @@ static void check_backpressure(Manager *m)
         if (m->uevents)
                 uevent_source_pause(m->uevents);
         live_rescan_hold(m->live, true);
+        live_queue_hold(m->live, true);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
 }
 

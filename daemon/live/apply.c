@@ -247,6 +247,15 @@ void live_apply_queued(Live *l)
         apply_queued(l, false);
 }
 
+void live_queue_hold(Live *l, bool hold)
+{
+        l->queue_held = hold;
+        if (hold)
+                (void) uv_idle_stop(&l->queue_idle);
+        else if (l->queue_pos < l->n_queue)
+                (void) uv_idle_start(&l->queue_idle, on_queue_idle);
+}
+
 static Kobject *disk_of(Kobject *k)
 {
         for (; k; k = k->parent)
@@ -404,5 +413,6 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
                 return;
         }
         l->queue[l->n_queue++] = (QueuedEvent){TAKE_PTR(owned), ++l->n_queued};
-        (void) uv_idle_start(&l->queue_idle, on_queue_idle);
+        if (!l->queue_held)
+                (void) uv_idle_start(&l->queue_idle, on_queue_idle);
 }

@@ -101,6 +101,9 @@ int live_rescan(Live *l);
  * A step is one block device or one object, so little is queued past the moment it is held.
  */
 void live_rescan_hold(Live *l, bool hold);
+/* The same for the uevents queued behind a change event's burst (they wait; what comes behind them
+ * waits with them): their signals would pile up in the write queue as a rescan's would. */
+void live_queue_hold(Live *l, bool hold);
 
 /* Before a write: makes sure there is a reading to compare the written value with. */
 void live_object_before_write(Live *l, Kobject *k);

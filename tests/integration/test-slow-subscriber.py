@@ -134,60 +134,73 @@ class SlowSubscriber(unittest.TestCase):
     def test_settle_while_the_bus_is_behind(self):
         """A Settle() that comes while the daemon has stopped reading uevents
         for a bus that is behind is answered once the bus takes messages
-        again, with every uevent queued when it came applied."""
+        again, with every uevent queued when it came applied.  Whether the
+        call lands in a pause or just after the bus took a few messages is
+        the machine's timing: tried again (answered right either way) until
+        it lands in one."""
         sys_ = os.path.join(bt.make_fixture(), "sys")
         queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
                  if r.endswith("/block/sda/queue")][0][len(sys_):]
         with bt.Daemon(sys_, uevent_socket=True, extra_args=["--log-level=debug"]) as dm:
-            first = dm.manager_prop("LastSeqnum")
-            stuck = subprocess.Popen([sys.executable, "-c", STUCK,
-                                      os.environ["DBUS_SESSION_BUS_ADDRESS"]],
-                                     stdout=subprocess.PIPE, text=True)
-            answers = []
-            try:
-                self.assertTrue(stuck.stdout.readline().startswith(":"))
-                # Uevents until the daemon stops reading them for the bus, and its socket is full.
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.setblocking(False)
-                sent, deadline = 0, time.monotonic() + STORM_BOUND
-                while True:
-                    raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
-                           % (queue, queue, sent + 1))
-                    try:
-                        s.sendto(raw.encode(), dm.uevent_socket)
-                        sent += 1
-                        continue
-                    except BlockingIOError:
-                        pass
-                    # Paused now, not only for a moment before the subscriber held the bus.
-                    log = dm.output()
-                    if log.rfind("uevents and rescans wait") > log.rfind("uevents and rescans go on"):
-                        break
-                    self.assertLess(time.monotonic(), deadline, log[-2000:])
-                    time.sleep(0.001)
-                s.close()
-                paused_at = len(dm.output())
-                dm.object(bt.MANAGER_PATH).get_dbus_method("Settle", bt.IFACE + "Manager")(
-                    reply_handler=lambda v: answers.append(int(v)),
-                    error_handler=answers.append, timeout=120)
-                called = time.monotonic()
-                # The call reached the daemon before the bus let it read again.
-                while "Settle() from" not in dm.output()[paused_at:]:
-                    self.assertLess(time.monotonic() - called, 5.0, dm.output()[-2000:])
-                    time.sleep(0.005)
-                line = next(x for x in dm.output()[paused_at:].splitlines() if "Settle() from" in x)
-                self.assertIn("they wait for the bus", line)
-            finally:
-                stuck.kill()
-                stuck.wait()
-            rec = bt.SignalRecorder()
-            deadline = time.monotonic() + ANSWER_BOUND
-            while not answers and time.monotonic() < deadline:
-                rec.pump(0.05)
-            rec.close()
-            self.assertEqual(answers, [first + sent])
+            landed = []
+            for _ in range(5):
+                landed.append(self.settle_in_a_storm(dm, queue))
+                if landed[-1]:
+                    break
+            self.assertTrue(landed[-1], "no Settle() came while paused in %d tries" % len(landed))
             self.assertEqual(dm.manager_prop("EventsLost"), 0)
 
+    def settle_in_a_storm(self, dm, queue):
+        """Holds the bus, sends uevents until the daemon waits for it and its
+        socket is full, calls Settle(), lets the bus go; checks the answer.
+        Whether the call came while the daemon waited."""
+        first = dm.manager_prop("LastSeqnum")
+        stuck = subprocess.Popen([sys.executable, "-c", STUCK,
+                                  os.environ["DBUS_SESSION_BUS_ADDRESS"]],
+                                 stdout=subprocess.PIPE, text=True)
+        answers = []
+        try:
+            self.assertTrue(stuck.stdout.readline().startswith(":"))
+            # Uevents until the daemon stops reading them for the bus, and its socket is full.
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            s.setblocking(False)
+            sent, deadline = 0, time.monotonic() + STORM_BOUND
+            while True:
+                raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
+                       % (queue, queue, sent + 1))
+                try:
+                    s.sendto(raw.encode(), dm.uevent_socket)
+                    sent += 1
+                    continue
+                except BlockingIOError:
+                    pass
+                # Paused now, not only for a moment before the subscriber held the bus.
+                log = dm.output()
+                if log.rfind("uevents and rescans wait") > log.rfind("uevents and rescans go on"):
+                    break
+                self.assertLess(time.monotonic(), deadline, log[-2000:])
+                time.sleep(0.001)
+            s.close()
+            paused_at = len(dm.output())
+            dm.object(bt.MANAGER_PATH).get_dbus_method("Settle", bt.IFACE + "Manager")(
+                reply_handler=lambda v: answers.append(int(v)),
+                error_handler=answers.append, timeout=120)
+            called = time.monotonic()
+            # The call reached the daemon before the bus let it read again.
+            while "Settle() from" not in dm.output()[paused_at:]:
+                self.assertLess(time.monotonic() - called, 5.0, dm.output()[-2000:])
+                time.sleep(0.005)
+            line = next(x for x in dm.output()[paused_at:].splitlines() if "Settle() from" in x)
+        finally:
+            stuck.kill()
+            stuck.wait()
+        rec = bt.SignalRecorder()
+        deadline = time.monotonic() + ANSWER_BOUND
+        while not answers and time.monotonic() < deadline:
+            rec.pump(0.05)
+        rec.close()
+        self.assertEqual(answers, [first + sent])
+        return "they wait for the bus" in line
 
 if __name__ == "__main__":
     bt.main()
