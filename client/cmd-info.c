@@ -55,6 +55,15 @@ static const char *info_up(json_object *obj)
         return info_link_set(next) ? next : NULL;
 }
 
+/* A class's glue directory (the "nvme" between a PCI function and nvme0) has no uevent file: it is
+ * no device, and in no published kset.  udevadm info -a does not show it as a parent. */
+static bool info_glue_directory(json_object *obj)
+{
+        return streq_ptr(model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KTYPE),
+                         BLKMODEL_KTYPE_DEVICE) &&
+               !info_link_set(model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KSET));
+}
+
 static const char *info_subsystem(json_object *obj)
 {
         const char *ktype = model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_KTYPE);
@@ -352,8 +361,9 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
                 return r;
 
         /* Up the chain, one object at a time: only these few are needed, not the whole model. */
-        for (const char *p = path; p && n < (ctl->all ? MAX_CHAIN : 1);
-             p = info_up(model_object(model, p))) {
+        for (const char *p = path; p && n < (ctl->all ? MAX_CHAIN : 1);) {
+                json_object *obj;
+
                 if (model_object(model, p))
                         break; /* a loop */
                 r = info_node_load(&chain[n], bus, model, p, ctl->all, &error);
@@ -361,7 +371,12 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
                         return ctl_fail("No such object: %s (%s)", p, BLKMODEL_ERROR_NO_SUCH_OBJECT);
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, args[0]);
-                p = chain[n++].parts[0].path;
+                obj = model_object(model, chain[n].parts[0].path);
+                p = info_up(obj);
+                if (n > 0 && info_glue_directory(obj))
+                        info_node_done(&chain[n]);
+                else
+                        n++;
         }
 
         if (ctl->json) {

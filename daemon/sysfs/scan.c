@@ -156,8 +156,13 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
             : listed                      ? 0
                                           : listing_read_at(s, devpath, KTYPE_DEVICE, false, &l);
         if (r >= 0) {
-                r = kobject_add_listed(s, m, &ktype_device, path_basename(devpath), parent, m->devices_kset,
-                                       devpath, listed ? listed : &l, NULL, &k);
+                listed = listed ?: &l;
+                /* Without a uevent file it is no device but a class's glue directory (the "nvme" between
+                 * a PCI function and nvme0): a kobject of the class's own kset, which is not published,
+                 * and a parent udev skips. */
+                r = kobject_add_listed(s, m, &ktype_device, path_basename(devpath), parent,
+                                       listing_is_kobject(listed) ? m->devices_kset : NULL, devpath, listed,
+                                       NULL, &k);
                 listing_done(&l);
         }
         /* The child holds the parent now (or failed and let it go). */

@@ -33,6 +33,7 @@ CASES = {
     "tree-sda.txt": ("C.UTF-8", ("tree", "/dev/sda")),
     "tree-ascii.txt": ("C", ("tree",)),
     "info-a-sda1.txt": ("C.UTF-8", ("info", "-a", "sda1")),
+    "info-a-nvme0n1.txt": ("C.UTF-8", ("info", "-a", "nvme0n1")),
     "info-sda1.txt": ("C.UTF-8", ("info", "sda1")),
     # One JSON document per command.  Order matters for the last two:
     # settle sees the two events, trigger writes loop0's uevent file.
