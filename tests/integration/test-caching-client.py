@@ -262,9 +262,8 @@ class UeventAfterItsChanges(unittest.TestCase):
             self.resize(rel, 262144 + i)
             want.append(("change", name, True, (262144 + i) * 512))
         rel0 = self.disks["loop10"][0]
-        self.resize(rel0, 1000)  # twice in the burst: the later size, at both
+        self.resize(rel0, 1000)  # twice in the burst
         want.append(("change", "loop10", True, 1000 * 512))
-        want[0] = ("change", "loop10", True, {262144 * 512, 1000 * 512})
         self.add_loop(40, send=True)
         want += [("add", "loop40", True, 131072 * 512), ("add", "loop40p1", True, 2048 * 512)]
         self.resize(self.disks["loop11"][1], 4096)
@@ -285,10 +284,13 @@ class UeventAfterItsChanges(unittest.TestCase):
                 pass
             return len(self.seen) >= len(want)
         self.assertTrue(bt.wait_until(all_seen), self.seen)
-        for got, w in zip(self.seen, want):
-            ok = got[3] in w[3] if isinstance(w[3], set) else got[3] == w[3]
-            self.assertTrue(got[:3] == w[:3] and ok,
-                            "at the Uevent %r the cache held %r, not %r" % (got[:2], got[3], w[3]))
+        for i, (got, w) in enumerate(zip(self.seen, want)):
+            # The size its event came with, or one a later event of the same
+            # device brought (written before the daemon read it: one reading
+            # for both, as a burst is read).
+            sizes = [x[3] for x in want[i:] if x[1] == w[1]]
+            self.assertTrue(got[:3] == w[:3] and got[3] in sizes,
+                            "at the Uevent %r the cache held %r, not %r" % (got[:2], got[3], sizes))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
