@@ -336,6 +336,12 @@ static void scheduler_switched(Live *l, Kobject *queue)
         (void) changes_refresh(l, queue, REFRESH_STRUCTURE);
 }
 
+static bool directory_gone(Live *l, const Kobject *k)
+{
+        _cleanup_(closep) int fd = sysfs_open_dir(l->sysfs, k->devpath);
+        return fd == -ENOENT;
+}
+
 /* given: the values read for k so far in this step, and where it reads the rest (NULL: its own). */
 static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, ObjDir *given)
 {
@@ -364,6 +370,15 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 r = read_slots(l, k, REFRESH_ALL, old, d, &now);
                 if (r < 0)
                         return r;
+        }
+
+        /* A scheduler switch removes the iosched directory before the queue's scheduler file says so:
+         * read meanwhile, its files are gone, which is no change of its values.  The queue's reading
+         * tells the switch once there is one, and replaces the object. */
+        if (k->ktype->id == KTYPE_ELEVATOR && have_old && how != REFRESH_RECORD &&
+            !record_equal(old, now.record) && directory_gone(l, k)) {
+                reading_done(&now);
+                return k->parent->linked ? refresh(l, k->parent, REFRESH_WATCHED, NULL, NULL) : 0;
         }
 
         /* Without a reading of before, no client holds a value of k (every reply and InterfacesAdded

@@ -167,6 +167,28 @@ class Polling(unittest.TestCase):
             self.assertEqual(set(changed), {"Scheduler", "scheduler"})
             rec.close()
 
+    def test_iosched_gone_before_the_scheduler_says_so(self):
+        """A switch removes the iosched directory before the scheduler file
+        names the new one: a round of the poll in between finds the old
+        object's files gone, which is no change of its values to tell."""
+        root = os.path.join(bt.make_fixture(), "sys")
+        qdir = find_dir(root, "/block/sda/queue")
+        queue = bt.path_of("block", "sda", "queue")
+        with bt.Daemon(root, extra_args=["--poll-interval=50"]) as dm:
+            rec = bt.SignalRecorder()
+            self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
+            subprocess.run(["rm", "-rf", qdir + "/iosched"], check=True)
+            rec.pump(1.0)  # rounds of the poll meanwhile
+            with open(qdir + "/scheduler", "w") as f:
+                f.write("[none] mq-deadline kyber bfq\n")
+            rec.wait_for(lambda s: any(x[1] == "InterfacesRemoved" and x[3][0] == queue + "/iosched"
+                                       for x in s))
+            told = [x for x in rec.signals if x[2] == queue + "/iosched"]
+            self.assertEqual(told, [], "the old scheduler's values were told as they vanished")
+            self.assertEqual(dm.get(queue, bt.IFACE + "Queue", "Scheduler"), "none")
+            self.assertNotIn(queue + "/iosched", dm.all_objects())
+            rec.close()
+
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for loop devices")
 class KernelWrites(unittest.TestCase):
