@@ -316,7 +316,10 @@ static int property_print(Ctl *ctl, const char *path, const char *iface, const c
         _cleanup_(json_object_putp) json_object *j = NULL;
 
         if (!ctl->json) {
-                output_value(stdout, value, 0);
+                /* One line per item: none for an empty array or dictionary, so that `while read` sees
+                 * no item. */
+                if (json_object_is_type(value, json_type_string) || !output_value_is_empty(value))
+                        output_value(stdout, value, 0);
                 return EXIT_OK;
         }
 

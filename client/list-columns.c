@@ -105,9 +105,8 @@ static const struct {
         const char *names;
         const char *source;
 } columns_not_offered[] = {
-        {"FSAVAIL FSROOTS FSSIZE FSTYPE FSUSED FSUSE% FSVER MOUNTPOINT MOUNTPOINTS",
-         "the mount table and the filesystem"},
-        {"LABEL UUID PARTFLAGS PARTLABEL PARTTYPE PARTTYPENAME PARTUUID PTTYPE PTUUID WWN",
+        {"FSAVAIL FSROOTS FSSIZE FSUSED FSUSE% MOUNTPOINT MOUNTPOINTS", "the mount table"},
+        {"FSTYPE FSVER LABEL UUID PARTFLAGS PARTLABEL PARTTYPE PARTTYPENAME PARTUUID PTTYPE PTUUID WWN",
          "udev's database (blkid)"},
         {"OWNER GROUP MODE", "the device node"},
 };

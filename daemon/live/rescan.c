@@ -286,7 +286,7 @@ static void on_rescan_idle(uv_idle_t *h)
         if (r < 0)
                 log_error_errno(r, "Rescan failed: %m");
         else
-                log_info("Rescan: %d differences.", l->rescan->changes);
+                log_info("Rescan: %d difference%s.", l->rescan->changes, l->rescan->changes == 1 ? "" : "s");
         rescan_finish(l, r < 0 ? r : l->rescan->changes);
 }
 

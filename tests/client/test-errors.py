@@ -156,7 +156,7 @@ class Errors(unittest.TestCase):
 
     def test_column_lsblk_reads_elsewhere(self):
         # lsblk's columns from the mount table, blkid or the node: refused with where they come from.
-        for column, source in (("MOUNTPOINTS", "the mount table"), ("+fstype", "the mount table"),
+        for column, source in (("MOUNTPOINTS", "the mount table"), ("+fstype", "udev's database"), ("FSAVAIL", "the mount table"),
                                ("NAME,UUID", "udev's database"), ("OWNER", "the device node")):
             with self.subTest(column=column):
                 p = ct.run("list", "-o", column)

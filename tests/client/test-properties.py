@@ -67,8 +67,10 @@ class Properties(unittest.TestCase):
             bt.path_of("block", "sda", "sda3"), ""])
         self.assertIn("DEVNAME=sda1\n", self.get("sda1", "Uevent"))
         self.assertIn("PARTN=1\n", self.get("sda1", "Uevent"))
-        # An empty array prints as an empty value.
-        self.assertEqual(self.get("sda1", "Holders"), "\n")
+        # An empty array prints no line: a `while read` loop sees no item.
+        self.assertEqual(self.get("sda1", "Holders"), "")
+        # An empty string is a value: one empty line.
+        self.assertEqual(self.get("sda", "events_async"), "\n")
         # The manager's own properties, through its object path.
         self.assertEqual(self.get(bt.MANAGER_PATH, "SysfsRoot"),
                          self.sys + "\n")
