@@ -105,10 +105,11 @@ static const struct {
         const char *names;
         const char *source;
 } columns_not_offered[] = {
-        {"FSAVAIL FSROOTS FSSIZE FSUSED FSUSE% MOUNTPOINT MOUNTPOINTS", "the mount table"},
-        {"FSTYPE FSVER LABEL UUID PARTFLAGS PARTLABEL PARTTYPE PARTTYPENAME PARTUUID PTTYPE PTUUID WWN",
-         "udev's database (blkid)"},
-        {"OWNER GROUP MODE", "the device node"},
+                {"FSAVAIL FSROOTS FSSIZE FSUSED FSUSE% MOUNTPOINT MOUNTPOINTS", "the mount table"},
+                {"FSTYPE FSVER LABEL UUID WWN", "udev's database (blkid)"},
+                {"PARTFLAGS PARTLABEL PARTTYPE PARTTYPENAME PARTUUID PTTYPE PTUUID",
+                 "udev's database (blkid)"},
+                {"OWNER GROUP MODE", "the device node"},
 };
 
 const char *list_column_not_offered(const char *name, size_t len)

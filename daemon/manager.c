@@ -126,9 +126,10 @@ static void on_settle(void *userdata, sd_bus_message *msg)
 }
 
 /* Back-pressure: while sd-bus's write queue is long, stop reading uevents (the kernel keeps them) and
- * hold a rescan and the uevents queued behind a change.  Every reply waits behind what is queued, and NOTES.md: sd-bus drains a long write
- * queue quadratically and fails past ~393k messages.  Not while the bus has stopped reading from us:
- * then the publisher drops signals instead, and the model stays current. */
+ * hold a rescan and the uevents queued behind a change.  Every reply waits behind what is queued, and
+ * NOTES.md: sd-bus drains a long write queue quadratically and fails past ~393k messages.  Not while
+ * the bus has stopped reading from us: then the publisher drops signals instead, and the model stays
+ * current. */
 static void check_backpressure(Manager *m)
 {
         if (m->paused_for_bus || !m->publisher || !publisher_congested(m->publisher, false))

@@ -67,7 +67,7 @@ struct Live {
         size_t n_queue, n_queue_max, queue_pos;
         uint64_t n_queued; /* since the start; the last n_queue - queue_pos of them are still queued */
         uv_idle_t queue_idle;
-        bool queue_held; /* live_queue_hold() */
+        bool queue_held;    /* live_queue_hold() */
         Hashmap read_marks; /* objects read while events were queued (apply.c) */
 
         /* Change records' templates, by shape key (kept.c). */
