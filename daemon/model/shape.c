@@ -140,8 +140,16 @@ static int attr_cmp(const void *a, const void *b)
 {
         const Attr *x = a, *y = b;
         int c = strcmp(x->member, y->member);
-        /* qsort is not stable: the file name decides which of two same-member files comes first. */
-        return c != 0 ? c : strcmp(x->file, y->file);
+        bool x_exact = streq(x->file, x->member), y_exact = streq(y->file, y->member);
+
+        if (c != 0)
+                return c;
+        /* Of two files with one member name, the file of that very name keeps it (SPEC §4: a property
+         * is named as its file, a name D-Bus refuses is what is sanitized); else the first by file
+         * name, as qsort is not stable. */
+        if (x_exact != y_exact)
+                return x_exact ? -1 : 1;
+        return strcmp(x->file, y->file);
 }
 
 static bool is_reserved(const PropertyInfo *reserved, const char *member)
@@ -196,7 +204,7 @@ static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const P
         }
         qsort(s->attrs, k, sizeof(Attr), attr_cmp);
 
-        /* Two files that sanitize to one member ("a-b", "a_b"): keep the first by file name order. */
+        /* Two files with one member ("a-b", "a_b"): the one attr_cmp() puts first keeps it. */
         size_t w = 0;
         for (size_t i = 0; i < k; i++) {
                 if (w > 0 && streq(s->attrs[w - 1].member, s->attrs[i].member)) {

@@ -452,14 +452,15 @@ def _regular_files(dirpath):
 
 
 def _members(files, reserved=()):
-    """{member: file}; of two files with one member the first by file name
-    order stays, files mapping to a typed property's name are left out."""
+    """{member: file}; of two files with one member the file of that very
+    name stays, else the first by file name order; files mapping to a typed
+    property's name are left out."""
     m = {}
     for f in sorted(files):
         if f == "uevent":
             continue
         n = member_name(f)
-        if n in reserved or n in m:
+        if n in reserved or (n in m and f != n):
             continue
         m[n] = f
     return m

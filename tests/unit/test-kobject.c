@@ -770,15 +770,18 @@ static void test_shapes(void)
                 shape_builder_done(&b2);
         }
 
-        /* Two files, one member: one is published (the first by file name), never both. */
+        /* Two files, one member: one is published, never both; the file of that very name, else
+         * the first by file name. */
         {
-                static const char *const files[] = {"a_b", "a-b", "a.b", "c", NULL};
+                static const char *const files[] = {"a_b", "a-b", "a.b", "c", "x-y", "x.y", NULL};
                 builder_fill(&b2, files, NULL, NULL);
                 CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, "dev", &s4) == 0);
                 if (s4) {
-                        CHECK(s4->attrs->n_attrs == 2);
+                        CHECK(s4->attrs->n_attrs == 3);
                         a = attr_set_find(s4->attrs, "a_b");
-                        CHECK(a && streq(a->file, "a-b"));
+                        CHECK(a && streq(a->file, "a_b"));
+                        a = attr_set_find(s4->attrs, "x_y");
+                        CHECK(a && streq(a->file, "x-y"));
                         CHECK(attr_set_find(s4->attrs, "c") != NULL);
                         shape_unref(&r, s4);
                         s4 = NULL;
