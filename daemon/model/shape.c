@@ -342,7 +342,17 @@ static void shape_free(ShapeRegistry *r, Shape *s)
 
 static int group_cmp(const void *a, const void *b)
 {
-        return strcmp(((const Group *) a)->interface, ((const Group *) b)->interface);
+        const Group *x = a, *y = b;
+        int c = strcmp(x->interface, y->interface);
+        size_t skip = strlen(BLKMODEL_IFACE_GROUP_PREFIX);
+        bool x_exact = streq(x->dir, x->interface + skip), y_exact = streq(y->dir, y->interface + skip);
+
+        if (c != 0)
+                return c;
+        /* As attr_cmp(): the directory of that very name keeps the interface, else the first by name. */
+        if (x_exact != y_exact)
+                return x_exact ? -1 : 1;
+        return strcmp(x->dir, y->dir);
 }
 
 /* Every name a builder holds, in order: "disk/2/ro/size/1/power/1/control".  A file name never holds

@@ -788,7 +788,7 @@ static void test_shapes(void)
                 }
                 shape_builder_done(&b2);
         }
-        /* Two group directories, one interface name: one group. */
+        /* Two group directories, one interface name: one group, the directory of that very name. */
         {
                 static const char *const files[] = {"x", NULL};
                 builder_fill(&b2, NULL, "a-b", files);
@@ -797,6 +797,7 @@ static void test_shapes(void)
                 if (s4) {
                         CHECK(s4->n_groups == 1);
                         CHECK(shape_find_group(s4, "org.blkmodel1.Group.a_b") != NULL);
+                        CHECK(streq(shape_find_group(s4, "org.blkmodel1.Group.a_b")->dir, "a_b"));
                         shape_unref(&r, s4);
                         s4 = NULL;
                 }
