@@ -234,6 +234,12 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
         r = resolve_name_path(m, spec, ret);
         if (r != -ENOENT)
                 return r;
+        /* The ksets by their names, as /sys/block and /sys/devices name them (a disk of that name
+         * came first). */
+        if (streq(spec, "block") || streq(spec, "devices")) {
+                *ret = streq(spec, "block") ? m->block_kset : m->devices_kset;
+                return 0;
+        }
         /* "sda/device", "dm-0/slaves/sda": the name's directory, then its links. */
         _cleanup_(freep) char *below = NULL;
         if (asprintf(&below, "/class/block/%s", spec) < 0)

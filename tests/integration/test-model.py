@@ -484,6 +484,9 @@ class Model(unittest.TestCase):
             "cciss!c0d0": P("block", "cciss!c0d0"),
             "/dev/dm-0": P("block", "dm-0"),
             "/sys/block": P("block"),
+            "block": P("block"),
+            "devices": P("devices"),
+            "/sys/devices": P("devices"),
             # Through sysfs's links, as udevadm info -p takes a path.
             "/sys/block/sda/device": dev_path(SDA_DEV),
             "sda/device": dev_path(SDA_DEV),
