@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <string.h>
+
 #include "base/log.h"
 #include "base/turn.h"
 #include "live/live-internal.h"
@@ -227,8 +229,16 @@ static void apply_queued(Live *l, bool sliced)
                 uint64_t index = l->queue[l->queue_pos++].index;
 
                 apply_event(l, u, index);
-                if (sliced && turn_slice_over(start))
+                if (sliced && turn_slice_over(start)) {
+                        /* A storm that never lets the queue empty must not grow it for good. */
+                        if (l->queue_pos >= 1024 && l->queue_pos * 2 >= l->n_queue) {
+                                memmove(l->queue, l->queue + l->queue_pos,
+                                        (l->n_queue - l->queue_pos) * sizeof(QueuedEvent));
+                                l->n_queue -= l->queue_pos;
+                                l->queue_pos = 0;
+                        }
                         return;
+                }
         }
         l->queue = mfree(l->queue);
         l->n_queue = l->n_queue_max = l->queue_pos = 0;

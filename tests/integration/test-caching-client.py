@@ -167,30 +167,34 @@ class FirstReading(unittest.TestCase):
         """Change events right after the start, before the warm-up has read
         their disks: what no client has read is not told (nobody holds a
         value of it), and of a disk a client read exactly what changed."""
-        # 2,000 disks: their warm-up takes about a second here, the events 0.1 s.
+        # 2,000 disks: their warm-up takes about a second here, the events 0.1 s.  On a busy machine
+        # the warm-up can be done first, which tests nothing: then again, with a new size.
         sys_ = os.path.join(bt.make_fixture(disks=2000, partitions=1), "sys")
         disks = sorted(os.listdir(os.path.join(sys_, "block")))
         last = disks[-100:]  # the warm-up reads them last
         read = last[-1]
-        with bt.Daemon(sys_, uevent_socket=True) as dm:
-            rec = bt.SignalRecorder()
-            path = bt.path_of("block", read)
-            size = dm.get_all(path, bt.IFACE + "Disk")["size"]
-            # A file of its own (the synthetic tree hard-links equal files).
-            real = os.path.realpath(os.path.join(sys_, "block", read, "size"))
-            os.unlink(real)
-            with open(real, "w") as f:
-                f.write("%d\n" % (int(size) + 8))
-            for n in last:
-                dm.send_uevent("change", "/" + os.path.relpath(
-                    os.path.realpath(os.path.join(sys_, "block", n)), sys_),
-                    {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
-            rec.wait_for(lambda ss: len([x for x in ss if x[1] == "Uevent"]) >= len(last))
-            self.assertFalse("Recorded the values of" in dm.output(),
-                             "the warm-up was done before the events: nothing tested")
-            told = [(x[2], sorted(x[3][1]) + x[3][2]) for x in rec.of("PropertiesChanged")]
-            rec.close()
-        self.assertEqual(told, [(path, ["Size", "size"])])
+        path = bt.path_of("block", read)
+        for attempt in range(3):
+            with bt.Daemon(sys_, uevent_socket=True) as dm:
+                rec = bt.SignalRecorder()
+                size = dm.get_all(path, bt.IFACE + "Disk")["size"]
+                # A file of its own (the synthetic tree hard-links equal files).
+                real = os.path.realpath(os.path.join(sys_, "block", read, "size"))
+                os.unlink(real)
+                with open(real, "w") as f:
+                    f.write("%d\n" % (int(size) + 8))
+                for n in last:
+                    dm.send_uevent("change", "/" + os.path.relpath(
+                        os.path.realpath(os.path.join(sys_, "block", n)), sys_),
+                        {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+                rec.wait_for(lambda ss: len([x for x in ss if x[1] == "Uevent"]) >= len(last))
+                early = "Recorded the values of" not in dm.output()
+                told = [(x[2], sorted(x[3][1]) + x[3][2]) for x in rec.of("PropertiesChanged")]
+                rec.close()
+            self.assertEqual(told, [(path, ["Size", "size"])])
+            if early:
+                break
+        self.assertTrue(early, "the warm-up was done before the events, %d times" % (attempt + 1))
 
 
 class UeventAfterItsChanges(unittest.TestCase):
