@@ -55,8 +55,7 @@ static void on_bus_drain_check(uv_prepare_t *h)
         m->paused_for_bus = false;
         if (m->uevents)
                 uevent_source_resume(m->uevents);
-        live_rescan_hold(m->live, false);
-        live_queue_hold(m->live, false);
+        live_hold(m->live, false);
         log_debug("Bus write queue at %" PRIu64 " messages; uevents and rescans go on.", queued);
 }
 
@@ -139,8 +138,7 @@ static void check_backpressure(Manager *m)
         m->paused_for_bus = true;
         if (m->uevents)
                 uevent_source_pause(m->uevents);
-        live_rescan_hold(m->live, true);
-        live_queue_hold(m->live, true);
+        live_hold(m->live, true);
         (void) uv_prepare_start(&m->drain_watch, on_bus_drain_check);
 }
 

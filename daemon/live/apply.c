@@ -257,10 +257,9 @@ void live_apply_queued(Live *l)
         apply_queued(l, false);
 }
 
-void live_queue_hold(Live *l, bool hold)
+void apply_held(Live *l)
 {
-        l->queue_held = hold;
-        if (hold)
+        if (l->held)
                 (void) uv_idle_stop(&l->queue_idle);
         else if (l->queue_pos < l->n_queue)
                 (void) uv_idle_start(&l->queue_idle, on_queue_idle);
@@ -423,6 +422,6 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
                 return;
         }
         l->queue[l->n_queue++] = (QueuedEvent){TAKE_PTR(owned), ++l->n_queued};
-        if (!l->queue_held)
+        if (!l->held)
                 (void) uv_idle_start(&l->queue_idle, on_queue_idle);
 }

@@ -67,7 +67,6 @@ struct Live {
         size_t n_queue, n_queue_max, queue_pos;
         uint64_t n_queued; /* since the start; the last n_queue - queue_pos of them are still queued */
         uv_idle_t queue_idle;
-        bool queue_held;    /* live_queue_hold() */
         Hashmap read_marks; /* objects read while events were queued (apply.c) */
 
         /* Change records' templates, by shape key (kept.c). */
@@ -84,7 +83,7 @@ struct Live {
         struct Rescan *rescan;             /* the one running, or NULL */
         struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
         size_t n_next_waiters;
-        bool rescan_held; /* live_rescan_hold() */
+        bool held; /* live_hold(): no rescan step, no queued uevent */
 
         uv_timer_t poll_timer;
         ModelRound polled;
@@ -109,6 +108,8 @@ void apply_init(Live *l);
 void apply_forget(Live *l, Kobject *k);
 /* Drops the queued uevents unapplied. */
 void apply_done(Live *l);
+/* live_hold() was called: the queue stops or goes on. */
+void apply_held(Live *l);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
@@ -187,5 +188,7 @@ void poll_after_rescan(Live *l);
 
 /* ---- rescan.c ---- */
 
+/* live_hold() was called: a running rescan stops or goes on. */
+void rescan_held(Live *l);
 /* Stops a running rescan; its waiters hear -ECANCELED. */
 void rescan_cancel(Live *l);

@@ -127,6 +127,13 @@ void live_on_drained(UeventSource *s, void *userdata)
                 log_error_errno(r, "Cannot rescan after lost events: %m");
 }
 
+void live_hold(Live *l, bool hold)
+{
+        l->held = hold;
+        rescan_held(l);
+        apply_held(l);
+}
+
 uint64_t live_events_queued(const Live *l)
 {
         return l->n_queued;

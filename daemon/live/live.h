@@ -95,15 +95,13 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata);
 /* The same, to the end before returning (tests, and nothing that must keep the loop turning). */
 int live_rescan(Live *l);
 /*
- * While held, a rescan takes no further step (the one running, or one asked for meanwhile).  Its
- * announcements have no uevent behind them that the source could leave in the kernel: when the bus
- * falls behind, this is how its owner stops them piling up in our write queue ahead of every reply.
- * A step is one block device or one object, so little is queued past the moment it is held.
+ * While held, a rescan takes no further step (the one running, or one asked for meanwhile), and no
+ * uevent queued behind a change event's burst is applied (what comes behind them waits with them).
+ * Their announcements have no uevent behind them that the source could leave in the kernel: when the
+ * bus falls behind, this is how its owner stops them piling up in our write queue ahead of every
+ * reply.  A step is one block device or one object, so little is queued past the moment it is held.
  */
-void live_rescan_hold(Live *l, bool hold);
-/* The same for the uevents queued behind a change event's burst (they wait; what comes behind them
- * waits with them): their signals would pile up in the write queue as a rescan's would. */
-void live_queue_hold(Live *l, bool hold);
+void live_hold(Live *l, bool hold);
 
 /* Before a write: makes sure there is a reading to compare the written value with. */
 void live_object_before_write(Live *l, Kobject *k);

@@ -228,7 +228,7 @@ static int rescan_begin(Live *l, Rescan **ret)
 
 static void rescan_run(Live *l)
 {
-        if (l->rescan && !l->rescan_held)
+        if (l->rescan && !l->held)
                 (void) uv_idle_start(&l->rescan_idle, on_rescan_idle);
 }
 
@@ -276,7 +276,7 @@ static void on_rescan_idle(uv_idle_t *h)
         if (l->rescan && live_events_applied(l) < l->rescan->events_before)
                 return;
         while (l->rescan && (r = rescan_step(l, l->rescan)) > 0) {
-                if (l->rescan_held) /* live_rescan_hold() has stopped this handle */
+                if (l->held) /* live_hold() has stopped this handle */
                         return;
                 if (turn_slice_over(start))
                         return;
@@ -327,10 +327,9 @@ int live_rescan_start(Live *l, LiveRescanDone done, void *userdata)
         return 0;
 }
 
-void live_rescan_hold(Live *l, bool hold)
+void rescan_held(Live *l)
 {
-        l->rescan_held = hold;
-        if (hold)
+        if (l->held)
                 (void) uv_idle_stop(&l->rescan_idle);
         else
                 rescan_run(l);

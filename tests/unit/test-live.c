@@ -860,14 +860,14 @@ static void test_poll(void)
         /* A rescan reads every object: while one runs (held here), the poll reads nothing, and the
          * rescan tells what changed; after it, the poll goes on. */
         CHECK(live_rescan_start(l, NULL, NULL) == 0);
-        live_rescan_hold(l, true);
+        live_hold(l, true);
         CHECK(fixture_write(f, FIXTURE_SDA "/queue/read_ahead_kb", "512\n") == 0);
         for (int i = 0; i < 200; i++) {
                 (void) uv_run(loop, UV_RUN_NOWAIT);
                 usleep(1000);
         }
         CHECK(rec.n == 0);
-        live_rescan_hold(l, false);
+        live_hold(l, false);
         run_until_line(loop, "properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb");
         CHECK(lines_with("properties " SDA_PATH "/queue org.blkmodel1.Queue ", "read_ahead_kb") == 1);
         recorded_clear();
