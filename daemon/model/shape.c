@@ -136,20 +136,24 @@ static char *join(const char *const *names, size_t n, const char *sep)
         return s;
 }
 
+/* Of two files (or group directories) whose names map to one D-Bus name, the one of that very name
+ * comes first and keeps it (SPEC §4: a property is named as its file, a name D-Bus refuses is what
+ * is sanitized); else the first by name, as qsort is not stable. */
+static int same_name_cmp(const char *x, const char *y, const char *name)
+{
+        bool x_exact = streq(x, name), y_exact = streq(y, name);
+
+        if (x_exact != y_exact)
+                return x_exact ? -1 : 1;
+        return strcmp(x, y);
+}
+
 static int attr_cmp(const void *a, const void *b)
 {
         const Attr *x = a, *y = b;
         int c = strcmp(x->member, y->member);
-        bool x_exact = streq(x->file, x->member), y_exact = streq(y->file, y->member);
 
-        if (c != 0)
-                return c;
-        /* Of two files with one member name, the file of that very name keeps it (SPEC §4: a property
-         * is named as its file, a name D-Bus refuses is what is sanitized); else the first by file
-         * name, as qsort is not stable. */
-        if (x_exact != y_exact)
-                return x_exact ? -1 : 1;
-        return strcmp(x->file, y->file);
+        return c != 0 ? c : same_name_cmp(x->file, y->file, x->member);
 }
 
 static bool is_reserved(const PropertyInfo *reserved, const char *member)
@@ -344,15 +348,9 @@ static int group_cmp(const void *a, const void *b)
 {
         const Group *x = a, *y = b;
         int c = strcmp(x->interface, y->interface);
-        size_t skip = strlen(BLKMODEL_IFACE_GROUP_PREFIX);
-        bool x_exact = streq(x->dir, x->interface + skip), y_exact = streq(y->dir, y->interface + skip);
 
-        if (c != 0)
-                return c;
-        /* As attr_cmp(): the directory of that very name keeps the interface, else the first by name. */
-        if (x_exact != y_exact)
-                return x_exact ? -1 : 1;
-        return strcmp(x->dir, y->dir);
+        return c != 0 ? c
+                      : same_name_cmp(x->dir, y->dir, x->interface + strlen(BLKMODEL_IFACE_GROUP_PREFIX));
 }
 
 /* Every name a builder holds, in order: "disk/2/ro/size/1/power/1/control".  A file name never holds
