@@ -70,7 +70,7 @@ static int list_add_columns(ListContext *lc, const char *list, const char **ret_
 /* -o LIST, -o +LIST (the defaults and more, as lsblk takes it), -O; then the table's headings. */
 static int list_pick_columns(ListContext *lc)
 {
-        const char *o = lc->ctl->columns, *bad = NULL;
+        const char *o = lc->ctl->columns, *bad = NULL, *elsewhere;
         size_t bad_len = 0, n_keys = 0;
         int r = 0;
 
@@ -89,11 +89,12 @@ static int list_pick_columns(ListContext *lc)
                 if (r >= 0 && o)
                         r = list_add_columns(lc, o[0] == '+' ? o + 1 : o, &bad, &bad_len);
         }
-        if (r == -EINVAL && list_column_not_offered(bad, bad_len))
+        elsewhere = r == -EINVAL ? list_column_not_offered(bad, bad_len) : NULL;
+        if (elsewhere)
                 return ctl_usage("list",
                                  "column '%.*s' is not offered: lsblk reads it from %s, "
                                  "not from the kernel's device model",
-                                 (int) bad_len, bad, list_column_not_offered(bad, bad_len));
+                                 (int) bad_len, bad, elsewhere);
         if (r == -EINVAL)
                 return ctl_usage("list", "unknown column '%.*s'", (int) bad_len, bad);
         if (r < 0)

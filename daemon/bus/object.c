@@ -58,17 +58,6 @@ static int access_denied_read(const Kobject *k, const Iface *iface, const Attr *
                                        rel ? rel : a->file);
 }
 
-/*
- * Before the warm-up has read an object, the values a Get or GetAll sends are its first reading, as
- * GetManagedObjects' are: a change made between this reading and the warm-up's would otherwise be
- * what the warm-up records, and never told to a client that keeps what it got (a GDBusProxy GetAlls
- * when it is made; 30 of 300 queues written right after such a reading were never announced).
- */
-static void record_first_reading(Publisher *p, Kobject *k, ObjDir *d)
-{
-        live_record_reading(p->live, k, d);
-}
-
 /* privileged: the caller is root or the daemon's own user, so may read what others may not. */
 static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const char *interface,
                         const char *property, bool privileged, sd_bus_error *error)
@@ -94,7 +83,12 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
                 return r;
         if (r == 0)
                 return bus_error_unknown_property(error, interface, property);
-        record_first_reading(p, k, &d);
+        /* Before the warm-up has read an object, the values a Get or GetAll sends are its first
+         * reading, as GetManagedObjects' are: a change made between this reading and the warm-up's
+         * would otherwise be what the warm-up records, and never told to a client that keeps what it
+         * got (a GDBusProxy GetAlls when it is made; 30 of 300 queues written right after such a
+         * reading were never announced). */
+        live_record_reading(p->live, k, &d);
         return sd_bus_send(NULL, reply, NULL);
 }
 
@@ -152,7 +146,7 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
                 r = bus_append_iface_properties(p, &d, &iface, reply, privileged, NULL);
         if (r < 0)
                 return r;
-        record_first_reading(p, k, &d);
+        live_record_reading(p->live, k, &d); /* as get_property() does */
         return sd_bus_send(NULL, reply, NULL);
 }
 
