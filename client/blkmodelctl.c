@@ -220,10 +220,9 @@ static const Verb verbs[] = {
                  "  -t --timeout=SEC    How long --settle waits (default 120)\n"},
                 {"settle", 0, 0, OPT_TIMEOUT, cmd_settle, "[--timeout=SEC]",
                  "Wait until blkmodeld has applied and signalled every queued uevent.",
-                 "Settled: blkmodeld's LastSeqnum stays the same over a quiet period\n"
-                 "(0.1 s) in which no Uevent signal arrives, checked with a round trip to\n"
-                 "the daemon after it. See blkmodelctl(1) for what that does and does not\n"
-                 "cover.\n"
+                 "Settled: the daemon's Settle() has read its uevent socket empty, applied\n"
+                 "what it read and sent its Uevent signals. Says nothing about udev: use\n"
+                 "udevadm settle for that.\n"
                  "\n"
                  "  -t --timeout=SEC    Give up after SEC seconds (exit status 1; default 120)\n"},
 };
