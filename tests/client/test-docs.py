@@ -107,19 +107,34 @@ class ManPages(unittest.TestCase):
                             sorted(found))
 
 
-def complete(*words, with_library=True):
-    """COMPREPLY for the command line words (the last one being typed)."""
+def bash_words(line):
+    """The words bash hands a completion function for an unquoted line: it
+    breaks at blanks and at its COMP_WORDBREAKS characters, a run of which
+    is a word of its own (`--address=unix:path=/x` is seven words)."""
+    words = re.findall(r"""[^\s"'><=;|&(:]+|["'><=;|&(:]+""", line)
+    if not line or line[-1].isspace():
+        words.append("")
+    return words
+
+
+def complete(*words, with_library=True, session_bus=True):
+    """COMPREPLY for the command line words (the last one being typed), as
+    bash would split their line; without session_bus, blkmodelctl finds
+    only the bus the line names."""
     script = os.path.join(SOURCE, "completion", "blkmodelctl")
     lib = "/usr/share/bash-completion/bash_completion"
     prog = ""
     if with_library and os.path.exists(lib):
         prog += "source %s\n" % lib
-    prog += ('source %s\nCOMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1))\n'
-             'COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}\n'
+    prog += ('source %s\nCOMP_LINE=$1; COMP_POINT=${#COMP_LINE}; shift\n'
+             'COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1))\n'
              '_blkmodelctl; printf "%%s\\n" "${COMPREPLY[@]}"\n' % script)
     env = dict(os.environ, PATH=os.path.dirname(bt.BLKMODELCTL) + ":" +
                os.environ.get("PATH", ""))
-    p = subprocess.run(["bash", "-c", prog, "bash"] + list(words),
+    if not session_bus:
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    line = " ".join(words)
+    p = subprocess.run(["bash", "-c", prog, "bash", line] + bash_words(line),
                        capture_output=True, text=True, timeout=60, env=env)
     if p.returncode != 0:
         raise AssertionError(p.stderr)
@@ -146,6 +161,13 @@ class Completion(unittest.TestCase):
                     "blkmodelctl", "list", "-o", "NAME,SC", with_library=lib))
                 self.assertEqual(complete("blkmodelctl", "trigger", "-c", "ch",
                                           with_library=lib), ["change"])
+                # bash replaces what follows the ':' it broke the word at.
+                self.assertEqual(complete("blkmodelctl", "list", "-o",
+                                          "NAME,MAJ:M", with_library=lib),
+                                 ["MIN"])
+                self.assertEqual(complete("blkmodelctl", "list",
+                                          "--output=NAME,MA", with_library=lib),
+                                 ["NAME,MAJ:MIN"])
 
     def test_devices_from_the_daemon(self):
         with bt.Daemon(bt.make_fixture() + "/sys"):
@@ -157,6 +179,22 @@ class Completion(unittest.TestCase):
                              ["nvme0n1p1", "nvme0n1p2"])
             self.assertIn("block", complete("blkmodelctl", "--session",
                                             "tree", "b"))
+
+    def test_devices_on_a_bus_named_by_address(self):
+        """--address=ADDR: bash breaks the address into words at '=' and
+        ':'; the completion still finds the command and asks that bus."""
+        addr = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        with bt.Daemon(bt.make_fixture() + "/sys"):
+            for lib in (True, False):
+                for form in (["--address=" + addr], ["--address", addr]):
+                    with self.subTest(bash_completion_library=lib, form=form):
+                        self.assertEqual(
+                            complete("blkmodelctl", *form, "info", "nvme0n1p",
+                                     with_library=lib, session_bus=False),
+                            ["nvme0n1p1", "nvme0n1p2"])
+                        self.assertIn("--attribute-walk", complete(
+                            "blkmodelctl", *form, "info", "--attr",
+                            with_library=lib, session_bus=False))
 
 
 if __name__ == "__main__":
