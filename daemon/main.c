@@ -146,9 +146,9 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                 case ARG_MAX_MESSAGE_SIZE:
                         /* A bus configured smaller than its default drops a connection that sends more:
                          * the daemon cannot ask the bus, so it is told. */
-                        if (parse_unsigned(optarg, (size_t) 128 << 20, &v) < 0 || v < 4096) {
-                                log_error("Invalid --max-message-size '%s': expected bytes, 4096…134217728.",
-                                          optarg);
+                        if (parse_unsigned(optarg, BUS_MESSAGE_MAX, &v) < 0 || v < BUS_MESSAGE_MIN) {
+                                log_error("Invalid --max-message-size '%s': expected bytes, %zu…%zu.", optarg,
+                                          BUS_MESSAGE_MIN, BUS_MESSAGE_MAX);
                                 return -EINVAL;
                         }
                         o->message_max = (size_t) v;

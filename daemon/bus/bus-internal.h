@@ -58,6 +58,14 @@ struct Publisher {
         void *userdata;
 };
 
+/* The largest body a reply that grows with the model (GetManagedObjects, GetEvents) may have: the
+ * bus's message limit, or the protocol's array limit, less room for the reply's header (serial,
+ * signature, and the destination and sender, each at most 255 bytes). */
+static inline size_t bus_reply_body_max(const Publisher *p)
+{
+        return MIN(p->message_max, BUS_ARRAY_MAX) - 1024;
+}
+
 /* ---- backlog.c ---- */
 
 /* Registers the SignalsDropped signal on the Manager; the timer runs on loop. */

@@ -555,7 +555,7 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
 {
         /* D-Bus caps an array at 64 MiB, and dbus-daemon's system bus a message at 32 MiB by default; a bus
          * drops a connection that sends more.  Refuse instead. */
-        size_t limit = MIN(p->message_max, BUS_ARRAY_MAX) - 4096;
+        size_t limit = bus_reply_body_max(p);
         BusGmo *g, **tail;
         int r;
 

@@ -9,7 +9,8 @@
 
 /* The Manager interface (SPEC §5): fixed, so a static vtable; sd-bus introspects it. */
 
-/* The largest GetEvents reply: an eighth of the system bus's default message limit. */
+/* The largest GetEvents reply: an eighth of the system bus's default message limit, or less on a bus
+ * that takes less. */
 #define GET_EVENTS_REPLY_MAX ((size_t) 4 << 20)
 
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -145,7 +146,7 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Publisher *p = userdata;
-        size_t first, n;
+        size_t first, n, max = MIN(GET_EVENTS_REPLY_MAX, bus_reply_body_max(p));
         uint64_t after;
         int r;
 
@@ -167,7 +168,7 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
                 const EventRecord *e = eventlog_get(p->events, first + i);
 
                 bytes += event_bound(e);
-                if (i > 0 && bytes > GET_EVENTS_REPLY_MAX)
+                if (i > 0 && bytes > max)
                         break;
                 r = sd_bus_message_open_container(reply, 'r', "tssoa{ss}");
                 if (r >= 0)

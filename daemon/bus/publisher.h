@@ -41,6 +41,9 @@ typedef struct PublisherConfig {
 #define BUS_MESSAGE_MAX ((size_t) 128 << 20)
 /* The protocol's largest array: GetManagedObjects' reply is one. */
 #define BUS_ARRAY_MAX ((size_t) 64 << 20)
+/* The least message limit --max-message-size takes: below it even a small object's GetManagedObjects
+ * would be refused (a reply's header may take 1 KiB of it). */
+#define BUS_MESSAGE_MIN ((size_t) 4096)
 
 /* Registers every object and attaches the connection to the loop. */
 int publisher_new(const PublisherConfig *c, Publisher **ret);
