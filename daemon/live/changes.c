@@ -98,6 +98,11 @@ static bool event_file(const char *file)
         return false;
 }
 
+static bool source_is_links(const PropertyInfo *p)
+{
+        return p->source && (streq(p->source, PROPERTY_SOURCE_HOLDERS) || streq(p->source, PROPERTY_SOURCE_SLAVES));
+}
+
 static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how)
 {
         switch (how) {
@@ -105,10 +110,13 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
         case REFRESH_ALL:
                 return true;
         case REFRESH_STRUCTURE:
-                return !p->source || streq(p->source, PROPERTY_SOURCE_HOLDERS) ||
-                       streq(p->source, PROPERTY_SOURCE_SLAVES);
+                return !p->source || source_is_links(p);
         case REFRESH_WATCHED:
         case REFRESH_TUNABLES: {
+                /* Stacking set up by hand (dmsetup load, mdadm --add) links before any event, if one
+                 * comes at all. */
+                if (source_is_links(p))
+                        return true;
                 /* A hardware device's uevent names its driver, which bind and unbind change with
                  * events of its own subsystem only (a PCIe port's pcieport). */
                 if (k->ktype->id == KTYPE_DEVICE && p->source && streq(p->source, PROPERTY_SOURCE_UEVENT))
@@ -117,7 +125,11 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
                 return a && (how == REFRESH_WATCHED ? attr_watched(a) : attr_tunable(k, iface, a));
         }
         case REFRESH_EVENT:
-                return p->source && (streq(p->source, PROPERTY_SOURCE_UEVENT) || event_file(p->source));
+                /* A stacked device's own change moves its slaves/ (a dm table reloaded and resumed, an
+                 * md member added); holders/ moves with the events of the device above, whose slaves
+                 * are read then. */
+                return p->source && (streq(p->source, PROPERTY_SOURCE_UEVENT) || event_file(p->source) ||
+                                     streq(p->source, PROPERTY_SOURCE_SLAVES));
         }
         return true;
 }
@@ -388,6 +400,11 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
             (!have_old || !record_equal(old, now.record)))
                 count = announce(l, k, have_old ? old : NULL, now.record, only_same_in, d);
         bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);
+        /* Links the poll found moved, with no event to read the other side as apply.c does: the
+         * devices k linked to and links to now are read here. */
+        bool polled_links = (how == REFRESH_WATCHED || how == REFRESH_TUNABLES) && now.has_links && k->linked &&
+                            have_old && !record_equal(old, now.record);
+        char **before = polled_links ? stacking_neighbours(l, k) : NULL;
 
         if (now.has_links && k->linked)
                 stacking_note(l, k, now.holders, now.slaves);
@@ -395,6 +412,8 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 changes_keep(l, k, have_old ? old : NULL, now.record);
         reading_done(&now);
 
+        if (polled_links)
+                stacking_refresh_neighbours(l, k, before);
         if (switched)
                 scheduler_switched(l, k);
         return count;

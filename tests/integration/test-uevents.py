@@ -243,6 +243,68 @@ class LiveModel(unittest.TestCase):
                    if s[1] == "PropertiesChanged" and s[2] == lower]
         self.assertEqual(holders, [{"Holders": []}])
 
+    def stack_dm_over(self, n_loops):
+        """dm-1 over the first of n_loops new loop disks' partitions."""
+        lowers = []
+        for i in range(n_loops):
+            rel, parts = self.fx.add_loop(5 + i, partitions=1)
+            self.send("add", rel, DEVTYPE="disk")
+            self.send("add", parts[0], DEVTYPE="partition", PARTN=1)
+            lowers.append((parts[0], bt.path_of("block", "loop%d" % (5 + i),
+                                                "loop%dp1" % (5 + i))))
+        dm_rel = self.fx.b.disk(os.path.join(VIRT, "dm-1"), "dm-1", (253, 1),
+                                2048, 60, "[none] mq-deadline", None)
+        self.fx.b.stack(lowers[0][0], dm_rel)
+        self.send("add", dm_rel, DEVTYPE="disk")
+        self.wait_uevents(2 * n_loops + 1)
+        upper = bt.path_of("block", "dm-1")
+        self.assertEqual(self.dm.get(upper, DISK, "Slaves"), [lowers[0][1]])
+        for path in (upper, lowers[0][1], lowers[1][1]):  # as a client would
+            self.dm.get_all(path, bt.IFACE + "Kobject")
+        return dm_rel, upper, lowers
+
+    def restack(self, dm_rel, old_rel, new_rel):
+        name = os.path.basename(dm_rel)
+        os.unlink(os.path.join(self.sys, old_rel, "holders", name))
+        os.unlink(os.path.join(self.sys, dm_rel, "slaves",
+                               os.path.basename(old_rel)))
+        self.fx.b.stack(new_rel, dm_rel)
+
+    def links_told(self, upper, old_lower, new_lower):
+        return {s[2]: s[3][1] for s in self.rec.signals
+                if s[1] == "PropertiesChanged"
+                and s[2] in (upper, old_lower, new_lower)}
+
+    def test_a_table_reload_moves_the_links(self):
+        """dmsetup reload + resume: the kernel relinks, then sends change
+        on the dm device alone.  Its Slaves and both lower devices'
+        Holders are told, before its Uevent."""
+        dm_rel, upper, ((old_rel, old), (new_rel, new)) = self.stack_dm_over(2)
+        self.rec.signals.clear()
+        self.restack(dm_rel, old_rel, new_rel)
+        # dmsetup --noudevsync: no DM_COOKIE, nothing but the plain keys.
+        self.send("change", dm_rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertEqual(self.links_told(upper, old, new), {
+            upper: {"Slaves": [new]}, old: {"Holders": []},
+            new: {"Holders": [upper]}})
+        names = [s[1] for s in self.rec.signals]
+        self.assertEqual(names[-1], "Uevent")
+        self.assertEqual(self.dm.get(new, PARTITION, "Holders"), [upper])
+
+    def test_links_moved_without_an_event_are_found_by_the_poll(self):
+        """A table loaded but not resumed (no event yet) links already:
+        Holders and Slaves carry no EmitsChangedSignal annotation, so the
+        poll must tell them (the daemon polls every 2 s here)."""
+        dm_rel, upper, ((old_rel, old), (new_rel, new)) = self.stack_dm_over(2)
+        self.rec.signals.clear()
+        self.restack(dm_rel, old_rel, new_rel)
+        want = {upper: {"Slaves": [new]}, old: {"Holders": []},
+                new: {"Holders": [upper]}}
+        self.rec.wait_for(lambda s: self.links_told(upper, old, new) == want,
+                          timeout=60)
+        self.assertEqual(uevents(self.rec), [])
+
     def test_add_of_existing_is_harmless(self):
         before = self.dm.managed_objects()
         sda = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/" \
