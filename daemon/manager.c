@@ -70,10 +70,9 @@ static void settle_mark_read(Manager *m)
         }
 }
 
-/* After each turn's I/O: answers the calls whose events are all applied, after their signals. */
-static void on_settle_check(uv_check_t *h)
+/* Answers the calls whose events are all applied: their signals are on their way. */
+static void settle_answer(Manager *m)
 {
-        Manager *m = h->data;
         uint64_t applied = live_events_applied(m->live);
         size_t kept = 0;
 
@@ -89,8 +88,14 @@ static void on_settle_check(uv_check_t *h)
         if (kept == 0) {
                 m->settle_waiters = mfree(m->settle_waiters);
                 m->n_settle_waiters_allocated = 0;
-                (void) uv_check_stop(h);
+                (void) uv_check_stop(&m->settle_check);
         }
+}
+
+/* After each turn's I/O, while events the calls wait for are applied. */
+static void on_settle_check(uv_check_t *h)
+{
+        settle_answer(h->data);
 }
 
 /*
@@ -416,6 +421,9 @@ static void on_uevents_drained(UeventSource *s, void *userdata)
         Manager *m = userdata;
         live_on_drained(s, m->live);
         settle_mark_read(m);
+        /* Found empty by a look between turns, with nothing left to apply, the loop may sleep until
+         * the next event: the check after its I/O would answer only then. */
+        settle_answer(m);
 }
 
 static int open_uevent_source(Manager *m)

@@ -58,6 +58,22 @@ class Settle(unittest.TestCase):
                              {"settled": True, "last_seqnum": last})
             rec.close()
 
+    def test_an_idle_daemon_answers_at_once(self):
+        """Nothing queued, nothing polled: the loop has nothing to wake it,
+        and Settle() must not wait for something to (it waited for the next
+        poll round, or for ever with --poll-interval=0, every other call)."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--poll-interval=0"]) as dm:
+            last = dm.manager_prop("LastSeqnum")
+            for i in range(6):
+                with self.subTest(call=i):
+                    start = time.monotonic()
+                    self.assertEqual(dm.call(bt.MANAGER_PATH, bt.MANAGER,
+                                             "Settle", timeout=20), last)
+                    self.assertLess(time.monotonic() - start, 10)
+                    time.sleep(0.2)  # the loop asleep again
+
     def test_calls_answered_while_settling(self):
         """Settle() waits for the queue without holding the loop: a call made
         after it is answered while the queued events are still being applied,
