@@ -11,6 +11,7 @@ typedef struct Applied {
         Kobject *k;      /* what the event is about now, NULL if nothing (any more) */
         char *gone_path; /* the object path of what it removed */
         Kobject *disk;   /* a disk whose partitions changed (a reference) */
+        bool came_back;  /* it removed a device whose name sysfs lists again: read the new one */
 } Applied;
 
 static void applied_done(Live *l, Applied *a)
@@ -41,13 +42,24 @@ static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
         return k;
 }
 
-/* sysfs, not the datagram, says whether something went: a synthetic remove (udevadm trigger
- * --action=remove) leaves the device where it is.  Returns whether it went. */
-static bool remove_object(Live *l, Kobject *k, Applied *a)
+/*
+ * sysfs says whether something went: a synthetic remove (udevadm trigger --action=remove) leaves the
+ * device where it is.  But the kernel deletes the device's class/block link before it sends its
+ * remove: one the kernel sent (by_kernel: not marked SYNTH_UUID, as it marks every synthetic event
+ * since 4.13) for a name class/block lists again means another device came under that name before
+ * the event was read (a loop device detached and attached at once).  That one is not the object the
+ * clients hold: the object goes, and the new one is read after the event.  Returns whether it went.
+ */
+static bool remove_object(Live *l, Kobject *k, Applied *a, bool by_kernel)
 {
         if (scan_block_device_present(l->sysfs, k->devpath)) {
-                log_debug("%s: removed by an event, but class/block still lists it; it stays.", k->devpath);
-                return false;
+                if (!by_kernel) {
+                        log_debug("%s: removed by an event, but class/block still lists it; it stays.",
+                                  k->devpath);
+                        return false;
+                }
+                log_debug("%s: removed by the kernel, and one of that name is back already.", k->devpath);
+                a->came_back = true;
         }
         free(a->gone_path);
         a->gone_path = strdup(k->path);
@@ -313,7 +325,7 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
                 return;
 
         case UEVENT_REMOVE:
-                if (k && !remove_object(l, k, a))
+                if (k && !remove_object(l, k, a, !synthetic))
                         a->k = k;
                 return;
 
@@ -321,7 +333,7 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
                 /* A rename changes the object path: the old object goes, the new one comes. */
                 Kobject *old = u->devpath_old ? model_find_devpath(l->model, u->devpath_old) : NULL;
                 if (old && ktype_is_block_device(old->ktype))
-                        (void) remove_object(l, old, a);
+                        (void) remove_object(l, old, a, false);
                 /* What the event names may have gone with the old one: the same devpath, or below it. */
                 k = model_find_devpath(l->model, u->devpath);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
@@ -346,6 +358,20 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
         case _UEVENT_ACTION_MAX:
                 break;
         }
+}
+
+/* The device that came under a removed one's name, announced after the remove's Uevent: its own add
+ * event, which follows, then finds it read. */
+static void add_back(Live *l, const char *devpath)
+{
+        Applied a = {};
+
+        a.k = add_from_sysfs(l, devpath, &a);
+        live_flush(l);
+        if (a.disk && a.disk->linked)
+                (void) changes_refresh(l, a.disk, REFRESH_STRUCTURE);
+        stacking_refresh_neighbours(l, a.k, NULL);
+        applied_done(l, &a);
 }
 
 /* Applies the event and then sends its Uevent signal: what it changed is announced first. */
@@ -373,6 +399,8 @@ static void apply_event(Live *l, const Uevent *u, uint64_t index)
                                   : a.gone_path ? a.gone_path
                                                 : "/",
                                   u->n_env, u->env_keys, u->env_values);
+        if (a.came_back)
+                add_back(l, u->devpath);
         applied_done(l, &a);
 }
 

@@ -107,7 +107,8 @@ class FixtureCaching(unittest.TestCase, Steps):
             f.write("\n".join(env) + "\n")
         self.exact("pcieport unbound")
 
-        self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block"})
+        self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block",
+                                                  "SYNTH_UUID": "0"})
         self.exact("a synthetic remove")
         self.assertIn(bt.path_of("block", name), self.dm.managed_objects())
 

@@ -49,11 +49,12 @@ HOSTILE = [
     ("add", SDA + "/mq/0", {}),
     ("remove", SDA + "/holders", {}),
     ("add", LOOP0 + "/loop", {}),
-    # Synthetic removes (udevadm trigger --action=remove): directory and
-    # class/block link still there, so the devices stay.
-    ("remove", SDA, {}),
-    ("remove", SDA + "/sda1", {}),
-    ("remove", LOOP0, {}),
+    # Synthetic removes (udevadm trigger --action=remove; the kernel marks
+    # them SYNTH_UUID): directory and class/block link still there, so the
+    # devices stay.
+    ("remove", SDA, {"SYNTH_UUID": "0"}),
+    ("remove", SDA + "/sda1", {"SYNTH_UUID": "0"}),
+    ("remove", LOOP0, {"SYNTH_UUID": "2f7a8c3e-1111-4a5b-9c0d-0123456789ab"}),
     ("move", LOOP0, {"DEVPATH_OLD": SDA}),
 ]
 

@@ -243,6 +243,42 @@ class LiveModel(unittest.TestCase):
                    if s[1] == "PropertiesChanged" and s[2] == lower]
         self.assertEqual(holders, [{"Holders": []}])
 
+    def test_a_device_back_under_its_name_before_its_remove_is_read(self):
+        """losetup -d then losetup at once: the kernel deletes loop6 and
+        makes a new one before the daemon reads the remove, so sysfs lists
+        loop6 again.  The remove is the kernel's (no SYNTH_UUID): the object
+        clients hold goes, and the new device comes, with its own values."""
+        rel, _ = self.fx.add_loop(6)
+        path = bt.path_of("block", "loop6")
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.dm.get_all(path, DISK)
+        self.rec.signals.clear()
+
+        self.fx.remove(rel, (7, 96))
+        self.fx.add_loop(6)
+        self.fx.write(os.path.join(rel, "size"), "65536")
+        self.send("remove", rel, DEVTYPE="disk")
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(2)
+        seen = [(s[1], s[3][1] if s[1] == "Uevent" else s[3][0])
+                for s in self.rec.signals
+                if s[1] in ("InterfacesRemoved", "InterfacesAdded", "Uevent")
+                and (s[1] == "Uevent" or s[3][0] == path)]
+        self.assertEqual(seen, [("InterfacesRemoved", path), ("Uevent", "remove"),
+                                ("InterfacesAdded", path), ("Uevent", "add")])
+        added = [s[3][1] for s in self.rec.signals if s[1] == "InterfacesAdded"
+                 and s[3][0] == path][0]
+        self.assertEqual(added[DISK]["Size"], 65536 * 512)
+        self.assertEqual(self.dm.get(path, DISK, "Size"), 65536 * 512)
+
+        # udevadm trigger --action=remove: marked by the kernel, it stays.
+        self.rec.signals.clear()
+        self.send("remove", rel, DEVTYPE="disk", SYNTH_UUID=0)
+        self.wait_uevents(1)
+        self.assertEqual([s[1] for s in self.rec.signals], ["Uevent"])
+        self.assertEqual(uevents(self.rec)[0][3], path)
+
     def stack_dm_over(self, n_loops):
         """dm-1 over the first of n_loops new loop disks' partitions."""
         lowers = []
