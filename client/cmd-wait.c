@@ -3,9 +3,11 @@
 /*
  * wait: return when an object exists (or is gone).  The signals are
  * subscribed to before the first Resolve, so an object that appears
- * between the two is seen either by Resolve or by the signal; every signal
- * leads to a fresh Resolve, which also covers specs like "8:1" whose
- * object path cannot be known in advance.
+ * between the two is seen either by Resolve or by the signal.  A signal
+ * that names the object settles the wait by itself, even when the object
+ * is back (or gone again) by the time Resolve could look; any other leads
+ * to a fresh Resolve, which also covers specs only the daemon can follow
+ * (sda/queue, /sys/block/sda, links).
  */
 
 #include <errno.h>
@@ -28,6 +30,7 @@ typedef struct Waiter {
         Ctl *ctl;
         const char *spec;
         bool dirty;     /* something changed: look again */
+        bool done;      /* a signal named the object as added (or removed) */
         char *path;     /* the object, while it exists */
         bool no_daemon; /* the last look found no blkmodeld */
 } Waiter;
@@ -37,6 +40,113 @@ static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         Waiter *w = userdata;
 
         w->dirty = true;
+        return 0;
+}
+
+/* What of an added object a spec can name without the daemon's help (see Resolve). */
+typedef struct Added {
+        const char *name, *devpath, *ktype;
+        uint32_t major, minor;
+} Added;
+
+static int read_added(sd_bus_message *m, Added *a)
+{
+        const char *iface, *prop;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sa{sv}}");
+        while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
+                r = sd_bus_message_read(m, "s", &iface);
+                if (r >= 0)
+                        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+                while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                        r = sd_bus_message_read(m, "s", &prop);
+                        if (r < 0)
+                                break;
+                        bool kobject = streq(iface, BLKMODEL_IFACE_KOBJECT);
+                        bool device = streq(iface, BLKMODEL_IFACE_DISK) || streq(iface, BLKMODEL_IFACE_PARTITION);
+                        if (kobject && streq(prop, BLKMODEL_PROP_NAME))
+                                r = sd_bus_message_read(m, "v", "s", &a->name);
+                        else if (kobject && streq(prop, BLKMODEL_PROP_DEVPATH))
+                                r = sd_bus_message_read(m, "v", "s", &a->devpath);
+                        else if (kobject && streq(prop, BLKMODEL_PROP_KTYPE))
+                                r = sd_bus_message_read(m, "v", "s", &a->ktype);
+                        else if (device && streq(prop, BLKMODEL_PROP_MAJOR))
+                                r = sd_bus_message_read(m, "v", "u", &a->major);
+                        else if (device && streq(prop, BLKMODEL_PROP_MINOR))
+                                r = sd_bus_message_read(m, "v", "u", &a->minor);
+                        else
+                                r = sd_bus_message_skip(m, "v");
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        return r;
+}
+
+/* Does the spec name the added object as Resolve would: its path, devpath, device number, or as a
+ * disk or partition its kernel name or /dev node? */
+static bool added_is(const char *spec, const char *path, const Added *a)
+{
+        const char *sys = startswith(spec, "/sys"), *dev = startswith(spec, "/dev/");
+        unsigned major, minor;
+        char end;
+
+        if (streq(spec, path) || (a->devpath && (streq(spec, a->devpath) || streq_ptr(sys, a->devpath))))
+                return true;
+        if (!a->ktype || !(streq(a->ktype, "disk") || streq(a->ktype, "partition")))
+                return false;
+        if (sscanf(spec, "%u:%u%c", &major, &minor, &end) == 2)
+                return major == a->major && minor == a->minor;
+        if (!a->name)
+                return false;
+        if (streq(spec, a->name))
+                return true;
+        if (!dev)
+                return false;
+        /* /dev/cciss/c0d0 is cciss!c0d0 in sysfs. */
+        const char *n = a->name;
+        for (; *dev && *n == (*dev == '/' ? '!' : *dev); n++, dev++)
+                ;
+        return *dev == 0 && *n == 0;
+}
+
+static int on_added(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        Waiter *w = userdata;
+        Added a = {};
+        const char *path;
+
+        w->dirty = true;
+        if (sd_bus_message_read(m, "o", &path) < 0 || read_added(m, &a) < 0 || !added_is(w->spec, path, &a))
+                return 0;
+        /* It existed, whatever comes after this signal. */
+        char *copy = strdup(path);
+        if (copy) {
+                free(w->path);
+                w->path = copy;
+                w->done = true;
+        }
+        return 0;
+}
+
+static int on_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        _cleanup_(strv_freep) char **ifaces = NULL;
+        Waiter *w = userdata;
+        const char *path;
+
+        w->dirty = true;
+        if (sd_bus_message_read(m, "o", &path) < 0 || sd_bus_message_read_strv(m, &ifaces) < 0)
+                return 0;
+        /* The object found earlier is gone, whatever comes after this signal (the same name back). */
+        for (char **i = ifaces; streq_ptr(w->path, path) && i && *i; i++)
+                if (streq(*i, BLKMODEL_IFACE_KOBJECT))
+                        w->done = true;
         return 0;
 }
 
@@ -90,7 +200,8 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
         /* Subscribe first (AddMatch is synchronous), then look. */
         r = sd_bus_match_signal(bus, NULL, BLKMODEL_BUS_NAME, BLKMODEL_ROOT_PATH,
                                 "org.freedesktop.DBus.ObjectManager",
-                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded", on_change, &w);
+                                ctl->removed ? "InterfacesRemoved" : "InterfacesAdded",
+                                ctl->removed ? on_removed : on_added, &w);
         if (r >= 0)
                 r = bus_match_daemon_owner(bus, on_change, &w);
         if (r < 0)
@@ -101,6 +212,8 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
                 if (r < 0)
                         return ctl_fail("Lost the connection to the %s: %s",
                                         bus_kind_to_string(ctl->bus_kind), strerror(-r));
+                if (w.done)
+                        break;
                 if (r > 0)
                         continue;
 

@@ -4,6 +4,7 @@
 --removed when it is gone; times out with exit 1 and one line; returns
 at once for what already is (or is not) there; and, race-free, never
 misses an object that appears while it starts."""
+import signal
 import time
 import unittest
 
@@ -77,6 +78,43 @@ class Wait(unittest.TestCase):
                 time.sleep(0.002 * (n - 4))
                 self.add(n)
                 self.assertEqual(w.wait(), (0, ""), "loop%d" % n)
+
+    def test_a_short_life_is_not_missed(self):
+        """The object comes and goes (or goes and comes back) while wait
+        is not looking: by the time it could Resolve, the model is as it
+        was.  The signal that named the object is enough."""
+        self.add(2)
+        ct.run("wait", "loop2", "--timeout=30", check=0)
+        n, path = 11, bt.path_of("block", "loop11")
+        waits = [ct.Background("wait", "--removed", "loop2", "--timeout=30")]
+        waits += [ct.Background("--json", "wait", spec, "--timeout=30")
+                  for spec in ("loop11", "/dev/loop11", "7:11", path,
+                               "/devices/virtual/block/loop11",
+                               "/sys/devices/virtual/block/loop11")]
+        for w in waits:
+            self.addCleanup(w.proc.kill)
+        try:
+            time.sleep(0.5)  # all subscribed and waiting
+            for w in waits:
+                self.assertIsNone(w.proc.poll(), w.argv)
+                w.proc.send_signal(signal.SIGSTOP)
+            # losetup -d and losetup at once; a loop device set up and
+            # detached at once.
+            ct.remove_loop(self.sys, 2)
+            ct.add_loop(self.sys, 2)
+            ct.send_loop_uevent(self.dm, "remove", 2)
+            ct.send_loop_uevent(self.dm, "add", 2)
+            self.add(n)
+            self.dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            self.remove(n)
+            self.dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+        finally:
+            for w in waits:
+                w.proc.send_signal(signal.SIGCONT)
+        for w in waits:
+            self.assertEqual(w.wait(), (0, ""), w.argv)
+        for w in waits[1:]:
+            self.assertIn('"object": "%s"' % path, "\n".join(w.lines), w.argv)
 
     def test_waits_for_the_daemon(self):
         # With no daemon, wait waits for one: --timeout then says why.
