@@ -162,10 +162,12 @@ static void reread_one(Live *l, Rescan *s, Kobject *k)
         known = changes_recorded(k);
         r = changes_reread(l, k);
         live_flush(l);
-        if (known && r > 0 && ktype_is_block_device(k->ktype)) {
-                s->changes++;
+        if (!known || r <= 0)
+                return;
+        /* Counted whatever it is (a queue's read_ahead_kb too); only a block device has events. */
+        s->changes++;
+        if (ktype_is_block_device(k->ktype))
                 (void) live_synthesize(l, "change", k->devpath, k->path, k);
-        }
 }
 
 /* One unit of work: 1 while there is more, 0 when done, negative errno. */

@@ -176,6 +176,17 @@ class RescanRestores(unittest.TestCase):
         self.assertEqual(self.dm.manager_prop("SysfsRoot"), self.sys)
         self.rescan_is_fresh()
 
+    def test_the_log_counts_every_object_told(self):
+        """A queue's tunable has no event of its own, but it is a difference
+        the Rescan announced: its log line counts it."""
+        self.start()
+        self.tree.write(SDA + "/queue/read_ahead_kb", "4096")
+        os.kill(self.dm.proc.pid, signal.SIGHUP)
+        self.assertTrue(bt.wait_until(lambda: "Rescan: " in self.dm.output()))
+        self.assertIn("Rescan: 1 difference.", self.dm.output())
+        self.assertEqual(self.dm.get(P("block", "sda", "queue"), bt.IFACE + "Queue",
+                                     "read_ahead_kb"), "4096")
+
     def test_waits_while_the_bus_is_behind(self):
         # A rescan's announcements have no uevent the kernel could keep: while the bus reads nothing,
         # the rescan waits once sd-bus's queue is long, instead of piling everything up ahead of
