@@ -154,6 +154,14 @@ int publisher_take_name(Publisher *p)
 
         prepare_readers(p);
         r = sd_bus_request_name(p->bus, BLKMODEL_BUS_NAME, 0);
+        if (r == -EEXIST)
+                return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME
+                                          ": another connection owns it (is blkmodeld already running "
+                                          "on this bus?)");
+        if (r == -EACCES || r == -EPERM)
+                return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME
+                                          ": the bus's policy does not let this user own it (on the "
+                                          "system bus only root may)");
         if (r < 0)
                 return log_error_errno(r, "Cannot take the name " BLKMODEL_BUS_NAME ": %m");
         p->name_taken = true;

@@ -16,6 +16,15 @@ class Smoke(unittest.TestCase):
             self.assertIn(bt.path_of("block", "sda"), objs)
             self.assertEqual(dm.manager_prop("ObjectCount"), len(objs))
 
+    def test_a_second_daemon_says_why_it_cannot_start(self):
+        sysfs = bt.make_fixture() + "/sys"
+        with bt.Daemon(sysfs):
+            p = self.run_daemon("--session", "--sysfs-root=" + sysfs,
+                                "--no-uevents")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("another connection owns it (is blkmodeld already "
+                          "running on this bus?)", p.stderr)
+
     def run_daemon(self, *args, env=None):
         return subprocess.run([bt.BLKMODELD, *args], capture_output=True,
                               text=True, timeout=30, env=env)
