@@ -164,7 +164,8 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
                         if (r < 0) {
-                                log_error("Invalid --log-level '%s'.", optarg);
+                                log_error("Invalid --log-level '%s': expected err, warning, notice, info or debug.",
+                                          optarg);
                                 return -EINVAL;
                         }
                         log_set_max_level(r);

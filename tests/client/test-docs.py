@@ -26,11 +26,11 @@ SOURCE = sys.argv.pop(1)
 PAGES = ("blkmodeld.8", "blkmodelctl.1", "org.blkmodel1.5")
 
 
-def render(page):
+def render(page, locale="C.UTF-8"):
     p = subprocess.run(["man", "--warnings", "-l",
                         os.path.join(BUILD, "man", page)],
                        capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, LC_ALL="C.UTF-8", MANWIDTH="80",
+                       env=dict(os.environ, LC_ALL=locale, MANWIDTH="80",
                                 MAN_KEEP_FORMATTING="0", PAGER="cat"))
     return p
 
@@ -50,6 +50,9 @@ class ManPages(unittest.TestCase):
     def test_render_without_warnings(self):
         for page in PAGES:
             with self.subTest(page=page):
+                # An ASCII terminal too: no character it cannot show.
+                p = render(page, "C")
+                self.assertEqual((p.returncode, p.stderr), (0, ""))
                 p = render(page)
                 self.assertEqual((p.returncode, p.stderr), (0, ""))
                 text = plain(p.stdout)
