@@ -333,19 +333,19 @@ static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRe
         return count;
 }
 
-static void scheduler_switched(Live *l, Kobject *queue)
+/* The kernel replaced the directory: a new kobject, even when the same name comes back.  Announced at
+ * once, so that the queue's Elevator, told next, never names an object not yet added. */
+static void replace_elevator(Live *l, Kobject *queue)
 {
         Kobject *old = kobject_find_child_type(queue, KTYPE_ELEVATOR), *now = NULL;
         int r;
 
-        /* The kernel replaced the directory: a new kobject, even when the same name comes back. */
         if (old)
                 model_unlink(l->model, old);
         r = scan_add_elevator(l->sysfs, l->model, queue, &now);
         if (r < 0)
                 log_warning_errno(r, "%s/iosched: cannot read the new scheduler: %m", queue->devpath);
         live_flush(l);
-        (void) changes_refresh(l, queue, REFRESH_STRUCTURE);
 }
 
 static bool directory_gone(Live *l, const Kobject *k)
@@ -393,13 +393,22 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 return k->parent->linked ? refresh(l, k->parent, REFRESH_WATCHED, NULL, NULL) : 0;
         }
 
+        /* A scheduler switch: the iosched object is replaced first, then the queue read again whole,
+         * so that one signal tells Scheduler, scheduler and Elevator together. */
+        if (have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record)) {
+                replace_elevator(l, k);
+                reading_done(&now);
+                r = read_slots(l, k, REFRESH_ALL, old, d, &now);
+                if (r < 0)
+                        return r;
+        }
+
         /* Without a reading of before, no client holds a value of k (every reply and InterfacesAdded
          * makes one): there is nothing to tell it.  A reading of another shape: every property may
          * have changed, and is told rather than one missed. */
         if (how != REFRESH_RECORD && l->announce && k->linked && old &&
             (!have_old || !record_equal(old, now.record)))
                 count = announce(l, k, have_old ? old : NULL, now.record, only_same_in, d);
-        bool switched = have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record);
         /* Links the poll found moved, with no event to read the other side as apply.c does: the
          * devices k linked to and links to now are read here. */
         bool polled_links = (how == REFRESH_WATCHED || how == REFRESH_TUNABLES) && now.has_links && k->linked &&
@@ -414,8 +423,6 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 
         if (polled_links)
                 stacking_refresh_neighbours(l, k, before);
-        if (switched)
-                scheduler_switched(l, k);
         return count;
 }
 

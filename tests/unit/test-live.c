@@ -591,11 +591,12 @@ static void test_scheduler_write(Live *l, const Fixture *f, Model *m)
         CHECK(fixture_mkdir(f, FIXTURE_SDA "/queue/iosched") == 0);
         CHECK(fixture_write(f, FIXTURE_SDA "/queue/iosched/low_latency", "1\n") == 0);
         live_object_after_write(l, q);
+        /* The new iosched first, then the queue in one signal (Elevator names the same path). */
         CHECK(recorded((const char *const[]){
-                        "properties " SDA_PATH
-                        "/queue org.blkmodel1.Queue changed=Scheduler,scheduler invalidated=",
                         "removed " SDA_PATH "/queue/iosched",
                         "added " SDA_PATH "/queue/iosched",
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,scheduler invalidated=",
                         NULL,
         }));
         after = kobject_find_child_type(q, KTYPE_ELEVATOR);
