@@ -158,15 +158,14 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
 
 typedef struct Reading {
         ChangeRecord *record;
-        bool has_links;
-        char **holders, **slaves; /* as read now, if read */
+        StackingLinks links; /* as read now, if read */
 } Reading;
 
 static void reading_done(Reading *r)
 {
         free(r->record);
-        strv_free(r->holders);
-        strv_free(r->slaves);
+        strv_free(r->links.holders);
+        strv_free(r->links.slaves);
 }
 
 static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
@@ -193,11 +192,13 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
         rd->record->value_bytes += typed_value_size(&v);
         if (p->id == PROP_HOLDERS || p->id == PROP_SLAVES) {
                 assert(v.strv_ownership == STRV_OWNED); /* kept past this turn */
-                rd->has_links = true;
-                if (p->id == PROP_HOLDERS)
-                        rd->holders = TAKE_PTR(v.strv);
-                else
-                        rd->slaves = TAKE_PTR(v.strv);
+                if (p->id == PROP_HOLDERS) {
+                        rd->links.holders = TAKE_PTR(v.strv);
+                        rd->links.read_holders = true;
+                } else {
+                        rd->links.slaves = TAKE_PTR(v.strv);
+                        rd->links.read_slaves = true;
+                }
         }
         typed_value_done(&v);
         return 0;
@@ -411,12 +412,13 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 count = announce(l, k, have_old ? old : NULL, now.record, only_same_in, d);
         /* Links the poll found moved, with no event to read the other side as apply.c does: the
          * devices k linked to and links to now are read here. */
-        bool polled_links = (how == REFRESH_WATCHED || how == REFRESH_TUNABLES) && now.has_links && k->linked &&
+        bool has_links = now.links.read_holders || now.links.read_slaves;
+        bool polled_links = (how == REFRESH_WATCHED || how == REFRESH_TUNABLES) && has_links && k->linked &&
                             have_old && !record_equal(old, now.record);
         char **before = polled_links ? stacking_neighbours(l, k) : NULL;
 
-        if (now.has_links && k->linked)
-                stacking_note(l, k, now.holders, now.slaves);
+        if (has_links && k->linked)
+                stacking_note(l, k, &now.links);
         if (k->linked)
                 changes_keep(l, k, have_old ? old : NULL, now.record);
         reading_done(&now);

@@ -151,8 +151,14 @@ void changes_done(Live *l);
 
 /* ---- stacking.c: holders/ and slaves/ right on both sides of a link ---- */
 
-/* What k links to (object paths; NULL-terminated), as its last reading found. */
-void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slaves);
+/* A reading's holders/ and slaves/ (object paths; NULL-terminated), and which of them it read. */
+typedef struct StackingLinks {
+        char **holders, **slaves;
+        bool read_holders, read_slaves;
+} StackingLinks;
+
+/* What k links to, as its last reading of each side found. */
+void stacking_note(Live *l, Kobject *k, const StackingLinks *now);
 void stacking_forget(Live *l, Kobject *k);
 /* A copy of what k linked to before an event (NULL if nothing). */
 char **stacking_neighbours(Live *l, const Kobject *k);

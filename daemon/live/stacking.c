@@ -11,8 +11,9 @@
  */
 
 typedef struct Stacked {
-        Kobject *k;        /* borrowed: the entry goes when the object leaves the model */
-        char **neighbours; /* object paths */
+        Kobject *k;     /* borrowed: the entry goes when the object leaves the model */
+        char **holders; /* object paths, NULL if none */
+        char **slaves;
 } Stacked;
 
 static const char *stacked_path(const void *s)
@@ -28,7 +29,8 @@ void stacking_init(Live *l)
 static Stacked *stacked_free(Stacked *s)
 {
         if (s) {
-                strv_free(s->neighbours);
+                strv_free(s->holders);
+                strv_free(s->slaves);
                 free(s);
         }
         return NULL;
@@ -54,18 +56,28 @@ void stacking_forget(Live *l, Kobject *k)
         stacked_free(hashmap_remove(&l->stacked, hashmap_get(&l->stacked, k->path)));
 }
 
-void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slaves)
+/* A side's paths now, or NULL for none. */
+static int links_copy(char *const *links, char ***ret)
 {
-        _cleanup_(strv_freep) char **all = NULL;
-        Stacked *s;
         size_t n = 0;
 
-        if (strv_extend_all(&all, &n, holders) < 0 || strv_extend_all(&all, &n, slaves) < 0) {
+        *ret = NULL;
+        return strv_extend_all(ret, &n, links);
+}
+
+void stacking_note(Live *l, Kobject *k, const StackingLinks *now)
+{
+        _cleanup_(strv_freep) char **holders = NULL, **slaves = NULL;
+        Stacked *s = hashmap_get(&l->stacked, k->path);
+
+        /* A side not read is as it was. */
+        if ((now->read_holders ? links_copy(now->holders, &holders)
+                               : links_copy(s ? s->holders : NULL, &holders)) < 0 ||
+            (now->read_slaves ? links_copy(now->slaves, &slaves) : links_copy(s ? s->slaves : NULL, &slaves)) < 0) {
                 log_error("Out of memory noting the links of %s.", k->path);
                 return;
         }
-        s = hashmap_get(&l->stacked, k->path);
-        if (n == 0) {
+        if (!holders && !slaves) {
                 if (s)
                         stacking_forget(l, k);
                 return;
@@ -80,8 +92,10 @@ void stacking_note(Live *l, Kobject *k, char *const *holders, char *const *slave
                         return;
                 }
         }
-        strv_free(s->neighbours);
-        s->neighbours = TAKE_PTR(all);
+        strv_free(s->holders);
+        strv_free(s->slaves);
+        s->holders = TAKE_PTR(holders);
+        s->slaves = TAKE_PTR(slaves);
 }
 
 char **stacking_neighbours(Live *l, const Kobject *k)
@@ -90,8 +104,8 @@ char **stacking_neighbours(Live *l, const Kobject *k)
         char **copy = NULL;
         size_t n = 0;
 
-        if (!s || strv_extend_all(&copy, &n, s->neighbours) < 0)
-                return NULL;
+        if (!s || strv_extend_all(&copy, &n, s->holders) < 0 || strv_extend_all(&copy, &n, s->slaves) < 0)
+                return strv_free(copy);
         return copy;
 }
 

@@ -341,6 +341,30 @@ class LiveModel(unittest.TestCase):
                           timeout=60)
         self.assertEqual(uevents(self.rec), [])
 
+    def test_a_change_of_the_lower_disk_keeps_its_holders_in_mind(self):
+        """dm-1 over the whole disk loop5.  A change of loop5 re-reads its
+        slaves/, not its holders/: its holder must still be known when
+        loop5 goes (hot-unplugged), so that dm-1's Slaves are told."""
+        rel, _ = self.fx.add_loop(5)
+        self.send("add", rel, DEVTYPE="disk")
+        dm_rel = self.fx.b.disk(os.path.join(VIRT, "dm-1"), "dm-1", (253, 1),
+                                2048, 60, "[none] mq-deadline", None)
+        self.fx.b.stack(rel, dm_rel)
+        self.send("add", dm_rel, DEVTYPE="disk")
+        self.wait_uevents(2)
+        upper, lower = bt.path_of("block", "dm-1"), bt.path_of("block", "loop5")
+        self.assertEqual(self.dm.get(upper, DISK, "Slaves"), [lower])
+        self.send("change", rel, DEVTYPE="disk")
+        self.wait_uevents(3)
+        self.rec.signals.clear()
+        os.unlink(os.path.join(self.sys, dm_rel, "slaves", "loop5"))
+        self.fx.remove(rel, (7, 80))
+        self.send("remove", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        told = [s[3][1] for s in self.rec.signals
+                if s[1] == "PropertiesChanged" and s[2] == upper]
+        self.assertEqual(told, [{"Slaves": []}])
+
     def test_add_of_existing_is_harmless(self):
         before = self.dm.managed_objects()
         sda = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/" \
