@@ -115,6 +115,10 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         o->bus_kind = BUS_KIND_SESSION;
                         break;
                 case ARG_ADDRESS:
+                        if (isempty(optarg)) {
+                                log_error("Invalid --address '': expected a D-Bus address (unix:path=...).");
+                                return -EINVAL;
+                        }
                         o->bus_kind = BUS_KIND_ADDRESS;
                         o->address = optarg;
                         break;

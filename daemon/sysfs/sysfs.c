@@ -109,10 +109,18 @@ static bool on_kernfs(int fd)
 
 int sysfs_open(const char *root, Sysfs *ret)
 {
+        _cleanup_(freep) char *cwd = NULL;
         int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        char *r = strdup(root);
+        /* Absolute: a replaced root is opened again by its path, and SysfsRoot is read by clients
+         * with a working directory of their own. */
+        if (root[0] != '/' && !(cwd = get_current_dir_name())) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        char *r = cwd ? path_join(cwd, root) : strdup(root);
         if (!r) {
                 close(fd);
                 return -ENOMEM;

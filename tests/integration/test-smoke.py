@@ -25,6 +25,13 @@ class Smoke(unittest.TestCase):
             self.assertIn("another connection owns it (is blkmodeld already "
                           "running on this bus?)", p.stderr)
 
+    def test_a_relative_sysfs_root_is_published_absolute(self):
+        d = bt.make_fixture()
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(d)
+        with bt.Daemon("sys") as dm:
+            self.assertEqual(dm.manager_prop("SysfsRoot"), os.path.join(d, "sys"))
+
     def run_daemon(self, *args, env=None):
         return subprocess.run([bt.BLKMODELD, *args], capture_output=True,
                               text=True, timeout=30, env=env)
@@ -37,6 +44,7 @@ class Smoke(unittest.TestCase):
                 (("--event-log-size=0",), "--event-log-size '0'"),
                 (("--max-message-size=12",), "--max-message-size '12'"),
                 (("--uevent-socket=/x", "--no-uevents"), "exclude each other"),
+                (("--address=",), "--address ''"),
                 (("extra",), "'extra'"),
                 (("--bogus",), "'--bogus'")):
             with self.subTest(args=args):
