@@ -138,6 +138,43 @@ class Kernel(unittest.TestCase):
                              dm.all_objects()[disk])
             rec.close()
 
+    def test_partitions_back_before_their_removes_are_read(self):
+        """partx -d and partx -a while the daemon is stopped: the kernel
+        sends each partition's remove (no SYNTH_UUID) after deleting its
+        class/block link, then makes it again.  By the time the daemon reads
+        the removes, sysfs lists every name again: each old object goes,
+        and the new one comes, in that order."""
+        img = make_image(self.tmp)
+        loop = self.new_loop()
+        loop.attach(img, partitions=True)
+        name = loop.name
+        parts = [bt.path_of("block", name, "%sp%d" % (name, i)) for i in (1, 2)]
+        with bt.Daemon("/sys", no_uevents=False) as dm:
+            objs = dm.managed_objects()
+            self.assertTrue(all(p in objs for p in parts))
+            rec = bt.SignalRecorder()
+            dm.proc.send_signal(signal.SIGSTOP)
+            try:
+                for args in (["partx", "-d", loop.dev], ["partx", "-a", loop.dev]):
+                    subprocess.run(args, check=True, capture_output=True, timeout=60)
+            finally:
+                dm.proc.send_signal(signal.SIGCONT)
+            seen = rec.wait_for(lambda s: sum(
+                1 for x in s if x[1] == "Uevent" and x[3][3] in parts) >= 4)
+            for p in parts:
+                told = [x[1] if x[1] != "Uevent" else "Uevent " + x[3][1]
+                        for x in seen if x[1] in ("InterfacesRemoved",
+                                                  "InterfacesAdded", "Uevent")
+                        and (x[3][0] == p if x[1] != "Uevent" else x[3][3] == p)]
+                self.assertEqual(told, ["InterfacesRemoved", "Uevent remove",
+                                        "InterfacesAdded", "Uevent add"], p)
+                self.assertNotIn("SYNTH_UUID", [x[3][4] for x in seen
+                                                if x[1] == "Uevent"
+                                                and x[3][3] == p][0])
+            self.assertEqual(sorted(dm.get(bt.path_of("block", name), DISK,
+                                           "Partitions")), parts)
+            rec.close()
+
     def test_silent_changes_are_announced(self):
         """What the kernel changes without a uevent, read-only files too,
         is announced by the poll: BLKROSET (blockdev --setro) flips the
