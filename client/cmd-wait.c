@@ -64,7 +64,8 @@ static int read_added(sd_bus_message *m, Added *a)
                         if (r < 0)
                                 break;
                         bool kobject = streq(iface, BLKMODEL_IFACE_KOBJECT);
-                        bool device = streq(iface, BLKMODEL_IFACE_DISK) || streq(iface, BLKMODEL_IFACE_PARTITION);
+                        bool device = streq(iface, BLKMODEL_IFACE_DISK) ||
+                                      streq(iface, BLKMODEL_IFACE_PARTITION);
                         if (kobject && streq(prop, BLKMODEL_PROP_NAME))
                                 r = sd_bus_message_read(m, "v", "s", &a->name);
                         else if (kobject && streq(prop, BLKMODEL_PROP_DEVPATH))

@@ -151,8 +151,8 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         /* A bus configured smaller than its default drops a connection that sends more:
                          * the daemon cannot ask the bus, so it is told. */
                         if (parse_unsigned(optarg, BUS_MESSAGE_MAX, &v) < 0 || v < BUS_MESSAGE_MIN) {
-                                log_error("Invalid --max-message-size '%s': expected bytes, %zu…%zu.", optarg,
-                                          BUS_MESSAGE_MIN, BUS_MESSAGE_MAX);
+                                log_error("Invalid --max-message-size '%s': expected bytes, %zu…%zu.",
+                                          optarg, BUS_MESSAGE_MIN, BUS_MESSAGE_MAX);
                                 return -EINVAL;
                         }
                         o->message_max = (size_t) v;
@@ -168,7 +168,8 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
                         if (r < 0) {
-                                log_error("Invalid --log-level '%s': expected err, warning, notice, info or debug.",
+                                log_error("Invalid --log-level '%s': expected err, warning, notice, info "
+                                          "or debug.",
                                           optarg);
                                 return -EINVAL;
                         }

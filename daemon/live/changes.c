@@ -100,7 +100,8 @@ static bool event_file(const char *file)
 
 static bool source_is_links(const PropertyInfo *p)
 {
-        return p->source && (streq(p->source, PROPERTY_SOURCE_HOLDERS) || streq(p->source, PROPERTY_SOURCE_SLAVES));
+        return p->source &&
+               (streq(p->source, PROPERTY_SOURCE_HOLDERS) || streq(p->source, PROPERTY_SOURCE_SLAVES));
 }
 
 static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how)

@@ -73,7 +73,8 @@ void stacking_note(Live *l, Kobject *k, const StackingLinks *now)
         /* A side not read is as it was. */
         if ((now->read_holders ? links_copy(now->holders, &holders)
                                : links_copy(s ? s->holders : NULL, &holders)) < 0 ||
-            (now->read_slaves ? links_copy(now->slaves, &slaves) : links_copy(s ? s->slaves : NULL, &slaves)) < 0) {
+            (now->read_slaves ? links_copy(now->slaves, &slaves)
+                              : links_copy(s ? s->slaves : NULL, &slaves)) < 0) {
                 log_error("Out of memory noting the links of %s.", k->path);
                 return;
         }

@@ -170,7 +170,8 @@ const char *uevent_get(const Uevent *u, const char *key)
  *  9. SUBSYSTEM, if present, is non-empty and contains no '/': it names a
  *     directory of /sys/class or /sys/bus.
  * 10. SEQNUM, if present, is a canonical non-zero decimal u64.
- * 11. A move carries DEVPATH_OLD; without it the old object can't be found.
+ * 11. (Gone: a move need not carry DEVPATH_OLD.  A rename's does, but the
+ *     kernel's synthetic one, echo move > uevent, has none, and is a move.)
  * 12. The action is one we know (-EOPNOTSUPP).  Checked last, so that a
  *     malformed event is -EBADMSG whatever its action, and only a
  *     well-formed event of a newer kernel is reported as unsupported.
@@ -287,10 +288,6 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
 
         /* Rule 10 */
         if (seqnum && seqnum_parse(seqnum, &u->kernel_seqnum) < 0)
-                return -EBADMSG;
-
-        /* Rule 11: checked before rule 12 only for the one action that has it. */
-        if (streq(action, "move") && !u->devpath_old)
                 return -EBADMSG;
 
         /* Rule 12 */

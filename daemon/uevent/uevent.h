@@ -41,7 +41,7 @@ typedef struct Uevent {
         UeventAction action;
         char *devpath;          /* "/devices/...", the kernel's DEVPATH; never NULL */
         char *subsystem;        /* SUBSYSTEM, or NULL if absent */
-        char *devpath_old;      /* DEVPATH_OLD of a move; NULL for every other action */
+        char *devpath_old;      /* a move's DEVPATH_OLD (a synthetic move has none); else NULL */
         uint64_t kernel_seqnum; /* SEQNUM, or 0 if absent */
         size_t n_env;           /* number of variables; always >= 2 (ACTION, DEVPATH) */
         char **env_keys;        /* all KEY=VALUE variables in wire order, */

@@ -114,6 +114,17 @@ class Kernel(unittest.TestCase):
             ev = [x[3] for x in ev if x[1] == "Uevent" and x[3][3] == parts[0]]
             self.assertEqual(ev[0][1], "change")
             self.assertNotIn("BLKMODEL_SYNTHESIZED", ev[0][4])
+            # A synthetic move carries no DEVPATH_OLD: still a move, signalled,
+            # and nothing moved.
+            rec.signals.clear()
+            dm.manager("Trigger", bt.dbus.ObjectPath(parts[0]), "move")
+            ev = rec.wait_for(lambda s: any(
+                x[1] == "Uevent" and x[3][1] == "move" for x in s))
+            ev = [x[3] for x in ev if x[1] == "Uevent"]
+            self.assertEqual([(e[1], e[3]) for e in ev], [("move", parts[0])])
+            self.assertNotIn("DEVPATH_OLD", ev[0][4])
+            self.assertEqual([x for x in rec.signals if x[1] != "Uevent"], [])
+            self.assertEqual(dm.manager_prop("EventsLost"), 0)
             for bad in [(parts[0], "explode"), (disk + "/queue", "change"),
                         (bt.path_of("block", "nosuchdisk"), "change")]:
                 with self.assertRaises(bt.dbus.DBusException) as cm:
