@@ -386,13 +386,17 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                         return r;
         }
 
-        /* A scheduler switch removes the iosched directory before the queue's scheduler file says so:
-         * read meanwhile, its files are gone, which is no change of its values.  The queue's reading
-         * tells the switch once there is one, and replaces the object. */
-        if (k->ktype->id == KTYPE_ELEVATOR && have_old && how != REFRESH_RECORD &&
-            !record_equal(old, now.record) && directory_gone(l, k)) {
+        /* Read after its directory went, an object's files are gone, which is no change of its values
+         * (a detached loop's partitions, read with their disk's change before their removes come): its
+         * removal tells it, by its event, its disk's, or a Rescan.  A scheduler switch removes the
+         * iosched directory before the queue's scheduler file says so: the queue's reading tells the
+         * switch once there is one, and replaces the object. */
+        if (old && how != REFRESH_RECORD && (!have_old || !record_equal(old, now.record)) &&
+            directory_gone(l, k)) {
                 reading_done(&now);
-                return k->parent->linked ? refresh(l, k->parent, REFRESH_WATCHED, NULL, NULL) : 0;
+                if (k->ktype->id == KTYPE_ELEVATOR && k->parent->linked)
+                        return refresh(l, k->parent, REFRESH_WATCHED, NULL, NULL);
+                return 0;
         }
 
         /* A scheduler switch: the iosched object is replaced first, then the queue read again whole,

@@ -279,6 +279,33 @@ class LiveModel(unittest.TestCase):
         self.assertEqual([s[1] for s in self.rec.signals], ["Uevent"])
         self.assertEqual(uevents(self.rec)[0][3], path)
 
+    def test_partitions_gone_before_their_removes_are_not_changed(self):
+        """losetup -d: the disk's change (size 0) is read after its
+        partitions' directories went, before their removes are.  Read then,
+        a partition's files are gone, which no value changed to: nothing is
+        told of it but its removal."""
+        rel, parts = self.fx.add_loop(7, partitions=2)
+        self.send("add", rel, DEVTYPE="disk")
+        for i, p in enumerate(parts, 1):
+            self.send("add", p, DEVTYPE="partition", PARTN=i)
+        self.wait_uevents(3)
+        paths = [bt.path_of("block", "loop7", "loop7p%d" % i) for i in (1, 2)]
+        for p in paths:
+            self.dm.get_all(p, PARTITION)
+        self.rec.signals.clear()
+        for i, p in enumerate(parts, 1):
+            self.fx.remove(p, (7, 7 * 16 + i))
+        self.fx.write(os.path.join(rel, "size"), "0")
+        self.send("change", rel, DEVTYPE="disk")
+        for p in parts:
+            self.send("remove", p, DEVTYPE="partition")
+        self.wait_uevents(3)
+        told = [(s[1], s[2] if s[1] == "PropertiesChanged" else s[3][0])
+                for s in self.rec.signals if s[1] != "Uevent"
+                and (s[2] in paths or (s[1] != "PropertiesChanged"
+                                       and s[3][0] in paths))]
+        self.assertEqual(told, [("InterfacesRemoved", p) for p in paths])
+
     def stack_dm_over(self, n_loops):
         """dm-1 over the first of n_loops new loop disks' partitions."""
         lowers = []
