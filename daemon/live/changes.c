@@ -104,9 +104,13 @@ static bool source_is_links(const PropertyInfo *p)
                (streq(p->source, PROPERTY_SOURCE_HOLDERS) || streq(p->source, PROPERTY_SOURCE_SLAVES));
 }
 
-static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how)
+static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how,
+                          ObjDir *d)
 {
         switch (how) {
+        case REFRESH_SENT:
+                /* What derives from the model costs no reading; the rest, if the reply read its file. */
+                return !p->source || objdir_has(d, p->source);
         case REFRESH_RECORD:
         case REFRESH_ALL:
                 return true;
@@ -135,9 +139,11 @@ static bool typed_read_in(const Kobject *k, const Iface *iface, const PropertyIn
         return true;
 }
 
-static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Refresh how)
+static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Refresh how, ObjDir *d)
 {
         switch (how) {
+        case REFRESH_SENT:
+                return objdir_has_attr(d, iface, a);
         case REFRESH_RECORD:
         case REFRESH_ALL:
                 return true;
@@ -239,7 +245,7 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                         if (!slot_typed(p))
                                 continue;
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
-                        if (typed_read_in(k, &iface, p, how)) {
+                        if (typed_read_in(k, &iface, p, how, d)) {
                                 r = read_typed(l, d, p, &rd);
                                 if (r < 0) {
                                         reading_done(&rd);
@@ -251,7 +257,7 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
-                        if (attr_read_in(k, &iface, a, how))
+                        if (attr_read_in(k, &iface, a, how, d))
                                 read_attr(d, &iface, a, rd.record);
                         else
                                 record_put_slot(rd.record, was);
@@ -361,6 +367,8 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 {
         _cleanup_(objdir_donep) ObjDir own = OBJDIR_INIT(l->sysfs, k);
         ObjDir *d = given ?: &own;
+        /* What the caller's lookups asked, before this reading's own. */
+        uint64_t mark = d->mark;
         _cleanup_(freep) ChangeRecord *old = NULL;
         bool have_old;
         Reading now;
@@ -371,6 +379,9 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 return r;
         have_old = old && old->n_slots == n_slots(k);
 
+        /* A reply's values against a reading of another shape: the reshape tells that, not a reply. */
+        if (how == REFRESH_SENT && !have_old)
+                return 0;
         if (how != REFRESH_RECORD && how != REFRESH_ALL && !have_old)
                 how = REFRESH_ALL; /* a partial reading with nothing to keep: read everything once */
         r = read_slots(l, k, how, have_old ? old : NULL, d, &now);
@@ -426,6 +437,10 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 stacking_note(l, k, &now.links);
         if (k->linked)
                 changes_keep(l, k, have_old ? old : NULL, now.record);
+        /* A reply's reading: the record now holds what it read (those of its values that differed were
+         * told just now). */
+        if (k->linked && mark != OBJDIR_MARK_NONE && (how == REFRESH_SENT || how == REFRESH_RECORD))
+                changes_mark(k, mark);
         reading_done(&now);
 
         if (polled_links)
@@ -443,6 +458,7 @@ int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d)
         return refresh(l, k, how, NULL, d);
 }
 
+/* Not for REFRESH_SENT, whose values are read already. */
 int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how)
 {
         size_t n = 0;
@@ -454,19 +470,19 @@ int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how)
                 kobject_iface(k, i, &iface);
                 for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
-                        if ((a->flags & ATTR_VOLATILE) || !attr_read_in(k, &iface, a, how))
+                        if ((a->flags & ATTR_VOLATILE) || !attr_read_in(k, &iface, a, how, NULL))
                                 continue;
                         n++;
                         r = prefetch_add_attr(b, &iface, a);
                 }
                 /* What typed properties derive from, unless it is one of the files just added. */
                 for (const PropertyInfo *p = iface.properties; r >= 0 && p->name; p++) {
-                        if (!slot_typed(p) || !p->source || !typed_read_in(k, &iface, p, how))
+                        if (!slot_typed(p) || !p->source || !typed_read_in(k, &iface, p, how, NULL))
                                 continue;
                         if (streq(p->source, PROPERTY_SOURCE_UEVENT) && !k->ktype->has_uevent)
                                 continue;
                         const Attr *a = iface.attr_dir ? NULL : source_attr(&iface, p);
-                        if (a && !(a->flags & ATTR_VOLATILE) && attr_read_in(k, &iface, a, how))
+                        if (a && !(a->flags & ATTR_VOLATILE) && attr_read_in(k, &iface, a, how, NULL))
                                 continue;
                         n++;
                         r = prefetch_add_file_once(b, p->source);
@@ -477,8 +493,13 @@ int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how)
 
 void live_record_reading(Live *l, Kobject *k, ObjDir *d)
 {
-        if (k->linked && !changes_recorded(k) && k->ktype->id != KTYPE_KSET)
-                (void) refresh(l, k, REFRESH_RECORD, NULL, d);
+        if (!k->linked || k->ktype->id == KTYPE_KSET)
+                return;
+        /* The same files, with the same values, as a reading the record was found equal to: a reply of
+         * an object nothing changed costs a hash of what it read, not a comparison slot by slot. */
+        if (d->mark != OBJDIR_MARK_NONE && changes_marked(k, d->mark))
+                return;
+        (void) refresh(l, k, changes_recorded(k) ? REFRESH_SENT : REFRESH_RECORD, NULL, d);
 }
 
 /* The names of k's interfaces that are not the same in other. */

@@ -104,6 +104,20 @@ void changes_forget(Kobject *k)
 {
         record_packed_free(k->observer_data);
         k->observer_data = NULL;
+        k->observer_mark = 0;
+}
+
+/* The record was made, or found equal to, a reading whose values have this fingerprint: a reply that
+ * read the same values has nothing to tell, until the record changes (changes_keep() forgets it). */
+void changes_mark(Kobject *k, uint64_t fingerprint)
+{
+        if (k->observer_data)
+                k->observer_mark = fingerprint;
+}
+
+bool changes_marked(const Kobject *k, uint64_t fingerprint)
+{
+        return k->observer_data && k->observer_mark == fingerprint;
 }
 
 size_t live_object_value_bytes(const Kobject *k)

@@ -18,6 +18,7 @@ typedef enum Refresh {
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo, ro) */
         REFRESH_TUNABLES,  /* of that, what a write or a udev rule changes: the poll's most rounds */
         REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
+        REFRESH_SENT,  /* only what a reply just read and sent (its ObjDir holds it) */
 } Refresh;
 
 /*
@@ -140,6 +141,9 @@ int changes_reread(Live *l, Kobject *k);
 typedef struct ChangeRecord ChangeRecord;
 
 bool changes_recorded(const Kobject *k);
+/* The mark (ObjDir.mark) of a reading k's record was made of, or found equal to. */
+void changes_mark(Kobject *k, uint64_t fingerprint);
+bool changes_marked(const Kobject *k, uint64_t fingerprint);
 /* k's last reading, unpacked (NULL if none); free() it. */
 int changes_kept(const Kobject *k, ChangeRecord **ret);
 /* Keeps now as k's last reading (old: the one before, as changes_kept() gave it, or NULL). */

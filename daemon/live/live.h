@@ -73,8 +73,10 @@ void live_stop(Live *l);
  */
 void live_warmup_hold(Live *l);
 void live_warmup_release(Live *l);
-/* What such a client was sent of k, read into d: unless k has a reading, k's first (the warm-up's
- * for it), so that a change from it is announced, and the warm-up need not read k again. */
+/* What a client was sent of k, read into d: unless k has a reading, k's first (the warm-up's for
+ * it), so that a change from it is announced, and the warm-up need not read k again; else what
+ * differs from that reading is announced to every client (a change the poll has not reached yet,
+ * which the caller now holds and the others do not), and kept. */
 void live_record_reading(Live *l, Kobject *k, ObjDir *d);
 
 /* UeventSource callbacks; userdata is the Live. */

@@ -39,8 +39,10 @@ struct Kobject {
         Shape *shape;
 
         /* The observer's own record of the object (the live layer's change record): set
-         * and freed by the observer only, at the latest in its removed(). */
+         * and freed by the observer only, at the latest in its removed(); and a mark of its own
+         * (the live layer's: the values a reply last found equal to that record). */
         void *observer_data;
+        uint64_t observer_mark;
 
         /* The tree, for children lookups and introspection. */
         Kobject *first_child, *next_sibling, *prev_sibling;

@@ -83,7 +83,7 @@ static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
         return objdir_scan(d, relpath, d->n_values);
 }
 
-int objdir_read(ObjDir *d, const char *relpath, const char **ret)
+static int objdir_lookup(ObjDir *d, const char *relpath, const char **ret)
 {
         _cleanup_(freep) char *file = NULL, *value = NULL;
         const ObjDirValue *v;
@@ -122,10 +122,35 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret)
         return 0;
 }
 
+int objdir_read(ObjDir *d, const char *relpath, const char **ret)
+{
+        int r = objdir_lookup(d, relpath, ret);
+
+        d->mark = fnv1a(relpath, strlen(relpath) + 1, d->mark);
+        d->mark = r >= 0 ? fnv1a(*ret, strlen(*ret) + 1, d->mark) : fnv1a(&r, sizeof(r), d->mark);
+        return r;
+}
+
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret)
 {
         char buf[IFACE_RELPATH_MAX];
         const char *rel = iface_attr_relpath_in(iface, a, buf);
 
-        return rel ? objdir_read(d, rel, ret) : -ENAMETOOLONG;
+        if (!rel)
+                return -ENAMETOOLONG;
+        /* What moves by itself (stat) would make no two readings alike: it is left out of the mark. */
+        return a->flags & ATTR_VOLATILE ? objdir_lookup(d, rel, ret) : objdir_read(d, rel, ret);
+}
+
+bool objdir_has(ObjDir *d, const char *relpath)
+{
+        return objdir_find(d, relpath) != NULL;
+}
+
+bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a)
+{
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
+
+        return rel && objdir_has(d, rel);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include "base/hash.h"
 #include "base/hashmap.h"
 
 #include "model/iface.h"
@@ -31,9 +32,13 @@ typedef struct ObjDir {
         /* The files read, once there are so many that a lookup of a file not read yet would cost
          * more than a hash (an object of thousands of attributes); empty until then. */
         Hashmap files;
+        /* A hash of every lookup's file and value, in turn, but those of what moves by itself:
+         * two readings that asked the same of the same values have the same mark. */
+        uint64_t mark;
 } ObjDir;
 
-#define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1})
+#define OBJDIR_MARK_NONE FNV1A_INIT /* nothing asked yet */
+#define OBJDIR_INIT(s, obj) ((ObjDir){.sysfs = (s), .k = (obj), .fd = -1, .mark = OBJDIR_MARK_NONE})
 
 void objdir_done(ObjDir *d);
 /* Frees n values, each with its file name, but the first n_borrowed ones', and the array. */
@@ -50,3 +55,6 @@ int objdir_fd(ObjDir *d);
 int objdir_read(ObjDir *d, const char *relpath, const char **ret);
 /* Reads one raw attribute of an interface. */
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret);
+/* Has d read that file (or link, or link directory) already? */
+bool objdir_has(ObjDir *d, const char *relpath);
+bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a);

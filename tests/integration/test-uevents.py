@@ -491,6 +491,47 @@ class LiveModel(unittest.TestCase):
         self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 4)
 
 
+class WhatAReplySaid(unittest.TestCase):
+    """A reply reads values live.  One that differs from what the clients
+    were told (a change the poll has not reached) is told to every client
+    at once: else a client that read the new value while it lasted, and
+    the others, would never hear of it (the poll compares with what the
+    daemon was told last, which the value may go back to)."""
+
+    def test_a_value_read_live_is_told_to_everyone(self):
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        queue = bt.path_of("block", "sda", "queue")
+        qdir = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+                if r.endswith("/block/sda/queue")][0]
+        QUEUE = bt.IFACE + "Queue"
+
+        def write(value):
+            with open(os.path.join(qdir, "read_ahead_kb"), "w") as f:
+                f.write(value + "\n")
+
+        # No poll: what is told here is told by the replies alone.
+        with bt.Daemon(sys_, extra_args=["--poll-interval=0"]) as dm:
+            dm.managed_objects()  # what everyone holds: 128
+            rec = bt.SignalRecorder()
+            write("1024")
+            self.assertEqual(dm.get_all(queue, QUEUE)["read_ahead_kb"], "1024")
+            rec.wait_for(lambda s: any(x[1] == "PropertiesChanged" for x in s))
+            write("128")
+            self.assertEqual(dm.get(queue, QUEUE, "read_ahead_kb"), "128")
+            told = rec.wait_for(lambda s: sum(
+                1 for x in s if x[1] == "PropertiesChanged") >= 2)
+            self.assertEqual([(x[2], x[3][0], x[3][1]) for x in told
+                              if x[1] == "PropertiesChanged"],
+                             [(queue, QUEUE, {"read_ahead_kb": "1024"}),
+                              (queue, QUEUE, {"read_ahead_kb": "128"})])
+            # Read again, unchanged: nothing more.
+            dm.managed_objects()
+            rec.pump(0.3)
+            self.assertEqual(len([x for x in rec.signals
+                                  if x[1] == "PropertiesChanged"]), 2)
+            rec.close()
+
+
 class StartUp(unittest.TestCase):
     def test_events_during_the_scan_are_in_the_model_before_the_name(self):
         """The source is opened before the scan; what arrives meanwhile is
