@@ -101,7 +101,8 @@ static void shed_start(Backlog *b, uint64_t queued, uint64_t now)
 {
         b->dropped = b->first_seqnum = b->last_seqnum = 0;
         log_warning("The bus has not taken our messages for %" PRIu64 " ms (%" PRIu64
-                    " queued): a subscriber that does not read holds them up. Sending no signals until "
+                    " queued): a subscriber that does not read, or a bus too busy to keep up, holds them "
+                    "up. Sending no signals until "
                     "the queue drains; GetEvents and GetManagedObjects have everything.",
                     b->state.waiting ? now - b->state.waiting_since_ms : 0, queued);
 }
