@@ -91,6 +91,7 @@ struct Live {
         RoundReader poll_reader;
         uint64_t poll_round_start; /* µs */
         unsigned poll_rounds;      /* begun: which objects a round reads whole (poll.c) */
+        bool poll_all_whole;       /* the last round was short enough for every object whole */
         /* How many times a record changed (kept.c): values read ahead before another reading
          * changed one are not compared, as they may be older than it. */
         uint64_t n_keeps;

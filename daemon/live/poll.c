@@ -129,7 +129,9 @@ static bool poll_wants(const Kobject *k)
  * round: what is set by hand (a scheduler, read-ahead) is found within a round of about 0.6 of a
  * whole reading's length, and what the kernel changes silently (ro, a partition's size) within three.
  * At 1,000 loop disks x 2 a round over every value took 16.4-17.2 s, one over the tunables alone
- * 7.3-8.7 s.
+ * 7.3-8.7 s.  Where a round of that kind would still fit in the interval three times over, every
+ * object is read whole: below that scale every change is found within the interval (SPEC §6), as
+ * the budget allows.
  */
 #define POLL_WHOLE_EVERY 3
 
@@ -140,6 +142,8 @@ static Refresh poll_how(const Live *l, const Kobject *k)
         /* The first reading of an object only records (at most once per round). */
         if (!changes_recorded(k))
                 return REFRESH_RECORD;
+        if (l->poll_all_whole)
+                return REFRESH_WATCHED;
         /* Which third: the object's address, mixed, is as good as any number of its own. */
         mixed = ((uint64_t) (uintptr_t) k >> 4) * UINT64_C(0x9E3779B97F4A7C15);
         return ((mixed >> 32) + l->poll_rounds) % POLL_WHOLE_EVERY == 0 ? REFRESH_WATCHED : REFRESH_TUNABLES;
@@ -163,6 +167,9 @@ static void poll_rest(Live *l)
                 log_debug("A poll round took %" PRIu64 " ms.", round / 1000);
                 if (round < interval)
                         next = MAX(next, interval - round);
+                /* A round with every object whole takes up to POLL_WHOLE_EVERY times one with a third
+                 * (the tunables are some of what the whole reads); the same after one with all. */
+                l->poll_all_whole = round * (l->poll_all_whole ? 1 : POLL_WHOLE_EVERY) < interval;
         }
         /* A timer counts from the loop's clock, read before this slice ran: without the update the
          * rest would come out shorter by the slice (5.26 % instead of 5 %, as measured). */

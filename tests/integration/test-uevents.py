@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import socket
+import time
 import unittest
 
 import blkmodeltest as bt
@@ -529,6 +530,41 @@ class WhatAReplySaid(unittest.TestCase):
             rec.pump(0.3)
             self.assertEqual(len([x for x in rec.signals
                                   if x[1] == "PropertiesChanged"]), 2)
+            rec.close()
+
+
+class SilentChanges(unittest.TestCase):
+    def test_found_within_the_poll_interval(self):
+        """SPEC §6: what changes without an event (ro: BLKROSET sends none) is
+        told within the poll interval.  On a model this small a round has
+        room for every object whole; reading a third each round took up to
+        three intervals."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        with bt.Daemon(sys_, extra_args=["--poll-interval=1000"]) as dm:
+            objs = dm.managed_objects()
+            ro = {}
+            for path, ifaces in objs.items():
+                k = ifaces.get(bt.IFACE + "Kobject", {})
+                if k.get("Ktype") in ("disk", "partition") and len(ro) < 10:
+                    f = os.path.join(sys_, k["DevPath"].lstrip("/"), "ro")
+                    if os.path.exists(f) and bt.read_attr(f) == "0":
+                        ro[path] = f
+            self.assertEqual(len(ro), 10)
+            # A round has been measured.
+            self.assertTrue(bt.wait_until(
+                lambda: "A poll round took" in dm.output(), timeout=30))
+            rec = bt.SignalRecorder()
+            for f in ro.values():
+                os.unlink(f)  # a file of its own, should the tree share it
+                with open(f, "w") as out:
+                    out.write("1\n")
+            start = time.monotonic()
+            rec.wait_for(lambda s: {x[2] for x in s if x[1] == "PropertiesChanged"
+                                    and x[3][1].get("ro") == "1"} >= set(ro),
+                         timeout=30)
+            # One interval, and room for a loaded machine: a third a round
+            # took up to three (all ten in two: (2/3)^10, 2 %).
+            self.assertLess(time.monotonic() - start, 2.2)
             rec.close()
 
 
