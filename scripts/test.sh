@@ -77,7 +77,7 @@ if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d
                 name=fuzz-$(basename "$corpus")
                 scratch=$(mktemp -d)
                 UBSAN_OPTIONS=halt_on_error=1 "build-fuzz/tests/fuzz/$name" \
-                        -max_total_time="$seconds" -print_final_stats=0 \
+                        -max_total_time="$seconds" -print_final_stats=0 -artifact_prefix="$scratch/" \
                         "$scratch" "$corpus" > "$scratch.log" 2>&1 &
                 fuzz_pids+=($!)
                 fuzz_names+=("$name")
