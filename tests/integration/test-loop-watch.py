@@ -183,7 +183,10 @@ class LoopWatch(unittest.TestCase):
             os.sched_setaffinity(bus_pid, {cpus[1]})
             mine = os.sched_getaffinity(0)
             os.sched_setaffinity(0, {cpus[1]})
-            go_r, go_w = os.pipe()
+            # The hog says when it spins: the call goes out only then.  (It used to be sent 20 ms
+            # after the hog was told to start; on a loaded CI machine the forked hog was not running
+            # yet, and the call was answered in 1 ms.)
+            spin_r, spin_w = os.pipe()
             hog = os.fork()
             if hog == 0:
                 try:
@@ -191,24 +194,23 @@ class LoopWatch(unittest.TestCase):
                     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
                 except OSError:
                     os._exit(2)
-                os.read(go_r, 1)
-                time.sleep(0.005)
-                end = time.monotonic() + 0.080
+                os.write(spin_w, b"x")
+                end = time.monotonic() + 0.100
                 while time.monotonic() < end:
                     pass
                 os._exit(0)
             try:
-                os.write(go_w, b"x")
-                time.sleep(0.020)
-                t = time.monotonic()
-                dm.manager_prop("Version")
-                waited = time.monotonic() - t
+                os.close(spin_w)
+                if os.read(spin_r, 1) == b"x":
+                    time.sleep(0.010)
+                    t = time.monotonic()
+                    dm.manager_prop("Version")
+                    waited = time.monotonic() - t
             finally:
                 _, status = os.waitpid(hog, 0)
                 os.sched_setaffinity(0, mine)
                 os.sched_setaffinity(bus_pid, bus_cpus)
-                os.close(go_r)
-                os.close(go_w)
+                os.close(spin_r)
             if os.waitstatus_to_exitcode(status) == 2:
                 self.skipTest("SCHED_FIFO not allowed here")
             self.assertGreater(waited, 0.030)
