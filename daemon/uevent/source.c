@@ -260,7 +260,8 @@ static int read_one(UeventSource *s)
                 log_drop(s, "udev's format, not the kernel's");
                 return 1;
         default:
-                log_drop(s, "malformed uevent (%s), %zd bytes", strerror(-r), n);
+                log_drop(s, "malformed uevent (%s), %zd bytes",
+                         r == -EBADMSG ? uevent_parse_malformed() : strerror(-r), n);
                 return 1;
         }
 }

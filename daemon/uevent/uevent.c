@@ -117,6 +117,20 @@ static int seqnum_parse(const char *s, uint64_t *ret)
         return 0;
 }
 
+/* Why the last uevent_parse() on this thread said -EBADMSG: which rule the datagram broke. */
+static __thread const char *malformed;
+
+const char *uevent_parse_malformed(void)
+{
+        return malformed ?: "no reason";
+}
+
+static int bad(const char *rule)
+{
+        malformed = rule;
+        return -EBADMSG;
+}
+
 Uevent *uevent_free(Uevent *u)
 {
         /* One allocation holds the struct, both arrays and all strings. */
@@ -197,21 +211,21 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
 
         /* Rule 3: from here on strlen() never runs past the buffer. */
         if (end[-1] != 0)
-                return -EBADMSG;
+                return bad("not NUL-terminated");
 
         /* Rule 4 */
         hlen = strlen(p);
         at = memchr(p, '@', hlen);
         if (!at)
-                return -EBADMSG;
+                return bad("no ACTION@DEVPATH header");
         alen = (size_t) (at - p);
         if (alen == 0 || alen > UEVENT_ACTION_LEN_MAX)
-                return -EBADMSG;
+                return bad("the header's action is empty or too long");
         for (size_t i = 0; i < alen; i++)
                 if (!((p[i] >= 'a' && p[i] <= 'z') || p[i] == '_'))
-                        return -EBADMSG;
+                        return bad("the header's action is not [a-z_]");
         if (at[1] != '/')
-                return -EBADMSG;
+                return bad("the header's devpath is not absolute");
 
         /* Rules 5 and the first half of 6: validate and count before allocating. */
         vars = p + hlen + 1;
@@ -219,13 +233,13 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
                 size_t l = strlen(e);
 
                 if (l == 0 || entry_validate(e, l) < 0)
-                        return -EBADMSG;
+                        return bad("a variable is not KEY=VALUE (key [A-Za-z_][A-Za-z0-9_]*, value UTF-8)");
                 if (++n > UEVENT_VARS_MAX)
-                        return -EBADMSG;
+                        return bad("too many variables");
                 e += l + 1;
         }
         if (n < 2) /* ACTION and DEVPATH at least */
-                return -EBADMSG;
+                return bad("fewer than two variables");
 
         /* Bounded by rules 1 and 6, so none of this can overflow. */
         vars_len = (size_t) (end - vars);
@@ -252,7 +266,7 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
         for (size_t i = 1; i < n; i++)
                 for (size_t j = 0; j < i; j++)
                         if (streq(u->env_keys[i], u->env_keys[j]))
-                                return -EBADMSG;
+                                return bad("a variable given twice");
 
         for (size_t i = 0; i < n; i++) {
                 const char *k = u->env_keys[i];
@@ -272,23 +286,23 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
 
         /* Rule 7 */
         if (!action || strlen(action) != alen || memcmp(action, p, alen) != 0)
-                return -EBADMSG;
+                return bad("ACTION missing or not the header's");
         if (!devpath || !streq(devpath, at + 1))
-                return -EBADMSG;
+                return bad("DEVPATH missing or not the header's");
 
         /* Rule 8 */
         if (!devpath_valid(devpath))
-                return -EBADMSG;
+                return bad("DEVPATH is no devpath (empty, \".\" or \"..\" element, control character)");
         if (u->devpath_old && !devpath_valid(u->devpath_old))
-                return -EBADMSG;
+                return bad("DEVPATH_OLD is no devpath");
 
         /* Rule 9 */
         if (u->subsystem && (u->subsystem[0] == 0 || strchr(u->subsystem, '/')))
-                return -EBADMSG;
+                return bad("SUBSYSTEM empty or with a '/'");
 
         /* Rule 10 */
         if (seqnum && seqnum_parse(seqnum, &u->kernel_seqnum) < 0)
-                return -EBADMSG;
+                return bad("SEQNUM is not a non-zero decimal u64 without leading zeros");
 
         /* Rule 12 */
         a = uevent_action_from_string(action);

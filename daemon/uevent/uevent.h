@@ -59,6 +59,8 @@ typedef struct Uevent {
  *   -ENOMEM
  */
 int uevent_parse(const void *buf, size_t len, Uevent **ret);
+/* After -EBADMSG: the rule the datagram broke, for a log line (this thread's last parse). */
+const char *uevent_parse_malformed(void);
 
 /* The value of KEY, or NULL if the event has no such variable. */
 const char *uevent_get(const Uevent *u, const char *key);

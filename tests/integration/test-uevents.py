@@ -454,6 +454,10 @@ class LiveModel(unittest.TestCase):
                          {p for p in after
                           if p.startswith(bt.path_of("block", "loop6"))})
         self.assertIn("dropped", self.dm.output())
+        # Each drop says which rule was broken.
+        out = self.dm.output()
+        self.assertIn("malformed uevent (not NUL-terminated)", out)
+        self.assertIn("malformed uevent (DEVPATH is no devpath", out)
 
     def test_rescan_synthesizes_differences(self):
         # Changes with no events: a new disk, a gone disk, a resized one.

@@ -364,9 +364,12 @@ static void test_subsystem_seqnum(void)
         /* Rule 9 */
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SUBSYSTEM=", NULL) == -EBADMSG);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SUBSYSTEM=a/b", NULL) == -EBADMSG);
+        CHECK(strstr(uevent_parse_malformed(), "SUBSYSTEM") != NULL);
 
         /* Rule 10 */
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SEQNUM=0", NULL) == -EBADMSG);
+        /* The log says which rule: the kernel never sends SEQNUM=0, and a replay that does is told so. */
+        CHECK(strstr(uevent_parse_malformed(), "SEQNUM") != NULL);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SEQNUM=007", NULL) == -EBADMSG);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SEQNUM=", NULL) == -EBADMSG);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "SEQNUM=-1", NULL) == -EBADMSG);
