@@ -272,8 +272,9 @@ static int list_named_roots(ListContext *lc, char **args, int n_args, const char
                 list_row_init(&row, lc->model, path, NULL);
                 if (list_hidden(lc, &row)) {
                         /* lsblk says nothing; saying why costs one line. */
-                        (void) ctl_warn("%s is empty (0 bytes%s): -a lists it", args[i],
-                                        lc->ctl->noempty ? "" : ", no backing file");
+                        (void) ctl_warn("%s is empty (0 bytes%s): %s", args[i],
+                                        lc->ctl->noempty ? "" : ", no backing file",
+                                        lc->ctl->noempty ? "-A hides it" : "-a lists it");
                         hidden++;
                         continue;
                 }

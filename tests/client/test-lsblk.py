@@ -191,7 +191,10 @@ class ListAgreesWithLsblk(unittest.TestCase):
                                   check=0).stdout
                     self.assertEqual(ours.split("\n"), rstrip_lines(theirs))
             p = ct.run("list", "loop200")
-            ct.assert_one_line_failure(self, p, contains=("loop200", "-a"))
+            ct.assert_one_line_failure(self, p, contains=("loop200", "-a lists it"))
+            # -A hid it: the note says so, not that -a would list it.
+            p = ct.run("list", "-A", "sr0")
+            ct.assert_one_line_failure(self, p, contains=("sr0", "-A hides it"))
             p = ct.run("list", "loop200", "loop0", check=0)
             self.assertIn("loop0", p.stdout)
             self.assertNotIn("loop200", p.stdout)
