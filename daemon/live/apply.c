@@ -360,6 +360,16 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
         }
 }
 
+/* Whole objects are announced before what refers to them: the disk's Partitions, the links of the
+ * devices k linked to before (taken over) and links to now. */
+static void announce_applied(Live *l, const Applied *a, char **before)
+{
+        live_flush(l);
+        if (a->disk && a->disk->linked)
+                (void) changes_refresh(l, a->disk, REFRESH_STRUCTURE);
+        stacking_refresh_neighbours(l, a->k, before);
+}
+
 /* The device that came under a removed one's name, announced after the remove's Uevent: its own add
  * event, which follows, then finds it read. */
 static void add_back(Live *l, const char *devpath)
@@ -367,10 +377,7 @@ static void add_back(Live *l, const char *devpath)
         Applied a = {};
 
         a.k = add_from_sysfs(l, devpath, &a);
-        live_flush(l);
-        if (a.disk && a.disk->linked)
-                (void) changes_refresh(l, a.disk, REFRESH_STRUCTURE);
-        stacking_refresh_neighbours(l, a.k, NULL);
+        announce_applied(l, &a, NULL);
         applied_done(l, &a);
 }
 
@@ -388,11 +395,8 @@ static void apply_event(Live *l, const Uevent *u, uint64_t index)
                         l, model_find_devpath(l->model, u->devpath_old ? u->devpath_old : u->devpath));
 
         apply(l, u, index, &a);
-        /* Whole objects are announced before what refers to them, and before the event. */
-        live_flush(l);
-        if (a.disk && a.disk->linked)
-                (void) changes_refresh(l, a.disk, REFRESH_STRUCTURE);
-        stacking_refresh_neighbours(l, a.k, before);
+        /* And before the event. */
+        announce_applied(l, &a, before);
 
         (void) live_publish_event(l, action, u->devpath,
                                   a.k           ? a.k->path
