@@ -299,15 +299,16 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool author
 
         fd = objdir_fd(&d);
         if (fd < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "%s is gone: %s", k->path,
-                                         strerror(-fd));
+                return bus_error_unknown_object(error, k->path);
         r = sysfs_file_mode(fd, rel);
-        if (r < 0 || !(r & 0222)) {
+        /* A file gone since the last reading is no read-only one: the client may well try again. */
+        if (r < 0)
+                return bus_error_write_failed(error, value, k->devpath, rel, r);
+        if (!(r & 0222)) {
                 _cleanup_(freep) char *what = NULL;
                 if (asprintf(&what, "%s/%s", k->devpath, rel) < 0)
                         return -ENOMEM;
-                return sd_bus_error_setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is not writable.",
-                                         what);
+                return bus_error_read_only(error, what);
         }
         if (strlen(value) > VALUE_MAX)
                 return bus_error_invalid_args(error, "Values are at most %d bytes.", VALUE_MAX);

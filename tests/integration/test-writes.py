@@ -127,6 +127,19 @@ class FixtureWrites(unittest.TestCase):
         self.assertEqual(bt.read_attr(self.qdir + "/scheduler"), before)
         self.assertEqual(bt.read_attr(self.qdir + "/read_ahead_kb"), "128")
 
+    def test_file_gone_since_the_last_reading(self):
+        # Not "read-only": the file went (its object is changing or going),
+        # so the write failed, with the kernel's reason.
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, extra_args=["--poll-interval=0"])
+        os.unlink(self.qdir + "/nr_requests")
+        with self.assertRaises(dbus.DBusException) as cm:
+            self.set(self.queue, QUEUE, "nr_requests", "64")
+        self.assertEqual(cm.exception.get_dbus_name(),
+                         "org.blkmodel1.Error.WriteFailed")
+        self.assertIn("No such file", cm.exception.get_dbus_message())
+        self.assertFalse(os.path.exists(self.qdir + "/nr_requests"))
+
 
 class Polling(unittest.TestCase):
     """A scheduler set with echo comes with no uevent: --poll-interval finds it."""
