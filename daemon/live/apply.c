@@ -241,7 +241,9 @@ static void apply_queued(Live *l, bool sliced)
                 uint64_t index = l->queue[l->queue_pos++].index;
 
                 apply_event(l, u, index);
-                if (sliced && turn_slice_over(start)) {
+                /* Held by what its signal did to the bus (live_hold() stopped the idle handle):
+                 * the rest waits now, not at the end of the slice. */
+                if (sliced && (l->held || turn_slice_over(start))) {
                         /* A storm that never lets the queue empty must not grow it for good. */
                         if (l->queue_pos >= 1024 && l->queue_pos * 2 >= l->n_queue) {
                                 memmove(l->queue, l->queue + l->queue_pos,

@@ -24,6 +24,7 @@ typedef struct Recorder {
         Model *model;
         uint64_t last_seqnum;
         bool consistent; /* every call saw the model as the LiveOps comments promise */
+        Live *hold_at_event; /* held at the next event, as the manager's back-pressure does */
 } Recorder;
 
 static Recorder rec = {.consistent = true};
@@ -128,6 +129,8 @@ static void op_event(void *userdata, const EventRecord *e)
         rec.last_seqnum = e->seqnum;
         record("event %s %s %s%s", e->action, e->devpath, e->object_path,
                streq_ptr(env_get(e, "BLKMODEL_SYNTHESIZED"), "1") ? " synthesized" : "");
+        if (rec.hold_at_event)
+                live_hold(TAKE_PTR(rec.hold_at_event), true);
 }
 
 static void op_events_lost(void *userdata, uint64_t total)
@@ -384,6 +387,28 @@ static void test_uevents(Live *l, const Fixture *f, Model *m, EventLog *log)
         CHECK(recorded((const char *const[]){
                         "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
                         "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+        CHECK(sda_size_change_told(f, l, "1953525168\n"));
+
+        /* Held by the bus's back-pressure at the first event's signal: the rest of the burst waits,
+         * also in the slice that told it, until let go. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/size", "1953525000\n") == 0);
+        for (int i = 0; i < 3; i++)
+                live_on_uevent(NULL, uevent("change", FIXTURE_SDA, "block", NULL), l);
+        rec.hold_at_event = l;
+        for (int i = 0; i < 50; i++)
+                (void) uv_run(test_loop, UV_RUN_NOWAIT);
+        CHECK(recorded((const char *const[]){
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Size,size invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+        live_hold(l, false);
+        run_until_applied(l);
+        CHECK(recorded((const char *const[]){
                         "event change " FIXTURE_SDA " " SDA_PATH,
                         "event change " FIXTURE_SDA " " SDA_PATH,
                         NULL,
