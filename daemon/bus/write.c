@@ -85,10 +85,13 @@ int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, co
         BusWrite *w;
         int r;
 
+        _cleanup_(closep) int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
         w = calloc(1, sizeof(BusWrite));
         if (!w)
                 return -ENOMEM;
-        w->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        w->dirfd = TAKE_FD(fd);
         w->devpath = strdup(k->devpath);
         w->rel = strdup(rel);
         w->value = strdup(value);
@@ -98,10 +101,9 @@ int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, co
         if (w->next)
                 w->next->prev = w;
         p->writes = w;
-        if (w->dirfd < 0 || !w->devpath || !w->rel || !w->value) {
-                r = w->dirfd < 0 ? -errno : -ENOMEM;
+        if (!w->devpath || !w->rel || !w->value) {
                 write_free(w);
-                return r;
+                return -ENOMEM;
         }
         live_object_before_write(p->live, k);
         w->work.data = w;

@@ -108,7 +108,7 @@ static int read_fd(int fd, SysfsStrndup dup, void *userdata, char **ret)
 
 static int read_attr(int dirfd, const char *name, bool kernfs, SysfsStrndup dup, void *userdata, char **ret)
 {
-        int fd, r;
+        _cleanup_(closep) int fd = -EBADF;
 
         fd = sysfs_openat_beneath(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
         if (fd == -EACCES) {
@@ -128,13 +128,9 @@ static int read_attr(int dirfd, const char *name, bool kernfs, SysfsStrndup dup,
          * of the 200,000 files. */
         struct stat st;
         if (!kernfs && !sysfs_opens_check_modes() && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            !(st.st_mode & 0444)) {
-                close(fd);
+            !(st.st_mode & 0444))
                 return copy_out("", 0, dup, userdata, ret);
-        }
-        r = read_fd(fd, dup, userdata, ret);
-        close(fd);
-        return r;
+        return read_fd(fd, dup, userdata, ret);
 }
 
 int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
