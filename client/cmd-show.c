@@ -6,6 +6,7 @@
  * of which attributes a kernel has: the daemon publishes what sysfs has.
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -425,7 +426,8 @@ static int append_value(sd_bus_message *m, const char *type, const char *value)
                         uint64_t u64;
                 } u;
 
-                if (value[0] == '-')
+                /* strtoull() takes " -5" (after its blanks) as 2^64 - 5. */
+                if (value[0] == '-' || isspace((unsigned char) value[0]))
                         return -EINVAL;
                 errno = 0;
                 v = strtoull(value, &end, 0);

@@ -48,10 +48,6 @@ typedef struct Table Table;
 
 Table *table_new(const TableColumn *columns, size_t n_columns);
 Table *table_free(Table *t);
-static inline void table_freep(Table **t)
-{
-        table_free(*t);
-}
 /* Adds a row of n_columns cells, copied; NULL prints as "". */
 int table_add_row(Table *t, const char *const *cells);
 void table_print(const Table *t, FILE *f, bool legend, bool colour);

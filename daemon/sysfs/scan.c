@@ -223,22 +223,6 @@ static int add_queue_listed(const Sysfs *s, Model *m, Kobject *disk, const DirLi
         return 0;
 }
 
-int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk)
-{
-        _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
-        DirListing l;
-        int r;
-
-        if (!devpath)
-                return -ENOMEM;
-        r = listing_read_at(s, devpath, KTYPE_QUEUE, true, &l);
-        if (r < 0)
-                return r;
-        r = add_queue_listed(s, m, disk, &l);
-        listing_done(&l);
-        return r;
-}
-
 /* Adds one partition below its disk, which must be in the model; -ENOTDIR if the kobject listed is
  * no partition. */
 static int add_partition_listed(const Sysfs *s, Model *m, Kobject *disk, const char *name,

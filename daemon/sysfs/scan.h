@@ -24,8 +24,6 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k);
 /* Reads an object's directory again: the shape it has now, with a new reference. */
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret);
 
-/* Adds the request queue of a disk, and its scheduler. */
-int scan_add_queue(const Sysfs *s, Model *m, Kobject *disk);
 /* Adds the I/O scheduler kobject below a queue if its directory exists: 1, or 0 if there is none. */
 int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret);
 
