@@ -50,21 +50,6 @@ static int cell_bool(bool b, Cell *ret)
         return 0;
 }
 
-static bool parse_u64(const char *s, uint64_t *ret)
-{
-        char *end;
-        unsigned long long v;
-
-        if (isempty(s) || s[0] == '-')
-                return false;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s)
-                return false;
-        *ret = v;
-        return true;
-}
-
 static bool row_has_slaves(const ListRow *row)
 {
         json_object *slaves = model_prop(row->obj, BLKMODEL_IFACE_DISK, BLKMODEL_PROP_SLAVES);
@@ -93,7 +78,7 @@ int get_attr(const ListRow *row, const ListColumn *c, Cell *ret)
         }
         if (c->type == COLUMN_STRING)
                 return cell_string(v, ret);
-        if (!parse_u64(v, &u)) {
+        if (parse_u64(v, &u) < 0) {
                 *ret = (Cell){CELL_NONE};
                 return 0;
         }
@@ -105,7 +90,7 @@ int get_discard_attr(const ListRow *row, const ListColumn *c, Cell *ret)
 {
         uint64_t gran = 0;
 
-        if (!parse_u64(model_string(row->queue, BLKMODEL_IFACE_QUEUE, "discard_granularity"), &gran) ||
+        if (parse_u64(model_string(row->queue, BLKMODEL_IFACE_QUEUE, "discard_granularity"), &gran) < 0 ||
             gran == 0)
                 return c->type == COLUMN_BOOL ? cell_bool(false, ret) : cell_number(0, ret);
         return get_attr_or_zero(row, c, ret);
@@ -279,7 +264,7 @@ int get_type(const ListRow *row, const ListColumn *c, Cell *ret)
                 const char *n = NULL;
                 uint64_t type;
 
-                if (parse_u64(model_string(row->device, BLKMODEL_IFACE_DEVICE, "type"), &type))
+                if (parse_u64(model_string(row->device, BLKMODEL_IFACE_DEVICE, "type"), &type) >= 0)
                         n = scsi_type_to_name(type);
                 t = strdup(n ?: "disk");
         }

@@ -102,21 +102,6 @@ bool ctl_action_list_is_valid(const char *list)
         }
 }
 
-static int parse_u64(const char *s, uint64_t *ret)
-{
-        char *end;
-        unsigned long long v;
-
-        if (isempty(s) || s[0] == '-' || s[0] == '+')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0')
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_timeout(const char *s, uint64_t *ret)
 {
         char *end;

@@ -73,3 +73,22 @@ char *path_join(const char *a, const char *b)
                 return NULL;
         return p;
 }
+
+int parse_u64(const char *v, uint64_t *ret)
+{
+        unsigned long long x;
+        char *end;
+
+        if (!v || v[0] < '0' || v[0] > '9')
+                return -EBADMSG;
+        errno = 0;
+        x = strtoull(v, &end, 10);
+        if (*end != 0)
+                return -EBADMSG;
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0)
+                return -EBADMSG;
+        *ret = x;
+        return 0;
+}

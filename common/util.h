@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,6 +110,10 @@ size_t strv_length(char *const *l);
 
 /* Makes room for need elements of size bytes in *p, which has room for *allocated: grows to twice
  * need (at least 16), so that n appends cost O(n) copies.  0, or -ENOMEM with *p as it was. */
+/* A decimal unsigned number, nothing around it ("4096"; no sign, blank or "0x"): the one reading of
+ * sysfs values, options and arguments.  -EBADMSG otherwise, -ERANGE past 2^64-1; *ret untouched then. */
+int parse_u64(const char *v, uint64_t *ret);
+
 int greedy_realloc(void **p, size_t *allocated, size_t need, size_t size);
 #define GREEDY_REALLOC(array, allocated, need)                                                              \
         greedy_realloc((void **) &(array), &(allocated), (need), sizeof((array)[0]))

@@ -66,12 +66,10 @@ enum {
         ARG_UEVENT_RCVBUF,
 };
 
-static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret)
+static int parse_unsigned(const char *s, uint64_t max, uint64_t *ret)
 {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s || *end != 0 || s[0] == '-' || v > max)
+        uint64_t v;
+        if (parse_u64(s, &v) < 0 || v > max)
                 return -EINVAL;
         *ret = v;
         return 0;
@@ -97,7 +95,7 @@ static int parse_argv(int argc, char *argv[], ManagerOptions *o)
                         {"uevent-rcvbuf", required_argument, NULL, ARG_UEVENT_RCVBUF},
                         {},
         };
-        unsigned long long v;
+        uint64_t v;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)

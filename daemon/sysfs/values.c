@@ -4,25 +4,6 @@
 #include "common/util.h"
 #include "sysfs/values.h"
 
-int parse_u64(const char *v, uint64_t *ret)
-{
-        unsigned long long x;
-        char *end;
-
-        if (!v || v[0] < '0' || v[0] > '9')
-                return -EBADMSG;
-        errno = 0;
-        x = strtoull(v, &end, 10);
-        if (*end != 0)
-                return -EBADMSG;
-        if (errno == ERANGE)
-                return -ERANGE;
-        if (errno != 0)
-                return -EBADMSG;
-        *ret = x;
-        return 0;
-}
-
 int parse_dev(const char *v, unsigned *ret_major, unsigned *ret_minor)
 {
         const char *colon = v ? strchr(v, ':') : NULL;

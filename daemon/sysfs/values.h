@@ -3,6 +3,8 @@
 
 #include <stdint.h>
 
+#include "common/util.h" /* parse_u64() */
+
 /*
  * Parsers for the text of sysfs attributes, as sysfs_read_attr() returns
  * it.  Pure: no I/O, no logging, no global state, so that the fuzzer can
@@ -10,9 +12,6 @@
  * All return 0 or a negative errno and leave their outputs untouched on
  * failure.
  */
-
-/* A decimal unsigned number, nothing around it: "4096".  -EBADMSG otherwise, -ERANGE past 2^64-1. */
-int parse_u64(const char *v, uint64_t *ret);
 
 /* The dev attribute: "MAJ:MIN".  -EBADMSG otherwise. */
 int parse_dev(const char *v, unsigned *ret_major, unsigned *ret_minor);
