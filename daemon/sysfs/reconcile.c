@@ -29,20 +29,38 @@ static int gone_add(Gone *g, size_t *n, const Kobject *k)
         return g[*n - 1].devpath && g[*n - 1].path ? 0 : -ENOMEM;
 }
 
+static int partition_cmp(const void *a, const void *b)
+{
+        return strverscmp((*(Kobject *const *) a)->name, (*(Kobject *const *) b)->name);
+}
+
+/* A disk's partitions in the order the kernel adds and drops them, by number: sda2 before sda10. */
+static int partitions_in_order(const Kobject *disk, Kobject ***ret, size_t *ret_n)
+{
+        int r = kobject_children_sorted(disk, KTYPE_PARTITION, ret, ret_n);
+
+        if (r >= 0)
+                qsort(*ret, *ret_n, sizeof(Kobject *), partition_cmp);
+        return r;
+}
+
 /* Unlinks k (and its partitions) and reports each removal, children first; returns how many. */
 static int remove_reporting(Model *m, Kobject *k, ReconcileDiff diff, void *userdata)
 {
+        _cleanup_(freep) Kobject **parts = NULL;
+        size_t n_parts = 0, n = 0;
         Gone *gone;
-        size_t n = 0;
-        int r = 0;
+        int r;
 
+        r = partitions_in_order(k, &parts, &n_parts);
+        if (r < 0)
+                return r;
         /* What the objects were called must outlive them. */
-        gone = calloc(k->n_children + 1, sizeof(Gone));
+        gone = calloc(n_parts + 1, sizeof(Gone));
         if (!gone)
                 return -ENOMEM;
-        for (Kobject *c = k->first_child; r >= 0 && c; c = c->next_sibling)
-                if (c->ktype->id == KTYPE_PARTITION)
-                        r = gone_add(gone, &n, c);
+        for (size_t i = 0; r >= 0 && i < n_parts; i++)
+                r = gone_add(gone, &n, parts[i]);
         if (r >= 0)
                 r = gone_add(gone, &n, k);
         if (r < 0) {
@@ -59,17 +77,19 @@ static int remove_reporting(Model *m, Kobject *k, ReconcileDiff diff, void *user
 /* Reports a new disk and each of its partitions; returns how many. */
 static int report_added(Kobject *k, ReconcileDiff diff, void *userdata)
 {
-        int n = 1;
+        _cleanup_(freep) Kobject **parts = NULL;
+        size_t n_parts = 0;
+        int r;
 
-        if (diff)
+        r = partitions_in_order(k, &parts, &n_parts);
+        if (r < 0)
+                return r;
+        if (diff) {
                 diff(userdata, "add", k->devpath, k->path, k);
-        for (Kobject *c = k->first_child; c; c = c->next_sibling)
-                if (c->ktype->id == KTYPE_PARTITION) {
-                        if (diff)
-                                diff(userdata, "add", c->devpath, c->path, c);
-                        n++;
-                }
-        return n;
+                for (size_t i = 0; i < n_parts; i++)
+                        diff(userdata, "add", parts[i]->devpath, parts[i]->path, parts[i]);
+        }
+        return (int) n_parts + 1;
 }
 
 typedef enum Phase {
@@ -161,22 +181,18 @@ static int remove_if_gone(Reconcile *r, Kobject *k)
 
 static int step_remove(Reconcile *r, Kobject *disk)
 {
-        Kobject *c, *next;
+        _cleanup_(freep) Kobject **parts = NULL;
+        size_t n_parts = 0;
         int k;
 
         if (!disk->linked)
                 return 0;
         if (!scan_block_device_present(r->sysfs, disk->devpath))
                 return remove_if_gone(r, disk);
-        for (c = disk->first_child; c; c = next) {
-                next = c->next_sibling;
-                if (c->ktype->id != KTYPE_PARTITION)
-                        continue;
-                k = remove_if_gone(r, c);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        k = partitions_in_order(disk, &parts, &n_parts);
+        for (size_t i = 0; k >= 0 && i < n_parts; i++)
+                k = remove_if_gone(r, parts[i]);
+        return k < 0 ? k : 0;
 }
 
 static int step_add(Reconcile *r, const BlockDev *b)
@@ -198,7 +214,10 @@ static int step_add(Reconcile *r, const BlockDev *b)
                 log_warning_errno(n, "%s: cannot add the block device: %m", b->devpath);
         if (n < 0)
                 return 0;
-        r->changes += report_added(k, r->diff, r->userdata);
+        n = report_added(k, r->diff, r->userdata);
+        if (n < 0)
+                return n;
+        r->changes += n;
         return 0;
 }
 
@@ -237,7 +256,9 @@ static int step_follow(Reconcile *r, Kobject *disk)
                 r->changes += k;
                 k = scan_add_block_device(r->sysfs, r->model, devpath, &again);
                 if (k >= 0)
-                        r->changes += report_added(again, r->diff, r->userdata);
+                        k = report_added(again, r->diff, r->userdata);
+                if (k >= 0)
+                        r->changes += k;
                 return k == -ENOMEM ? k : 0;
         }
 
