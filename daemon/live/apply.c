@@ -33,6 +33,9 @@ static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
         else if (r == -ENODEV)
                 log_warning("%s: an event for what class/block does not list as a block device; ignored.",
                             devpath);
+        else if (r == -ENXIO)
+                log_warning("%s: an event for a partition whose disk class/block does not list; ignored.",
+                            devpath);
         else if (r < 0)
                 log_warning_errno(r, "%s: cannot add the block device: %m", devpath);
         if (r < 0)

@@ -207,9 +207,12 @@ static int step_add(Reconcile *r, const BlockDev *b)
                 return n;
         if (n == -EEXIST)
                 return 0;
-        /* Gone since class/block was listed: its remove event says so. */
+        /* Gone since class/block was listed: its remove event says so.  A partition of a disk
+         * class/block does not list: the start said so once, and it stays out. */
         if (n == -ENOENT)
                 log_debug("%s: gone before it could be read.", b->devpath);
+        else if (n == -ENXIO)
+                log_debug("%s: its disk is not listed in class/block; left out.", b->devpath);
         else if (n < 0)
                 log_warning_errno(n, "%s: cannot add the block device: %m", b->devpath);
         if (n < 0)

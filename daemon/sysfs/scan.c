@@ -427,7 +427,10 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
                 return -ENOMEM;
         disk = model_find_devpath(m, parent);
         if (!disk) {
-                /* Its disk's add was lost or is still to come: the disk brings its partitions along. */
+                /* Its disk's add was lost or is still to come: the disk brings its partitions along.
+                 * Not a disk the kernel does not list: the scan and every rescan would disagree on it. */
+                if (!class_block_lists(s, parent))
+                        return -ENXIO;
                 r = scan_add_disk(s, m, parent, &disk);
                 if (r < 0)
                         return r;

@@ -31,6 +31,7 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret);
  * Adds the block device at devpath, disk or partition as its directory says.  A partition
  * whose disk is not in the model brings its disk along (with every partition).  Returns the
  * object, -EEXIST if it is there already, -ENOENT if the directory is gone, -ENODEV if class/block
- * does not list it as a block device.
+ * does not list it as a block device, -ENXIO if it is a partition and class/block does not list its
+ * disk (the scan leaves such a one out too).
  */
 int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject **ret);

@@ -522,6 +522,32 @@ class OddTrees(unittest.TestCase):
         self.assertIn("class/block/regular is not a link", log)
         self.assertIn("class/block/adir is not a link", log)
 
+    def test_disk_not_in_class_block(self):
+        """A disk class/block does not list stays out with its partitions
+        at the start, at every Rescan and at an add of one of them: the
+        three agree, and a rescan of an unchanged tree tells nothing."""
+        os.unlink(self.p("class/block/sda"))
+        with Daemon(self.root, uevent_socket=True) as dm:
+            before = dm.managed_objects()
+            self.assertNotIn(P("block", "sda"), before)
+            rec = bt.SignalRecorder()
+            try:
+                dm.manager("Rescan")
+                dm.manager("Rescan")
+                dm.send_uevent("add", "/" + SDA + "/sda1",
+                               {"SUBSYSTEM": "block", "SEQNUM": "7"})
+                rec.wait_for(lambda s: any(x[1] == "Uevent" for x in s))
+                dm.manager("Rescan")
+                rec.pump(0.3)
+                told = [x[1] for x in rec.signals
+                        if x[1] != "PropertiesChanged"]
+                self.assertEqual(told, ["Uevent"])
+            finally:
+                rec.close()
+            self.assertEqual(dm.managed_objects(), before)
+            self.assertIn("sda1: an event for a partition whose disk "
+                          "class/block does not list", dm.output())
+
     def test_non_utf8_device_name(self):
         """A block device whose name is not UTF-8 (D-Bus strings must be):
         it may be skipped with a log line or published with an escaped Name,
