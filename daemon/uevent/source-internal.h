@@ -61,9 +61,12 @@ struct UeventSource {
         void *userdata;
 
         uint64_t dropped;
+        uint64_t drop_log_window_ms; /* DROP_LOG_WINDOW_MS; a test's is shorter */
         uint64_t drop_log_window_start;
         unsigned drop_log_count;
         uint64_t drop_log_suppressed;
+        /* Says how many were not logged at the window's end, even if no datagram comes after them. */
+        uv_timer_t drop_log_timer;
 
         /*
          * One datagram.  uevent_parse() refuses anything longer than

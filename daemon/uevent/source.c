@@ -75,6 +75,23 @@ static void update_polling(UeventSource *s)
         s->polling = want;
 }
 
+static void log_drops_suppressed(UeventSource *s)
+{
+        if (s->drop_log_suppressed > 0)
+                log_warning("uevent source %s: %" PRIu64 " more datagrams dropped", source_name(s),
+                            s->drop_log_suppressed);
+        s->drop_log_suppressed = 0;
+}
+
+static void on_drop_log_window_end(uv_timer_t *t)
+{
+        UeventSource *s = t->data;
+
+        log_drops_suppressed(s);
+        s->drop_log_window_start = uv_now(t->loop);
+        s->drop_log_count = 0;
+}
+
 _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
 {
         uint64_t now = uv_now(s->poll.loop);
@@ -88,16 +105,15 @@ _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
          * A sender that may write at all (root, or our uid) could still
          * flood us with garbage: log a few per window, then a summary.
          */
-        if (now - s->drop_log_window_start >= DROP_LOG_WINDOW_MS) {
-                if (s->drop_log_suppressed > 0)
-                        log_warning("uevent source %s: %" PRIu64 " more datagrams dropped", source_name(s),
-                                    s->drop_log_suppressed);
+        if (now - s->drop_log_window_start >= s->drop_log_window_ms) {
+                log_drops_suppressed(s);
                 s->drop_log_window_start = now;
                 s->drop_log_count = 0;
-                s->drop_log_suppressed = 0;
         }
         if (s->drop_log_count >= DROP_LOG_BURST) {
-                s->drop_log_suppressed++;
+                if (s->drop_log_suppressed++ == 0)
+                        (void) uv_timer_start(&s->drop_log_timer, on_drop_log_window_end,
+                                              s->drop_log_window_start + s->drop_log_window_ms - now, 0);
                 return;
         }
         s->drop_log_count++;
@@ -396,6 +412,7 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
         s->lost = lost;
         s->userdata = userdata;
         s->uid = geteuid();
+        s->drop_log_window_ms = DROP_LOG_WINDOW_MS;
         s->drop_log_window_start = uv_now(loop);
 
         r = uv_idle_init(loop, &s->more);
@@ -404,15 +421,20 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
                 return r;
         }
         s->more.data = s;
-        s->open_handles = 1;
+        (void) uv_timer_init(loop, &s->drop_log_timer); /* no failure but a bad loop */
+        s->drop_log_timer.data = s;
+        /* Never what keeps the loop running. */
+        uv_unref((uv_handle_t *) &s->drop_log_timer);
+        s->open_handles = 2;
         r = uv_poll_init(loop, &s->poll, fd);
         if (r < 0) {
                 s->closing = true;
                 uv_close((uv_handle_t *) &s->more, on_close);
+                uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
                 return r;
         }
         s->poll.data = s;
-        s->open_handles = 2;
+        s->open_handles = 3;
 
         r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
         if (r < 0) {
@@ -420,6 +442,7 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
                 s->closing = true;
                 uv_close((uv_handle_t *) &s->poll, on_close);
                 uv_close((uv_handle_t *) &s->more, on_close);
+                uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
                 return r;
         }
         s->polling = true;
@@ -482,8 +505,10 @@ void uevent_source_free(UeventSource *s)
         /* uv_close() stops the poll at once; the fd and memory go in on_close(). */
         s->closing = true;
         s->polling = false;
+        log_drops_suppressed(s);
         uv_close((uv_handle_t *) &s->poll, on_close);
         uv_close((uv_handle_t *) &s->more, on_close);
+        uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
 }
 
 int source_set_passcred(int fd)

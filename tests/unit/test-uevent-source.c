@@ -443,6 +443,75 @@ out:
         settle(loop);
 }
 
+static bool log_has(const char *logpath, const char *what)
+{
+        char line[512];
+        bool found = false;
+        FILE *f = fopen(logpath, "re");
+
+        while (f && !found && fgets(line, sizeof(line), f))
+                found = strstr(line, what);
+        if (f)
+                fclose(f);
+        return found;
+}
+
+/* What a window did not log is said when it ends, even if nothing comes after it, and at the end. */
+static void test_socket_drop_summary(uv_loop_t *loop)
+{
+        static const char junk[] = "not a uevent";
+        char path[256], logpath[256];
+        int saved, logfd;
+        Ctx c = {};
+
+        make_path(path, sizeof(path), "summary.sock");
+        make_path(logpath, sizeof(logpath), "summary.log");
+        CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
+        if (!c.source)
+                return;
+        c.source->drop_log_window_ms = 300;
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        CHECK(saved >= 0 && logfd >= 0);
+        if (saved < 0 || logfd < 0)
+                goto out;
+        dup2(logfd, STDERR_FILENO);
+
+        for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < 5; i++)
+                        CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
+                for (int i = 0; i < 40 && uevent_source_dropped(c.source) < (uint64_t) (round + 1) * 5; i++)
+                        run_for(loop, 10);
+        }
+        /* Nothing more comes: the window's end tells the 5 it did not log. */
+        run_for(loop, 600);
+        fflush(stderr);
+        CHECK(log_has(logpath, "5 more datagrams dropped"));
+
+        /* And a source freed within a window (a long one now) says what that one did not log. */
+        c.source->drop_log_window_ms = 60000;
+        for (int round = 0; round < 4; round++) {
+                for (int i = 0; i < 5; i++)
+                        CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
+                for (int i = 0; i < 40 && uevent_source_dropped(c.source) < (uint64_t) (round + 4) * 5; i++)
+                        run_for(loop, 10);
+        }
+        CHECK(!log_has(logpath, "10 more datagrams dropped"));
+        uevent_source_free(c.source);
+        c.source = NULL;
+        settle(loop);
+        fflush(stderr);
+        CHECK(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+        close(logfd);
+        CHECK(log_has(logpath, "10 more datagrams dropped"));
+        (void) unlink(logpath);
+out:
+        uevent_source_free(c.source);
+        settle(loop);
+}
+
 static void test_socket_paths(uv_loop_t *loop)
 {
         UeventSource *s = (UeventSource *) 0x1, *s2 = NULL;
@@ -789,6 +858,7 @@ int main(void)
         test_socket_drained_after_slow_burst(&loop);
         test_socket_free_in_handler(&loop);
         test_socket_drop_flood(&loop);
+        test_socket_drop_summary(&loop);
         test_socket_paths(&loop);
 
         /* Created before any netlink source listens: its own "add" reaches none of them. */
