@@ -210,9 +210,10 @@ static int trigger(Publisher *p, sd_bus_message *msg, bool authorized, sd_bus_er
                 return bus_authorize(p, msg, BLKMODEL_ACTION_TRIGGER, details, trigger_authorized, error);
         }
 
+        /* A directory gone (or a link now, never followed) since the last reading: as for Set. */
         fd = sysfs_open_dir(p->sysfs, k->devpath);
         if (fd < 0)
-                return bus_error_errno(error, fd, "Cannot open the object's directory");
+                return bus_error_write_failed(error, action, k->devpath, "uevent", fd);
         r = sysfs_write_attr(fd, "uevent", action);
         if (r < 0)
                 return bus_error_write_failed(error, action, k->devpath, "uevent", r);

@@ -139,6 +139,16 @@ class FixtureWrites(unittest.TestCase):
                          "org.blkmodel1.Error.WriteFailed")
         self.assertIn("No such file", cm.exception.get_dbus_message())
         self.assertFalse(os.path.exists(self.qdir + "/nr_requests"))
+        # Trigger on an object whose directory went says the same.
+        subprocess.run(["rm", "-rf", find_dir(self.sys, "/block/sda")],
+                       check=True)
+        with self.assertRaises(dbus.DBusException) as cm:
+            self.dm.manager("Trigger", dbus.ObjectPath(bt.path_of("block", "sda")),
+                            "change")
+        self.assertEqual(cm.exception.get_dbus_name(),
+                         "org.blkmodel1.Error.WriteFailed")
+        self.assertIn("/block/sda/uevent failed: No such file",
+                      cm.exception.get_dbus_message())
 
 
 class Polling(unittest.TestCase):
