@@ -260,10 +260,10 @@ static int read_one(UeventSource *s)
                 s->handler(s, u, s->userdata);
                 return 1;
         case -EOPNOTSUPP:
-                /* A newer kernel's action: nothing we can mirror, and not an error. */
-                /* Well-formed, so the header is a NUL-terminated "[a-z_]+@/..." */
-                log_debug("uevent source %s: ignoring event with unknown action '%.*s'", source_name(s),
-                          (int) strcspn((const char *) s->buf, "@"), (const char *) s->buf);
+                /* A newer kernel's action: nothing we can mirror, but an event a client will not see, so
+                 * said where the operator looks.  Well-formed: the header is "[a-z_]+@/...". */
+                log_drop(s, "action '%.*s' unknown to this daemon", (int) strcspn((const char *) s->buf, "@"),
+                         (const char *) s->buf);
                 return 1;
         case -ENOMEM:
                 /* A good event we could not take in: that is a lost event, not a bad one. */

@@ -127,6 +127,18 @@ class HostileEvents(unittest.TestCase):
         self.assertEqual(uevents(self.rec), [])
         self.rescan_then_fresh()
 
+    def test_unknown_action_is_logged(self):
+        """A newer kernel's action: no Uevent (nothing to mirror), but a log
+        line at the default level saying so."""
+        self.send("frobnicate", LOOP0, {})
+        self.send("change", LOOP0, {})
+        self.rec.wait_for(lambda s: uevents(self.rec))
+        self.rec.pump(0.1)
+        self.assertEqual([e[1] for e in uevents(self.rec)], ["change"])
+        self.assertRegex(self.dm.output(),
+                         r"<4>uevent source \S+: dropped datagram: action "
+                         r"'frobnicate' unknown to this daemon")
+
     def test_move_onto_itself(self):
         """A move whose DEVPATH_OLD is its own DEVPATH, for a disk class/block
         no longer lists: the disk goes (it used to be read after it was
