@@ -363,8 +363,12 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
         queue = listing_subdir(l, "queue");
         if (queue)
                 r = add_queue_listed(s, m, disk, queue);
-        else if (listing_entry(l, "queue"))
-                r = -EIO; /* there, but it could not be listed */
+        else if (listing_entry(l, "queue")) {
+                /* There, but it could not be listed: the log says why (a file, no permission). */
+                _cleanup_(freep) char *rel = path_join(devpath, "queue");
+                _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
+                r = fd < 0 ? fd : -EIO;
+        }
         if (r < 0)
                 log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
 

@@ -640,6 +640,18 @@ class OddTrees(unittest.TestCase):
 
         self.run_daemon(check)
 
+    def test_queue_that_is_a_file(self):
+        shutil.rmtree(self.p(LOOP0 + "/queue"))
+        self.write(LOOP0 + "/queue", "not a directory\n")
+
+        def check(dm, objs):
+            self.assertEqual(objs[P("block", "loop0")][DISK]["Queue"], "/")
+
+        log = self.run_daemon(check, missing=[P("block", "loop0", "queue")])
+        # Why it was skipped, not a made-up I/O error.
+        self.assertIn("loop0/queue: cannot read the request queue, skipped: "
+                      "Not a directory", log)
+
     def test_disk_without_queue_and_partition_dirs(self):
         """A disk with no queue/, a partition directory without its
         `partition` file, a queue whose iosched is a file."""
