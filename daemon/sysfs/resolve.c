@@ -181,9 +181,21 @@ static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest
         return resolve_majmin(sysfs, m, majmin, ret);
 }
 
-int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject **ret)
+/* "//sys//block/sda" is /sys/block/sda to the kernel and the shell: one slash of each run stays. */
+static void squeeze_slashes(char *s)
 {
-        const char *rest;
+        char *to = s;
+
+        for (const char *from = s; *from; from++)
+                if (*from != '/' || to == s || to[-1] != '/')
+                        *to++ = *from;
+        *to = 0;
+}
+
+int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobject **ret)
+{
+        _cleanup_(freep) char *squeezed = NULL;
+        const char *rest, *spec = spec_in;
         size_t l = strlen(spec);
 
         if (l == 0 || l > SPEC_MAX)
@@ -199,6 +211,14 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec, Kobject *
                         return -ENOENT;
                 *ret = k;
                 return 0;
+        }
+        /* Not in an object path, which has no "//". */
+        if (strstr(spec, "//")) {
+                squeezed = strdup(spec);
+                if (!squeezed)
+                        return -ENOMEM;
+                squeeze_slashes(squeezed);
+                spec = squeezed;
         }
         /* The configured root first, before /dev/: a fixture's may be below /dev/shm. */
         const char *root = sysfs->root;

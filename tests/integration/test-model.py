@@ -494,6 +494,10 @@ class Model(unittest.TestCase):
             "sda/sda2/holders/dm-0": P("block", "dm-0"),
             "dm-0/slaves/sda2": P("block", "sda", "sda2"),
             "/sys/block/sda/queue/../sda1": sda1,
+            # Runs of slashes are one, as for the kernel and the shell.
+            "//sys//block/sda/": P("block", "sda"),
+            "/dev//sda1": sda1,
+            "sda//queue": P("block", "sda", "queue"),
             bt.ROOT: bt.ROOT,
             bt.MANAGER_PATH: bt.MANAGER_PATH,
         }
