@@ -74,6 +74,19 @@ char *path_join(const char *a, const char *b)
         return p;
 }
 
+char *path_squeeze_slashes(char *p)
+{
+        char *to = p;
+
+        for (const char *from = p; *from; from++)
+                if (*from != '/' || to == p || to[-1] != '/')
+                        *to++ = *from;
+        if (to - p > 1 && to[-1] == '/')
+                to--;
+        *to = 0;
+        return p;
+}
+
 int parse_u64(const char *v, uint64_t *ret)
 {
         unsigned long long x;

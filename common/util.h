@@ -124,6 +124,8 @@ int strv_extend(char ***l, size_t *n, const char *s);
 int strv_consume(char ***l, size_t *n, char *s);
 
 char *path_join(const char *a, const char *b);
+/* In place: each run of slashes one, and no trailing one but the root's ("//a//b/" is /a/b). */
+char *path_squeeze_slashes(char *p);
 
 /* The last element of a path ("sda" of "/devices/…/block/sda"); the path itself without a '/'. */
 static inline const char *path_basename(const char *path)

@@ -181,17 +181,6 @@ static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest
         return resolve_majmin(sysfs, m, majmin, ret);
 }
 
-/* "//sys//block/sda" is /sys/block/sda to the kernel and the shell: one slash of each run stays. */
-static void squeeze_slashes(char *s)
-{
-        char *to = s;
-
-        for (const char *from = s; *from; from++)
-                if (*from != '/' || to == s || to[-1] != '/')
-                        *to++ = *from;
-        *to = 0;
-}
-
 int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobject **ret)
 {
         _cleanup_(freep) char *squeezed = NULL;
@@ -212,12 +201,13 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobjec
                 *ret = k;
                 return 0;
         }
-        /* Not in an object path, which has no "//". */
+        /* "//sys//block/sda" is /sys/block/sda to the kernel and the shell (an object path has
+         * no "//"). */
         if (strstr(spec, "//")) {
                 squeezed = strdup(spec);
                 if (!squeezed)
                         return -ENOMEM;
-                squeeze_slashes(squeezed);
+                path_squeeze_slashes(squeezed);
                 spec = squeezed;
         }
         /* The configured root first, before /dev/: a fixture's may be below /dev/shm. */

@@ -125,6 +125,8 @@ int sysfs_open(const char *root, Sysfs *ret)
                 close(fd);
                 return -ENOMEM;
         }
+        /* As clients compare it with paths: "/tmp/x//sys/" is /tmp/x/sys. */
+        path_squeeze_slashes(r);
         *ret = (Sysfs){.root_fd = fd, .root = r, .kernfs = on_kernfs(fd)};
         return 0;
 }

@@ -31,6 +31,11 @@ class Smoke(unittest.TestCase):
         os.chdir(d)
         with bt.Daemon("sys") as dm:
             self.assertEqual(dm.manager_prop("SysfsRoot"), os.path.join(d, "sys"))
+        # Written as it is compared: one slash a run, none trailing.
+        with bt.Daemon("./sys//") as dm:
+            self.assertEqual(dm.manager_prop("SysfsRoot"), os.path.join(d, "./sys"))
+        with bt.Daemon(d + "//sys/") as dm:
+            self.assertEqual(dm.manager_prop("SysfsRoot"), os.path.join(d, "sys"))
 
     def run_daemon(self, *args, env=None):
         return subprocess.run([bt.BLKMODELD, *args], capture_output=True,

@@ -44,8 +44,25 @@ static void test_greedy_realloc(void)
         CHECK_STREQ(s, "ab");
 }
 
+static void test_path_squeeze_slashes(void)
+{
+        static const char *const cases[][2] = {
+                        {"/", "/"},         {"//", "/"},
+                        {"/a//b/", "/a/b"}, {"//sys//block/sda//", "/sys/block/sda"},
+                        {"a//b", "a/b"},    {"a/", "a"},
+                        {"", ""},           {"/a/b", "/a/b"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char buf[64];
+                snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+                CHECK_STREQ(path_squeeze_slashes(buf), cases[i][1]);
+        }
+}
+
 int main(void)
 {
         test_greedy_realloc();
+        test_path_squeeze_slashes();
         return tests_summary();
 }
