@@ -166,6 +166,7 @@ static bool attr_read_in(const Kobject *k, const Iface *iface, const Attr *a, Re
 typedef struct Reading {
         ChangeRecord *record;
         StackingLinks links; /* as read now, if read */
+        bool file_gone;      /* an attribute's file (or its group's directory) is no longer there */
 } Reading;
 
 static void reading_done(Reading *r)
@@ -211,17 +212,22 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
         return 0;
 }
 
-static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, ChangeRecord *rec)
+static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 {
+        ChangeRecord *rec = rd->record;
         const char *v;
+        int r;
 
         if (a->flags & ATTR_VOLATILE) {
                 record_put_volatile(rec);
                 return;
         }
         /* Signals and GetAll publish an unreadable file as "": that is what a client holds. */
-        if (objdir_read_attr(d, iface, a, &v) < 0)
+        r = objdir_read_attr(d, iface, a, &v);
+        if (r < 0)
                 v = "";
+        if (r == -ENOENT)
+                rd->file_gone = true;
         rec->value_bytes += 8 + strlen(v);
         record_put_string(rec, v);
 }
@@ -258,7 +264,7 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
                         if (attr_read_in(k, &iface, a, how, d))
-                                read_attr(d, &iface, a, rd.record);
+                                read_attr(d, &iface, a, &rd);
                         else
                                 record_put_slot(rd.record, was);
                 }
@@ -410,6 +416,13 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
                 return 0;
         }
 
+        /* A file gone from a directory that stays changed the object's shape, not a value to "": the
+         * interfaces' removal and addition tell it, as for a change event's new listing. */
+        if (now.file_gone && how != REFRESH_RECORD && !only_same_in && !l->rereading && k->linked) {
+                reading_done(&now);
+                return changes_reread(l, k);
+        }
+
         /* A scheduler switch: the iosched object is replaced first, then the queue read again whole,
          * so that one signal tells Scheduler, scheduler and Elevator together. */
         if (have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record)) {
@@ -557,13 +570,18 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
 
 int changes_reread(Live *l, Kobject *k)
 {
+        bool outer = !l->rereading;
         Shape *shape = NULL;
         int r;
 
+        l->rereading = true;
         r = scan_shape(l->sysfs, l->model, k, &shape);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot re-read the directory: %m", k->devpath);
-                return changes_refresh(l, k, REFRESH_ALL);
-        }
-        return changes_reshape(l, k, shape);
+                r = changes_refresh(l, k, REFRESH_ALL);
+        } else
+                r = changes_reshape(l, k, shape);
+        if (outer)
+                l->rereading = false;
+        return r;
 }

@@ -53,6 +53,7 @@ struct Live {
 
         /* The bus name is taken: every difference is announced. */
         bool announce;
+        bool rereading; /* changes_reread() runs: a file found gone reshapes nothing more */
         uint64_t events_lost;
         bool resync_pending; /* events were lost: rescan when the source is drained */
 

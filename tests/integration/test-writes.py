@@ -191,6 +191,28 @@ class Polling(unittest.TestCase):
             self.assertEqual(set(changed), {"Scheduler", "scheduler"})
             rec.close()
 
+    def test_file_gone_is_a_new_shape_not_an_empty_value(self):
+        """An attribute file gone with no event (its directory stays): the
+        poll tells the interface without it (InterfacesRemoved, then
+        InterfacesAdded), never the property's value as "" first."""
+        root = os.path.join(bt.make_fixture(), "sys")
+        sda = bt.path_of("block", "sda")
+        with bt.Daemon(root, extra_args=["--poll-interval=50"]) as dm:
+            rec = bt.SignalRecorder()
+            self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
+            os.unlink(find_dir(root, "/block/sda") + "/events_poll_msecs")
+            added = rec.wait_for(lambda s: any(
+                x[1] == "InterfacesAdded" and x[3][0] == sda for x in s))
+            told = [(x[1], x[3][1] if x[1] == "PropertiesChanged" else x[3][1:])
+                    for x in added if sda in (x[2], x[3][0])]
+            self.assertEqual(told[0], ("InterfacesRemoved", [[DISK]]))
+            self.assertEqual(told[1][0], "InterfacesAdded")
+            self.assertEqual(len(told), 2, told)
+            now = told[1][1][0][DISK]
+            self.assertNotIn("events_poll_msecs", now)
+            self.assertEqual(now, dm.get_all(sda, DISK))
+            rec.close()
+
     def test_iosched_gone_before_the_scheduler_says_so(self):
         """A switch removes the iosched directory before the scheduler file
         names the new one: a round of the poll in between finds the old
