@@ -389,11 +389,14 @@ static const char *uevent_source_name(const ManagerOptions *o)
 }
 
 /* Systemd may hand us the kernel's uevent socket (blkmodeld-uevent.socket): no CAP_NET_ADMIN, and it
- * works under PrivateNetwork=. */
+ * works under PrivateNetwork=.  The fd, or -1 for none: we open our own then. */
 static int passed_netlink_fd(void)
 {
         int n = sd_listen_fds(true);
 
+        if (n < 0)
+                log_warning_errno(n,
+                                  "Cannot take the sockets the service manager passed, opening our own: %m");
         if (n <= 0)
                 return -1;
         for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++)

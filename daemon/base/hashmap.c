@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/hashmap.h"
+#include "common/util.h"
 
 /* A tombstone keeps probe chains intact after a removal. */
 static char tombstone;
@@ -95,7 +96,7 @@ static size_t probe(const Hashmap *h, const char *key, bool *ret_found)
                 if (v == TOMBSTONE) {
                         if (first_free == SIZE_MAX)
                                 first_free = i;
-                } else if (strcmp(h->key_of(v), key) == 0) {
+                } else if (streq(h->key_of(v), key)) {
                         *ret_found = true;
                         return i;
                 }

@@ -21,10 +21,14 @@ static void on_idle_closed(uv_handle_t *h)
 static int idle_new(Publisher *p, uv_idle_t **ret)
 {
         uv_idle_t *h = calloc(1, sizeof(uv_idle_t));
+        int r;
 
-        if (!h || uv_idle_init(p->loop, h) < 0) {
-                free(h);
+        if (!h)
                 return -ENOMEM;
+        r = uv_idle_init(p->loop, h);
+        if (r < 0) {
+                free(h);
+                return r;
         }
         h->data = p;
         *ret = h;
