@@ -382,6 +382,37 @@ static char *names_key_of(const ShapeBuilder *b, const char *kind)
         return key;
 }
 
+/* A group directory's interface: 1 and *ret filled, 0 if its name cannot be published, or -errno. */
+static int group_build(ShapeRegistry *r, const BuilderGroup *bg, ShapeModeReader mode_of, void *userdata,
+                       const char *what, Group *ret)
+{
+        _cleanup_(freep) char *element = NULL, *interface = NULL, *dir = NULL;
+        int k;
+
+        k = member_name_from_file(bg->dir, &element);
+        if (k == -ENAMETOOLONG) {
+                log_warning("%s: group directory name '%s' is too long for D-Bus, not published.", what,
+                            bg->dir);
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        if (asprintf(&interface, BLKMODEL_IFACE_GROUP_PREFIX "%s", element) < 0) {
+                interface = NULL;
+                return -ENOMEM;
+        }
+        dir = strdup(bg->dir);
+        if (!dir)
+                return -ENOMEM;
+        k = attr_set_get(r, bg->files, bg->n_files, NULL, "group", bg->dir, mode_of, userdata, what,
+                         &ret->attrs);
+        if (k < 0)
+                return k;
+        ret->interface = TAKE_PTR(interface);
+        ret->dir = TAKE_PTR(dir);
+        return 1;
+}
+
 int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
               ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret)
 {
@@ -414,38 +445,10 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
                 goto fail;
 
         for (size_t i = 0; i < b->n_groups; i++) {
-                _cleanup_(freep) char *element = NULL;
-                Group *g = &s->groups[s->n_groups];
-
-                const BuilderGroup *bg = &b->groups[i];
-
-                k = member_name_from_file(bg->dir, &element);
-                if (k == -ENAMETOOLONG) {
-                        log_warning("%s: group directory name '%s' is too long for D-Bus, not published.",
-                                    what, bg->dir);
-                        continue;
-                }
+                k = group_build(r, &b->groups[i], mode_of, userdata, what, &s->groups[s->n_groups]);
                 if (k < 0)
                         goto fail;
-                if (asprintf(&g->interface, BLKMODEL_IFACE_GROUP_PREFIX "%s", element) < 0) {
-                        g->interface = NULL;
-                        k = -ENOMEM;
-                        goto fail;
-                }
-                g->dir = strdup(bg->dir);
-                if (!g->dir) {
-                        free(g->interface);
-                        k = -ENOMEM;
-                        goto fail;
-                }
-                k = attr_set_get(r, bg->files, bg->n_files, NULL, "group", bg->dir, mode_of, userdata, what,
-                                 &g->attrs);
-                if (k < 0) {
-                        free(g->interface);
-                        free(g->dir);
-                        goto fail;
-                }
-                s->n_groups++;
+                s->n_groups += (size_t) k;
         }
         qsort(s->groups, s->n_groups, sizeof(Group), group_cmp);
         for (size_t i = 1; i < s->n_groups; i++)
