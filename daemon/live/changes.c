@@ -13,14 +13,9 @@
 
 /*
  * Which properties did an event change?  Each object's record (live/record.h) has one slot per
- * typed property that announces its changes, then one per raw attribute, interface by interface in
- * their order.
+ * typed property that announces its changes (slot_typed()), then one per raw attribute, interface
+ * by interface in their order.
  */
-
-static bool slot_typed(const PropertyInfo *p)
-{
-        return p->emits == PROPERTY_EMITS_TRUE;
-}
 
 static size_t n_slots(const Kobject *k)
 {

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/log.h"
 #include "live/live-internal.h"
 #include "live/record.h"
+#include "model/iface.h"
 
 /*
  * What an object keeps of its last reading: its change record, packed against the first record of
@@ -98,6 +101,94 @@ int changes_kept(const Kobject *k, ChangeRecord **ret)
 bool changes_recorded(const Kobject *k)
 {
         return k->observer_data;
+}
+
+static int pair_add(char ***pairs, size_t *n, const char *key, const char *value)
+{
+        int r = strv_extend(pairs, n, key);
+        return r < 0 ? r : strv_extend(pairs, n, value);
+}
+
+static int number_add(char ***pairs, size_t *n, const char *key, uint64_t value)
+{
+        char buf[24];
+
+        (void) snprintf(buf, sizeof(buf), "%" PRIu64, value);
+        return pair_add(pairs, n, key, buf);
+}
+
+int changes_kept_uevent(const Kobject *k, char ***ret)
+{
+        _cleanup_(strv_freep) char **pairs = NULL;
+        _cleanup_(freep) ChangeRecord *rec = NULL;
+        _cleanup_(freep) char *devname = NULL;
+        uint64_t major = 0, minor = 0, partn = 0;
+        char diskseq[RECORD_SHORT_MAX + 1] = "";
+        size_t offset = 0, n = 0, slots = 0;
+        Iface iface;
+        int r;
+
+        *ret = NULL;
+        if (!ktype_is_block_device(k->ktype))
+                return 0;
+        r = changes_kept(k, &rec);
+        if (r < 0 || !rec)
+                return r;
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (const PropertyInfo *p = iface.properties; p->name; p++)
+                        slots += slot_typed(p);
+                slots += iface.attrs ? iface.attrs->n_attrs : 0;
+        }
+        if (slots != rec->n_slots)
+                return 0; /* a reading of another shape: its slots say nothing of this one */
+
+        /* In the record's order (changes.c): each interface's typed slots, then its attributes. */
+        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (const PropertyInfo *p = iface.properties; p->name; p++) {
+                        if (!slot_typed(p))
+                                continue;
+                        RecordSlot s = record_next(rec, &offset);
+                        if (p->id == PROP_MAJOR)
+                                (void) record_slot_number(s, &major);
+                        else if (p->id == PROP_MINOR)
+                                (void) record_slot_number(s, &minor);
+                        else if (p->id == PROP_NUMBER)
+                                (void) record_slot_number(s, &partn);
+                }
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
+                        RecordSlot s = record_next(rec, &offset);
+                        if (iface.kind == IFACE_KIND && streq(iface.attrs->attrs[j].file, "diskseq"))
+                                (void) record_slot_string(s, diskseq); /* a long one is a fingerprint */
+                }
+        }
+
+        /* The kernel's DEVNAME of a block device is its name with '/' for '!' (cciss!c0d0). */
+        devname = strdup(k->name);
+        if (!devname)
+                return -ENOMEM;
+        for (char *c = devname; *c; c++)
+                if (*c == '!')
+                        *c = '/';
+        r = 0;
+        if (major != 0 || minor != 0) { /* 0:0 is a dev file that could not be read */
+                r = number_add(&pairs, &n, "MAJOR", major);
+                if (r >= 0)
+                        r = number_add(&pairs, &n, "MINOR", minor);
+        }
+        if (r >= 0)
+                r = pair_add(&pairs, &n, "DEVNAME", devname);
+        if (r >= 0)
+                r = pair_add(&pairs, &n, "DEVTYPE", k->ktype->id == KTYPE_DISK ? "disk" : "partition");
+        if (r >= 0 && k->ktype->id == KTYPE_DISK && diskseq[0])
+                r = pair_add(&pairs, &n, "DISKSEQ", diskseq);
+        if (r >= 0 && k->ktype->id == KTYPE_PARTITION && partn > 0)
+                r = number_add(&pairs, &n, "PARTN", partn);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(pairs);
+        return 0;
 }
 
 void changes_forget(Kobject *k)

@@ -85,6 +85,12 @@ struct Live {
         struct Rescan *rescan;             /* the one running, or NULL */
         struct RescanWaiter *next_waiters; /* asked for while one ran: they get the next */
         size_t n_next_waiters;
+        /* While a rescan's reconcile steps: what the records of the block devices it removes held
+         * of their uevent variables (changes_kept_uevent()), for the removes it makes up, which come
+         * after the objects are gone (rescan_note_gone()). */
+        bool reconciling;
+        struct GoneUevent *gone;
+        size_t n_gone, n_gone_max;
         bool held; /* live_hold(): no rescan step, no queued uevent */
 
         uv_timer_t poll_timer;
@@ -142,6 +148,12 @@ int changes_reread(Live *l, Kobject *k);
 
 typedef struct ChangeRecord ChangeRecord;
 
+/* Has the property a slot of its own in a record (changes.c)?  Those that announce their changes. */
+static inline bool slot_typed(const PropertyInfo *p)
+{
+        return p->emits == PROPERTY_EMITS_TRUE;
+}
+
 bool changes_recorded(const Kobject *k);
 /* The mark (ObjDir.mark) of a reading k's record was made of, or found equal to. */
 void changes_mark(Kobject *k, uint64_t fingerprint);
@@ -151,6 +163,10 @@ int changes_kept(const Kobject *k, ChangeRecord **ret);
 /* Keeps now as k's last reading (old: the one before, as changes_kept() gave it, or NULL). */
 void changes_keep(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRecord *now);
 void changes_forget(Kobject *k);
+/* What k's record holds of a block device's uevent variables, for a remove made up after its files
+ * went: MAJOR, MINOR, DEVNAME, DEVTYPE, DISKSEQ, PARTN as the kernel's remove has them, each that it
+ * holds whole.  Key/value pairs, NULL-terminated; NULL for no block device or no record. */
+int changes_kept_uevent(const Kobject *k, char ***ret);
 void changes_init(Live *l);
 /* After every object's changes_forget(). */
 void changes_done(Live *l);
@@ -204,3 +220,6 @@ void poll_after_rescan(Live *l);
 void rescan_held(Live *l);
 /* Stops a running rescan; its waiters hear -ECANCELED. */
 void rescan_cancel(Live *l);
+/* k is about to leave the model: during a reconcile step, what its record holds for its made-up
+ * remove is kept until that is sent. */
+void rescan_note_gone(Live *l, const Kobject *k);

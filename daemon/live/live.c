@@ -42,6 +42,7 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
         Live *l = userdata;
 
         stacking_forget(l, k);
+        rescan_note_gone(l, k);
         changes_forget(k);
         apply_forget(l, k);
         if (!l->announce)

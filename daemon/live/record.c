@@ -121,6 +121,37 @@ RecordSlot record_slot_at(const ChangeRecord *r, size_t index)
         return s;
 }
 
+bool record_slot_number(RecordSlot s, uint64_t *ret)
+{
+        uint64_t v = 0;
+
+        if (s.size == 0 || s.bytes[0] < SLOT_SHORT || s.bytes[0] > SLOT_SHORT + sizeof(uint64_t))
+                return false;
+        for (size_t i = s.bytes[0] - SLOT_SHORT; i > 0; i--)
+                v = (v << 8) | s.bytes[i];
+        *ret = v;
+        return true;
+}
+
+bool record_slot_string(RecordSlot s, char ret[RECORD_SHORT_MAX + 1])
+{
+        size_t n;
+
+        if (s.size == 0 || s.bytes[0] >= SLOT_VOLATILE)
+                return false;
+        if (s.bytes[0] < SLOT_SHORT) {
+                ret[0] = (char) s.bytes[0];
+                ret[1] = 0;
+                return true;
+        }
+        n = s.bytes[0] - SLOT_SHORT;
+        if (n > RECORD_SHORT_MAX)
+                return false;
+        memcpy(ret, s.bytes + 1, n);
+        ret[n] = 0;
+        return true;
+}
+
 bool record_slot_equal(RecordSlot a, RecordSlot b)
 {
         return a.size == b.size && memcmp(a.bytes, b.bytes, a.size) == 0;

@@ -44,6 +44,10 @@ RecordSlot record_next(const ChangeRecord *r, size_t *offset);
 RecordSlot record_slot_at(const ChangeRecord *r, size_t index);
 
 bool record_slot_equal(RecordSlot a, RecordSlot b);
+/* A slot's value back, where the slot holds it whole (not a fingerprint): a number put with
+ * record_put_number(), a string of up to RECORD_SHORT_MAX bytes put with record_put_string(). */
+bool record_slot_number(RecordSlot s, uint64_t *ret);
+bool record_slot_string(RecordSlot s, char ret[RECORD_SHORT_MAX + 1]);
 bool record_equal(const ChangeRecord *a, const ChangeRecord *b);
 
 /*

@@ -36,7 +36,50 @@ typedef struct Rescan {
         size_t n_waiters;
 } Rescan;
 
-/* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file, and our mark. */
+typedef struct GoneUevent {
+        char *devpath;
+        char **pairs;
+} GoneUevent;
+
+void rescan_note_gone(Live *l, const Kobject *k)
+{
+        char **pairs = NULL;
+
+        if (!l->reconciling || changes_kept_uevent(k, &pairs) < 0 || !pairs)
+                return;
+        if (GREEDY_REALLOC(l->gone, l->n_gone_max, l->n_gone + 1) < 0 ||
+            !(l->gone[l->n_gone].devpath = strdup(k->devpath))) {
+                strv_free(pairs);
+                return; /* its remove says less, that is all */
+        }
+        l->gone[l->n_gone++].pairs = pairs;
+}
+
+static void gone_clear(Live *l)
+{
+        for (size_t i = 0; i < l->n_gone; i++) {
+                free(l->gone[i].devpath);
+                strv_free(l->gone[i].pairs);
+        }
+        l->gone = mfree(l->gone);
+        l->n_gone = l->n_gone_max = 0;
+}
+
+/* What was noted of devpath when it went (NULL if nothing): the caller frees it. */
+static char **gone_take(Live *l, const char *devpath)
+{
+        for (size_t i = 0; i < l->n_gone; i++)
+                if (streq(l->gone[i].devpath, devpath)) {
+                        char **pairs = l->gone[i].pairs;
+                        free(l->gone[i].devpath);
+                        l->gone[i] = l->gone[--l->n_gone];
+                        return pairs;
+                }
+        return NULL;
+}
+
+/* What the kernel would have sent: ACTION, DEVPATH, SUBSYSTEM, the uevent file (for a remove, what the
+ * object's record held of it), and our mark. */
 static int live_synthesize(Live *l, const char *action, const char *devpath, const char *object_path,
                            Kobject *k)
 {
@@ -56,15 +99,17 @@ static int live_synthesize(Live *l, const char *action, const char *devpath, con
                 r = strv_extend(&keys, &n_keys, "SUBSYSTEM");
         if (r >= 0)
                 r = strv_extend(&values, &n_values, "block");
+        if (!k && streq(action, "remove"))
+                pairs = gone_take(l, devpath);
         if (r >= 0 && k && k->ktype->has_uevent) {
                 rel = path_join(k->devpath, "uevent");
-                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0 &&
-                    parse_uevent_file(text, &pairs) >= 0)
-                        for (char **p = pairs; r >= 0 && p[0] && p[1]; p += 2) {
-                                r = strv_extend(&keys, &n_keys, p[0]);
-                                if (r >= 0)
-                                        r = strv_extend(&values, &n_values, p[1]);
-                        }
+                if (rel && sysfs_read_attr_at(l->sysfs, rel, &text) >= 0)
+                        (void) parse_uevent_file(text, &pairs);
+        }
+        for (char **p = pairs; r >= 0 && p && p[0] && p[1]; p += 2) {
+                r = strv_extend(&keys, &n_keys, p[0]);
+                if (r >= 0)
+                        r = strv_extend(&values, &n_values, p[1]);
         }
         if (r >= 0)
                 r = strv_extend(&keys, &n_keys, SYNTHESIZED_KEY);
@@ -176,7 +221,10 @@ static int rescan_step(Live *l, Rescan *s)
         int r;
 
         if (s->reconcile) {
+                l->reconciling = true;
                 r = reconcile_step(s->reconcile);
+                l->reconciling = false;
+                gone_clear(l); /* each remove it made up has taken its own */
                 live_flush(l);
                 if (r != 0)
                         return r;

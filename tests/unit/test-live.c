@@ -23,7 +23,7 @@ typedef struct Recorder {
         size_t n;
         Model *model;
         uint64_t last_seqnum;
-        bool consistent; /* every call saw the model as the LiveOps comments promise */
+        bool consistent;     /* every call saw the model as the LiveOps comments promise */
         Live *hold_at_event; /* held at the next event, as the manager's back-pressure does */
 } Recorder;
 
@@ -729,8 +729,7 @@ static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
         CHECK(rec.n == 0);
 }
 
-/* The event a synthesized add carries: the uevent file's variables, then the mark. */
-static void test_synthesized_env(EventLog *log)
+static const EventRecord *logged_event(EventLog *log, const char *action, const char *devpath)
 {
         size_t first = 0, count = 0;
         const EventRecord *e = NULL;
@@ -738,9 +737,34 @@ static void test_synthesized_env(EventLog *log)
         CHECK(eventlog_since(log, 0, &first, &count) == 0);
         for (size_t i = first; i < first + count; i++) {
                 const EventRecord *r = eventlog_get(log, i);
-                if (r && streq(r->action, "add") && streq(r->devpath, FIXTURE_SDA "/sda5"))
+                if (r && streq(r->action, action) && streq(r->devpath, devpath))
                         e = r;
         }
+        return e;
+}
+
+/* The event a synthesized add carries: the uevent file's variables, then the mark.  A synthesized
+ * remove, made after the files went: what the object's record held of them, in the kernel's order. */
+static void test_synthesized_env(EventLog *log)
+{
+        const EventRecord *e = logged_event(log, "remove", FIXTURE_CCISS "/cciss!c0d0p1");
+
+        CHECK(e != NULL);
+        if (e) {
+                static const char *const keys[] = {"ACTION",  "DEVPATH", "SUBSYSTEM", "MAJOR",
+                                                   "MINOR",   "DEVNAME", "DEVTYPE",   "PARTN",
+                                                   "BLKMODEL_SYNTHESIZED"};
+                static const char *const values[] = {
+                                "remove", FIXTURE_CCISS "/cciss!c0d0p1", "block", "104", "1", "cciss/c0d0p1",
+                                "partition", "1", "1"};
+                CHECK(e->n_env == ELEMENTSOF(keys));
+                for (size_t i = 0; i < MIN(e->n_env, ELEMENTSOF(keys)); i++) {
+                        CHECK_STREQ(e->env_keys[i], keys[i]);
+                        CHECK_STREQ(e->env_values[i], values[i]);
+                }
+        }
+
+        e = logged_event(log, "add", FIXTURE_SDA "/sda5");
         CHECK(e != NULL);
         if (!e)
                 return;
