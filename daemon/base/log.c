@@ -42,6 +42,16 @@ void log_internal(int level, int error, const char *fmt, ...)
         (void) vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
 
+        /* A name or a value with a newline in it (a fixture's, a caller's Set) must not start a line
+         * of its own, with a priority of its choosing: control characters are written as \xNN. */
+        char out[4 * sizeof(buf)], *o = out;
+        for (const char *c = buf; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        o += sprintf(o, "\\x%02x", (unsigned) (unsigned char) *c);
+                else
+                        *o++ = *c;
+        *o = 0;
+
         /* One fprintf per line keeps concurrent lines whole. */
-        fprintf(stderr, "<%d>%s\n", level, buf);
+        fprintf(stderr, "<%d>%s\n", level, out);
 }

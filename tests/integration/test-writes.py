@@ -53,6 +53,14 @@ class FixtureWrites(unittest.TestCase):
         # Exactly the written property, with what was stored.
         self.assertEqual(changed, [[QUEUE, {"read_ahead_kb": "256"}, []]])
 
+    def test_log_lines_stay_whole(self):
+        # A value with a newline must not start a log line of its own, with
+        # a priority of the caller's choosing.
+        self.set(self.queue, QUEUE, "read_ahead_kb", "1\n<0>forged")
+        out = self.dm.output()
+        self.assertIn("read_ahead_kb set to '1\\x0a<0>forged'.", out)
+        self.assertFalse([l for l in out.splitlines() if l.startswith("<0>")])
+
     def test_introspection_marks_writable(self):
         import xml.etree.ElementTree as ET
         root = ET.fromstring(self.dm.introspect(self.queue))
