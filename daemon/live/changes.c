@@ -221,7 +221,7 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
         r = objdir_read_attr(d, iface, a, &v);
         if (r < 0)
                 v = "";
-        if (r == -ENOENT)
+        if (r == -ENOENT && objdir_attr_gone(d, iface, a))
                 rd->file_gone = true;
         rec->value_bytes += 8 + strlen(v);
         record_put_string(rec, v);

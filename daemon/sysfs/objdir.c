@@ -154,3 +154,15 @@ bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a)
 
         return rel && objdir_has(d, rel);
 }
+
+bool objdir_attr_gone(ObjDir *d, const Iface *iface, const Attr *a)
+{
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
+        int fd = objdir_fd(d), r;
+
+        if (!rel || fd < 0)
+                return false;
+        r = sysfs_file_mode(fd, rel);
+        return r == -ENOENT || r == -ENOTDIR;
+}

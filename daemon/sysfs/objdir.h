@@ -58,3 +58,6 @@ int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **
 /* Has d read that file (or link, or link directory) already? */
 bool objdir_has(ObjDir *d, const char *relpath);
 bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a);
+/* Is the attribute's file (or its group's directory) gone from the object's directory?  Not a read
+ * that failed with ENOENT: some show() callbacks answer that for a file that is there. */
+bool objdir_attr_gone(ObjDir *d, const Iface *iface, const Attr *a);
