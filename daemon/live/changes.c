@@ -17,7 +17,7 @@
  * by interface in their order.
  */
 
-static size_t n_slots(const Kobject *k)
+size_t changes_n_slots(const Kobject *k)
 {
         size_t n = 0;
         Iface iface;
@@ -231,7 +231,7 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
  * is copied from old (which it then requires). */
 static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, ObjDir *d, Reading *ret)
 {
-        size_t n = n_slots(k), old_offset = 0;
+        size_t n = changes_n_slots(k), old_offset = 0;
         Reading rd = {};
         Iface iface;
         int r;
@@ -378,7 +378,7 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         r = changes_kept(k, &old);
         if (r < 0)
                 return r;
-        have_old = old && old->n_slots == n_slots(k);
+        have_old = old && old->n_slots == changes_n_slots(k);
 
         /* A reply's values against a reading of another shape: the reshape tells that, not a reply. */
         if (how == REFRESH_SENT && !have_old)

@@ -124,7 +124,7 @@ int changes_kept_uevent(const Kobject *k, char ***ret)
         _cleanup_(freep) char *devname = NULL;
         uint64_t major = 0, minor = 0, partn = 0;
         char diskseq[RECORD_SHORT_MAX + 1] = "";
-        size_t offset = 0, n = 0, slots = 0;
+        size_t offset = 0, n = 0;
         Iface iface;
         int r;
 
@@ -134,13 +134,7 @@ int changes_kept_uevent(const Kobject *k, char ***ret)
         r = changes_kept(k, &rec);
         if (r < 0 || !rec)
                 return r;
-        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
-                kobject_iface(k, i, &iface);
-                for (const PropertyInfo *p = iface.properties; p->name; p++)
-                        slots += slot_typed(p);
-                slots += iface.attrs ? iface.attrs->n_attrs : 0;
-        }
-        if (slots != rec->n_slots)
+        if (rec->n_slots != changes_n_slots(k))
                 return 0; /* a reading of another shape: its slots say nothing of this one */
 
         /* In the record's order (changes.c): each interface's typed slots, then its attributes. */

@@ -153,6 +153,8 @@ static inline bool slot_typed(const PropertyInfo *p)
 {
         return p->emits == PROPERTY_EMITS_TRUE;
 }
+/* How many slots a record of k's shape has. */
+size_t changes_n_slots(const Kobject *k);
 
 bool changes_recorded(const Kobject *k);
 /* The mark (ObjDir.mark) of a reading k's record was made of, or found equal to. */
