@@ -79,6 +79,13 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         if (r < 0)
                 return r;
         r = bus_append_property(p, &d, &iface, property, reply, false, NULL, error);
+        if (r < 0 && sd_bus_error_is_set(error)) {
+                /* This answer is the failed read; a file gone since the listing is dropped from the
+                 * object's interfaces for the next one (a GetAll finds it in its own reading). */
+                a = iface.attrs ? attr_set_find(iface.attrs, property) : NULL;
+                if (a)
+                        live_attr_unreadable(p->live, k, &d, &iface, a);
+        }
         if (r < 0)
                 return r;
         if (r == 0)
@@ -301,9 +308,15 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool author
         if (fd < 0)
                 return bus_error_unknown_object(error, k->path);
         r = sysfs_file_mode(fd, rel);
-        /* A file gone since the last reading is no read-only one: the client may well try again. */
-        if (r < 0)
-                return bus_error_write_failed(error, value, k->devpath, rel, r);
+        /* A file gone since the last reading is no read-only one: the client may well try again (and
+         * the object's interfaces are told anew without it, as for a Get). */
+        if (r < 0) {
+                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, property) : NULL;
+                r = bus_error_write_failed(error, value, k->devpath, rel, r);
+                if (a)
+                        live_attr_unreadable(p->live, k, &d, &iface, a);
+                return r;
+        }
         if (!(r & 0222)) {
                 _cleanup_(freep) char *what = NULL;
                 if (asprintf(&what, "%s/%s", k->devpath, rel) < 0)

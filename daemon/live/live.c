@@ -51,6 +51,12 @@ static void on_object_removed(Model *m, Kobject *k, void *userdata)
         note_member_change(l, k);
 }
 
+void live_attr_unreadable(Live *l, Kobject *k, ObjDir *d, const Iface *iface, const Attr *a)
+{
+        if (k->linked && objdir_attr_gone(d, iface, a))
+                (void) changes_reread(l, k);
+}
+
 static const ModelObserver live_observer = {
                 .added = on_object_added,
                 .removed = on_object_removed,

@@ -78,6 +78,9 @@ void live_warmup_release(Live *l);
  * differs from that reading is announced to every client (a change the poll has not reached yet,
  * which the caller now holds and the others do not), and kept. */
 void live_record_reading(Live *l, Kobject *k, ObjDir *d);
+/* A client's reading of the attribute failed: if its file is gone (its directory stays), k's shape
+ * changed, and is read anew and told (InterfacesRemoved, InterfacesAdded without it). */
+void live_attr_unreadable(Live *l, Kobject *k, ObjDir *d, const Iface *iface, const Attr *a);
 
 /* UeventSource callbacks; userdata is the Live. */
 void live_on_uevent(UeventSource *s, Uevent *u, void *userdata);

@@ -147,6 +147,20 @@ class FixtureWrites(unittest.TestCase):
                          "org.blkmodel1.Error.WriteFailed")
         self.assertIn("No such file", cm.exception.get_dbus_message())
         self.assertFalse(os.path.exists(self.qdir + "/nr_requests"))
+        # And the queue is told anew without it (no poll here, no event).
+        self.rec.wait_for(lambda s: any(
+            x[1] == "InterfacesAdded" and x[3][0] == self.queue for x in s))
+        self.assertNotIn("nr_requests", self.dm.get_all(self.queue, QUEUE))
+        # A Get that finds a file gone: ReadFailed for it, then the same.
+        os.unlink(self.qdir + "/max_sectors_kb")
+        with self.assertRaises(dbus.DBusException) as cm:
+            self.dm.get(self.queue, QUEUE, "max_sectors_kb")
+        self.assertEqual(cm.exception.get_dbus_name(),
+                         "org.blkmodel1.Error.ReadFailed")
+        with self.assertRaises(dbus.DBusException) as cm:
+            self.dm.get(self.queue, QUEUE, "max_sectors_kb")
+        self.assertEqual(cm.exception.get_dbus_name(),
+                         "org.freedesktop.DBus.Error.UnknownProperty")
         # Trigger on an object whose directory went says the same.
         subprocess.run(["rm", "-rf", find_dir(self.sys, "/block/sda")],
                        check=True)
