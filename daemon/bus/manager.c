@@ -205,15 +205,20 @@ static int trigger(Publisher *p, sd_bus_message *msg, bool authorized, sd_bus_er
         if (!k->ktype->has_uevent)
                 return bus_error_invalid_args(error, "%s is a %s: it has no uevent file to trigger.", path,
                                               k->ktype->name);
+        /* Checked before the authorization, as Set does: a call that cannot succeed fails without a
+         * password prompt.  A directory gone (or a link now, never followed) since the last reading:
+         * as for Set.  A device directory without a uevent file (a class's glue directory): no
+         * kobject the kernel would send an event for. */
+        fd = sysfs_open_dir(p->sysfs, k->devpath);
+        if (fd < 0)
+                return bus_error_write_failed(error, action, k->devpath, "uevent", fd);
+        if (sysfs_file_mode(fd, "uevent") == -ENOENT)
+                return bus_error_invalid_args(error, "%s has no uevent file to trigger.", path);
         if (!authorized) {
                 const char *details[] = {"object", k->path, "action", action, NULL};
                 return bus_authorize(p, msg, BLKMODEL_ACTION_TRIGGER, details, trigger_authorized, error);
         }
 
-        /* A directory gone (or a link now, never followed) since the last reading: as for Set. */
-        fd = sysfs_open_dir(p->sysfs, k->devpath);
-        if (fd < 0)
-                return bus_error_write_failed(error, action, k->devpath, "uevent", fd);
         r = sysfs_write_attr(fd, "uevent", action);
         if (r < 0)
                 return bus_error_write_failed(error, action, k->devpath, "uevent", r);

@@ -580,6 +580,16 @@ class Model(unittest.TestCase):
                 self.assertIn(ch * 8, msg)
         self.assertEqual(self.dm.get(sda, DISK, "Size"), 976773168 * 512)
 
+    def test_trigger_without_uevent_file(self):
+        """A class's glue directory (nvme above nvme0) has no uevent file:
+        InvalidArgs, as for a queue, and nothing written."""
+        glue = dev_path(os.path.dirname(NVME_DEV))
+        self.assertDBusError("org.freedesktop.DBus.Error.InvalidArgs",
+                             self.dm.manager, "Trigger",
+                             dbus.ObjectPath(glue), "change")
+        self.assertFalse(os.path.exists(
+            self.root + os.path.dirname(NVME_DEV) + "/uevent"))
+
     def test_unknown_object(self):
         """A path below the root that is no object: UnknownObject, so that
         a client can tell a vanished object from a missing property."""
