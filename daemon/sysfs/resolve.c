@@ -181,6 +181,17 @@ static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest
         return resolve_majmin(sysfs, m, majmin, ret);
 }
 
+/* The kernel's name of a device node's: /dev/cciss/c0d0 is cciss!c0d0 (NULL: out of memory). */
+static char *kernel_name_of(const char *node_name)
+{
+        char *name = strdup(node_name);
+
+        for (char *c = name; c && *c; c++)
+                if (*c == '/')
+                        *c = '!';
+        return name;
+}
+
 int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobject **ret)
 {
         _cleanup_(freep) char *squeezed = NULL;
@@ -221,12 +232,9 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobjec
                 /* /dev/cciss/c0d0 is the kernel's cciss!c0d0; /dev/block/8:1 is a MAJ:MIN link. */
                 if (startswith(rest, "block/"))
                         return resolve_majmin(sysfs, m, rest + strlen("block/"), ret);
-                _cleanup_(freep) char *name = strdup(rest);
+                _cleanup_(freep) char *name = kernel_name_of(rest);
                 if (!name)
                         return -ENOMEM;
-                for (char *c = name; *c; c++)
-                        if (*c == '/')
-                                *c = '!';
                 Kobject *k = model_find_name(m, name);
                 if (!k)
                         return resolve_dev_node(sysfs, m, rest, ret);
@@ -244,6 +252,17 @@ int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobjec
         r = resolve_name_path(m, spec, ret);
         if (r != -ENOENT)
                 return r;
+        /* lsblk's NAME, and ours in `list`, writes cciss!c0d0 as cciss/c0d0: what a user copies. */
+        if (strchr(spec, '/')) {
+                _cleanup_(freep) char *name = kernel_name_of(spec);
+                if (!name)
+                        return -ENOMEM;
+                Kobject *k = model_find_name(m, name);
+                if (k) {
+                        *ret = k;
+                        return 0;
+                }
+        }
         /* The ksets by their names, as /sys/block and /sys/devices name them (a disk of that name
          * came first). */
         if (streq(spec, "block") || streq(spec, "devices")) {

@@ -482,6 +482,9 @@ class Model(unittest.TestCase):
             "/dev/cciss/c0d0": P("block", "cciss!c0d0"),
             "/dev/cciss/c0d0p1": P("block", "cciss!c0d0", "cciss!c0d0p1"),
             "cciss!c0d0": P("block", "cciss!c0d0"),
+            # As lsblk's NAME (and list's) writes it.
+            "cciss/c0d0": P("block", "cciss!c0d0"),
+            "cciss/c0d0p1": P("block", "cciss!c0d0", "cciss!c0d0p1"),
             "/dev/dm-0": P("block", "dm-0"),
             "/sys/block": P("block"),
             "block": P("block"),
