@@ -133,6 +133,14 @@ class ListAgreesWithLsblk(unittest.TestCase):
                          ("1:0:0:0", "sata"))
         self.assertEqual((devs["nvme0n1"]["hctl"], devs["nvme0n1"]["tran"]),
                          (None, "nvme"))
+        # Named, from the part of the model list then reads: the same.
+        named = ct.run_json("list", "-o", "KNAME,HCTL,TRAN,MODEL,SUBSYSTEMS",
+                            "sda", "nvme0n1")["blockdevices"]
+        whole = {n["kname"]: n for n in walk(ct.run_json(
+            "list", "-o", "KNAME,HCTL,TRAN,MODEL,SUBSYSTEMS")["blockdevices"])}
+        self.assertEqual([n["kname"] for n in named], ["sda", "nvme0n1"])
+        for n in walk(named):
+            self.assertEqual(n, whole[n["kname"]])
         self.assertEqual((devs["loop0"]["hctl"], devs["loop0"]["tran"]),
                          (None, None))
         # A partition has no device link: only the name rule (nvme) holds.
