@@ -412,7 +412,14 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         }
 
         /* A file gone from a directory that stays changed the object's shape, not a value to "": the
-         * interfaces' removal and addition tell it, as for a change event's new listing. */
+         * interfaces' removal and addition tell it, as for a change event's new listing.  Not from a
+         * reply's reading: its old shape goes out after the signals would, and a client would keep
+         * it; the poll, the next event or a Get re-lists the object (and a device being torn down
+         * loses its directory meanwhile, which its removal tells). */
+        if (now.file_gone && how == REFRESH_SENT) {
+                reading_done(&now);
+                return 0;
+        }
         if (now.file_gone && how != REFRESH_RECORD && !only_same_in && !l->rereading && k->linked) {
                 reading_done(&now);
                 return changes_reread(l, k);

@@ -247,20 +247,20 @@ class OddTrees(unittest.TestCase):
         self.run_daemon(check)
 
     def test_file_vanishes_after_scan(self):
-        """A file gone between the scan and a reading: read as "" by the
-        reply that finds it gone, then the object has the files its
-        directory has (its interfaces told anew), and a Get of it is an
-        UnknownProperty.  A whole device directory gone: "" everywhere and
-        Get fails with ReadFailed until its remove comes; everything else
-        as before."""
+        """A file gone between the scan and a reading: read as "" by
+        replies until the poll re-lists the object, then the object has the
+        files its directory has (its interfaces told anew), and a Get of it
+        is an UnknownProperty.  A whole device directory gone: "" everywhere
+        and Get fails with ReadFailed until its remove comes; everything
+        else as before."""
         sda = P("block", "sda")
         power = bt.IFACE + "Group.power"
 
         def check(dm, objs):
             os.unlink(self.p(SDA + "/ro"))
             os.unlink(self.p(SDA + "/power/control"))
-            # "" from a reply built on the old listing, or gone already if
-            # a round of the poll found it first.
+            # "" from a reply, or gone already if a round of the poll found
+            # it first.
             self.assertEqual(dm.get_all(sda, DISK).get("ro", ""), "")
             self.assertTrue(bt.wait_until(
                 lambda: "ro" not in dm.get_all(sda, DISK) and

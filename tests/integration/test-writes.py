@@ -151,8 +151,16 @@ class FixtureWrites(unittest.TestCase):
         self.rec.wait_for(lambda s: any(
             x[1] == "InterfacesAdded" and x[3][0] == self.queue for x in s))
         self.assertNotIn("nr_requests", self.dm.get_all(self.queue, QUEUE))
-        # A Get that finds a file gone: ReadFailed for it, then the same.
+        # A reply that finds a file gone reads it as "" and re-lists nothing:
+        # signals sent before it would be undone by its old shape.
         os.unlink(self.qdir + "/max_sectors_kb")
+        self.rec.signals.clear()
+        self.assertEqual(self.dm.get_all(self.queue, QUEUE)["max_sectors_kb"], "")
+        self.assertIn(self.queue, self.dm.managed_objects())
+        self.rec.pump(0.3)
+        self.assertEqual([x[1] for x in self.rec.signals
+                          if x[1].startswith("Interfaces")], [])
+        # A Get that finds it gone: ReadFailed for it, then the same.
         with self.assertRaises(dbus.DBusException) as cm:
             self.dm.get(self.queue, QUEUE, "max_sectors_kb")
         self.assertEqual(cm.exception.get_dbus_name(),
