@@ -282,10 +282,21 @@ static int model_merge(json_object *model, json_object *part)
         return 0;
 }
 
+/* An object gone between the reading that named it and ours: what the whole model's one reading
+ * would not have had either.  Clears the error. */
+static bool gone_meanwhile(int r, sd_bus_error *error)
+{
+        if (r >= 0 || !sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_OBJECT))
+                return false;
+        sd_bus_error_free(error);
+        return true;
+}
+
 /* Adds the disk's subtree (its partitions, queue, scheduler) and its hardware chain to model, unless
- * it is there; its holders' disks to *todo. */
-static int list_load_disk(sd_bus *bus, const char *disk, json_object *model, char ***todo, size_t *n_todo,
-                          sd_bus_error *error)
+ * it is there; its holders' disks to *todo.  A holder's disk (not named) or hardware gone meanwhile
+ * is left out, as list leaves out a holder the model does not have. */
+static int list_load_disk(sd_bus *bus, const char *disk, bool named, json_object *model, char ***todo,
+                          size_t *n_todo, sd_bus_error *error)
 {
         _cleanup_(json_object_putp) json_object *part = NULL;
         int r;
@@ -293,6 +304,8 @@ static int list_load_disk(sd_bus *bus, const char *disk, json_object *model, cha
         if (model_object(model, disk))
                 return 0;
         r = bus_load_model(bus, disk, list_filter, NULL, &part, error);
+        if (!named && gone_meanwhile(r, error))
+                return 0;
         if (r >= 0)
                 r = model_merge(model, part);
         if (r < 0)
@@ -315,6 +328,8 @@ static int list_load_disk(sd_bus *bus, const char *disk, json_object *model, cha
              dev && startswith(dev, BLKMODEL_ROOT_PATH "/devices/") && !model_object(model, dev);
              dev = model_string(model_object(model, dev), BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_PARENT)) {
                 r = bus_load_object(bus, dev, model, NULL, error);
+                if (gone_meanwhile(r, error))
+                        break;
                 if (r < 0)
                         return r;
         }
@@ -330,7 +345,7 @@ static int list_load_named(sd_bus *bus, char **paths, json_object **ret, sd_bus_
 {
         _cleanup_(json_object_putp) json_object *model = json_object_new_object();
         _cleanup_(strv_freep) char **todo = NULL;
-        size_t n_todo = 0;
+        size_t n_todo = 0, n_named;
         int r;
 
         if (!model)
@@ -340,9 +355,10 @@ static int list_load_named(sd_bus *bus, char **paths, json_object **ret, sd_bus_
                 if (d && strv_consume(&todo, &n_todo, d) < 0)
                         return -ENOMEM;
         }
+        n_named = n_todo;
         /* todo grows as holders are found; a stack that loops ends on what is loaded already. */
         for (size_t i = 0; i < n_todo; i++) {
-                r = list_load_disk(bus, todo[i], model, &todo, &n_todo, error);
+                r = list_load_disk(bus, todo[i], i < n_named, model, &todo, &n_todo, error);
                 if (r < 0)
                         return r;
         }

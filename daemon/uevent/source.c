@@ -106,6 +106,8 @@ _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
          * flood us with garbage: log a few per window, then a summary.
          */
         if (now - s->drop_log_window_start >= s->drop_log_window_ms) {
+                /* The old window's timer, due but not run yet, must not end this one. */
+                (void) uv_timer_stop(&s->drop_log_timer);
                 log_drops_suppressed(s);
                 s->drop_log_window_start = now;
                 s->drop_log_count = 0;

@@ -224,5 +224,50 @@ class ListAgreesWithLsblk(unittest.TestCase):
         self.assertEqual(count(tree), 80)
 
 
+class NamedWhileStacksChange(unittest.TestCase):
+    def test_a_holder_gone_meanwhile_is_left_out(self):
+        """list sda reads sda's disk, then each holder's: a holder (dm-0 on
+        sda2) removed in between is left out, as from one whole reading,
+        never a failure.  dm-0 goes and comes every few ms meanwhile."""
+        import threading
+        import time
+        d = bt.make_fixture()
+        root = d + "/sys"
+        dm0 = root + "/devices/virtual/block/dm-0"
+        holder = next(os.path.join(x, "holders", "dm-0")
+                      for x, _, _ in os.walk(root + "/devices")
+                      if x.endswith("/block/sda/sda2"))
+        with bt.Daemon(root, uevent_socket=True,
+                       extra_args=["--poll-interval=0"]) as dm:
+            stop = threading.Event()
+
+            def churn():
+                cb = root + "/class/block/dm-0"
+                link, hlink = os.readlink(cb), os.readlink(holder)
+                while not stop.is_set():
+                    os.rename(dm0, dm0 + ".away")
+                    os.unlink(cb)
+                    os.unlink(holder)
+                    dm.send_uevent("remove", "/devices/virtual/block/dm-0",
+                                   {"SUBSYSTEM": "block"})
+                    time.sleep(0.003)
+                    os.rename(dm0 + ".away", dm0)
+                    os.symlink(link, cb)
+                    os.symlink(hlink, holder)
+                    dm.send_uevent("add", "/devices/virtual/block/dm-0",
+                                   {"SUBSYSTEM": "block"})
+                    time.sleep(0.003)
+
+            t = threading.Thread(target=churn)
+            t.start()
+            try:
+                for _ in range(60):
+                    p = ct.run("list", "-o", "NAME", "sda", check=0)
+                    self.assertIn("sda2", p.stdout)
+            finally:
+                stop.set()
+                t.join()
+
+
 if __name__ == "__main__":
     bt.main()
