@@ -390,13 +390,55 @@ static void test_socket_free_in_handler(uv_loop_t *loop)
         CHECK(access(path, F_OK) < 0);
 }
 
+/* Sends 5 × rounds junk datagrams, each round read before the next: the socket queues only
+ * net.unix.max_dgram_qlen (often 10) datagrams. */
+static void drop_rounds(uv_loop_t *loop, Ctx *c, const char *path, const char *junk, size_t len,
+                        unsigned rounds)
+{
+        uint64_t base = uevent_source_dropped(c->source);
+
+        for (unsigned round = 0; round < rounds; round++) {
+                for (int i = 0; i < 5; i++)
+                        CHECK(send_to(path, junk, len, NULL, -1) == 0);
+                for (int i = 0; i < 40 && uevent_source_dropped(c->source) < base + (round + 1) * 5; i++)
+                        run_for(loop, 10);
+        }
+}
+
+/* stderr into logpath: the saved stderr to give to stderr_back(), or -1. */
+static int stderr_into(const char *logpath)
+{
+        int saved, logfd;
+
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        CHECK(saved >= 0 && logfd >= 0);
+        if (saved < 0 || logfd < 0 || dup2(logfd, STDERR_FILENO) < 0) {
+                if (saved >= 0)
+                        close(saved);
+                if (logfd >= 0)
+                        close(logfd);
+                return -1;
+        }
+        close(logfd);
+        return saved;
+}
+
+static void stderr_back(int saved)
+{
+        fflush(stderr);
+        CHECK(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+}
+
 /* A flood of garbage is counted in full but logged only a few times per window. */
 static void test_socket_drop_flood(uv_loop_t *loop)
 {
         static const char junk[] = "this is not a uevent at all, not even close";
         char path[256], logpath[256], line[512];
         unsigned logged = 0;
-        int saved, logfd;
+        int saved;
         Ctx c = {};
         FILE *f;
 
@@ -405,27 +447,11 @@ static void test_socket_drop_flood(uv_loop_t *loop)
         CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
         if (!c.source)
                 return;
-
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        CHECK(saved >= 0 && logfd >= 0);
-        if (saved < 0 || logfd < 0)
+        saved = stderr_into(logpath);
+        if (saved < 0)
                 goto out;
-        dup2(logfd, STDERR_FILENO);
-
-        /* In rounds: the socket queues only net.unix.max_dgram_qlen (often 10) datagrams. */
-        for (int round = 0; round < 5; round++) {
-                for (int i = 0; i < 5; i++)
-                        CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
-                for (int i = 0; i < 40 && uevent_source_dropped(c.source) < (uint64_t) (round + 1) * 5; i++)
-                        run_for(loop, 10);
-        }
-
-        fflush(stderr);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-        close(logfd);
+        drop_rounds(loop, &c, path, junk, sizeof(junk), 5);
+        stderr_back(saved);
 
         CHECK(uevent_source_dropped(c.source) == 25);
         f = fopen(logpath, "re");
@@ -461,7 +487,7 @@ static void test_socket_drop_summary(uv_loop_t *loop)
 {
         static const char junk[] = "not a uevent";
         char path[256], logpath[256];
-        int saved, logfd;
+        int saved;
         Ctx c = {};
 
         make_path(path, sizeof(path), "summary.sock");
@@ -471,20 +497,10 @@ static void test_socket_drop_summary(uv_loop_t *loop)
                 return;
         /* Long enough for the 15 datagrams below to land in one window on a loaded machine. */
         c.source->drop_log_window_ms = 1500;
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        CHECK(saved >= 0 && logfd >= 0);
-        if (saved < 0 || logfd < 0)
+        saved = stderr_into(logpath);
+        if (saved < 0)
                 goto out;
-        dup2(logfd, STDERR_FILENO);
-
-        for (int round = 0; round < 3; round++) {
-                for (int i = 0; i < 5; i++)
-                        CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
-                for (int i = 0; i < 40 && uevent_source_dropped(c.source) < (uint64_t) (round + 1) * 5; i++)
-                        run_for(loop, 10);
-        }
+        drop_rounds(loop, &c, path, junk, sizeof(junk), 3);
         /* Nothing more comes: the window's end tells the 5 it did not log. */
         run_for(loop, 1800);
         fflush(stderr);
@@ -492,20 +508,12 @@ static void test_socket_drop_summary(uv_loop_t *loop)
 
         /* And a source freed within a window (a long one now) says what that one did not log. */
         c.source->drop_log_window_ms = 60000;
-        for (int round = 0; round < 4; round++) {
-                for (int i = 0; i < 5; i++)
-                        CHECK(send_to(path, junk, sizeof(junk), NULL, -1) == 0);
-                for (int i = 0; i < 40 && uevent_source_dropped(c.source) < (uint64_t) (round + 4) * 5; i++)
-                        run_for(loop, 10);
-        }
+        drop_rounds(loop, &c, path, junk, sizeof(junk), 4);
         CHECK(!log_has(logpath, "10 more datagrams dropped"));
         uevent_source_free(c.source);
         c.source = NULL;
         settle(loop);
-        fflush(stderr);
-        CHECK(dup2(saved, STDERR_FILENO) >= 0);
-        close(saved);
-        close(logfd);
+        stderr_back(saved);
         CHECK(log_has(logpath, "10 more datagrams dropped"));
         (void) unlink(logpath);
 out:
