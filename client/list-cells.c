@@ -109,12 +109,7 @@ int get_attr_or_zero(const ListRow *row, const ListColumn *c, Cell *ret)
 /* The kernel's name with '/' for '!' (cciss!c0d0 is /dev/cciss/c0d0), as lsblk shows it. */
 static char *row_kname(const ListRow *row, const char *path)
 {
-        char *s = strdup(model_name(row->model, path));
-
-        for (char *p = s; p && *p; p++)
-                if (*p == '!')
-                        *p = '/';
-        return s;
+        return devnode_name_of(model_name(row->model, path));
 }
 
 int get_kname(const ListRow *row, const ListColumn *c, Cell *ret)

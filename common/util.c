@@ -87,6 +87,26 @@ char *path_squeeze_slashes(char *p)
         return p;
 }
 
+static char *copy_replacing(const char *s, char from, char to)
+{
+        char *copy = strdup(s);
+
+        for (char *c = copy; c && *c; c++)
+                if (*c == from)
+                        *c = to;
+        return copy;
+}
+
+char *devnode_name_of(const char *kernel_name)
+{
+        return copy_replacing(kernel_name, '!', '/');
+}
+
+char *kernel_name_of(const char *devnode_name)
+{
+        return copy_replacing(devnode_name, '/', '!');
+}
+
 int parse_u64(const char *v, uint64_t *ret)
 {
         unsigned long long x;

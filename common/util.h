@@ -126,6 +126,10 @@ int strv_consume(char ***l, size_t *n, char *s);
 char *path_join(const char *a, const char *b);
 /* In place: each run of slashes one, and no trailing one but the root's ("//a//b/" is /a/b). */
 char *path_squeeze_slashes(char *p);
+/* A block device's kernel name writes its /dev name's '/' as '!': cciss!c0d0 is /dev/cciss/c0d0.
+ * Each gives a new copy in the other form (NULL: out of memory). */
+char *devnode_name_of(const char *kernel_name);
+char *kernel_name_of(const char *devnode_name);
 
 /* The last element of a path ("sda" of "/devices/…/block/sda"); the path itself without a '/'. */
 static inline const char *path_basename(const char *path)

@@ -158,13 +158,10 @@ int changes_kept_uevent(const Kobject *k, char ***ret)
                 }
         }
 
-        /* The kernel's DEVNAME of a block device is its name with '/' for '!' (cciss!c0d0). */
-        devname = strdup(k->name);
+        /* The kernel's DEVNAME of a block device is its /dev name (cciss/c0d0). */
+        devname = devnode_name_of(k->name);
         if (!devname)
                 return -ENOMEM;
-        for (char *c = devname; *c; c++)
-                if (*c == '!')
-                        *c = '/';
         r = 0;
         if (major != 0 || minor != 0) { /* 0:0 is a dev file that could not be read */
                 r = number_add(&pairs, &n, "MAJOR", major);

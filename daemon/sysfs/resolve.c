@@ -181,17 +181,6 @@ static int resolve_dev_node(const Sysfs *sysfs, const Model *m, const char *rest
         return resolve_majmin(sysfs, m, majmin, ret);
 }
 
-/* The kernel's name of a device node's: /dev/cciss/c0d0 is cciss!c0d0 (NULL: out of memory). */
-static char *kernel_name_of(const char *node_name)
-{
-        char *name = strdup(node_name);
-
-        for (char *c = name; c && *c; c++)
-                if (*c == '/')
-                        *c = '!';
-        return name;
-}
-
 int resolve_spec(const Sysfs *sysfs, const Model *m, const char *spec_in, Kobject **ret)
 {
         _cleanup_(freep) char *squeezed = NULL;

@@ -60,9 +60,19 @@ static void test_path_squeeze_slashes(void)
         }
 }
 
+static void test_devnode_names(void)
+{
+        _cleanup_(freep) char *node = devnode_name_of("cciss!c0d0p1"),
+                              *name = kernel_name_of("cciss/c0d0p1");
+
+        CHECK_STREQ(node, "cciss/c0d0p1");
+        CHECK_STREQ(name, "cciss!c0d0p1");
+}
+
 int main(void)
 {
         test_greedy_realloc();
         test_path_squeeze_slashes();
+        test_devnode_names();
         return tests_summary();
 }
