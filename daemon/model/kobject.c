@@ -331,6 +331,12 @@ int kobject_name_cmp(const void *a, const void *b)
 
 int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size_t *ret_n)
 {
+        return kobject_children_sorted_by(k, only, kobject_name_cmp, ret, ret_n);
+}
+
+int kobject_children_sorted_by(const Kobject *k, KtypeId only, int (*cmp)(const void *, const void *),
+                               Kobject ***ret, size_t *ret_n)
+{
         Kobject **l = malloc(sizeof(Kobject *) * (k->n_children + 1));
         size_t n = 0;
 
@@ -339,7 +345,7 @@ int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size
         for (Kobject *c = k->first_child; c; c = c->next_sibling)
                 if (only == _KTYPE_MAX || c->ktype->id == only)
                         l[n++] = c;
-        qsort(l, n, sizeof(Kobject *), kobject_name_cmp);
+        qsort(l, n, sizeof(Kobject *), cmp);
         *ret = l;
         *ret_n = n;
         return 0;

@@ -107,5 +107,8 @@ Kobject *kobject_find_child_type(const Kobject *k, KtypeId id);
 
 /* Sorted by name; the caller frees the array (not the objects).  only: a kind, or _KTYPE_MAX for all. */
 int kobject_children_sorted(const Kobject *k, KtypeId only, Kobject ***ret, size_t *ret_n);
+/* The same, in the order cmp (a qsort() comparison of Kobject pointers) gives. */
+int kobject_children_sorted_by(const Kobject *k, KtypeId only, int (*cmp)(const void *, const void *),
+                               Kobject ***ret, size_t *ret_n);
 /* For qsort() of Kobject pointers: by name. */
 int kobject_name_cmp(const void *a, const void *b);

@@ -37,11 +37,7 @@ static int partition_cmp(const void *a, const void *b)
 /* A disk's partitions in the order the kernel adds and drops them, by number: sda2 before sda10. */
 static int partitions_in_order(const Kobject *disk, Kobject ***ret, size_t *ret_n)
 {
-        int r = kobject_children_sorted(disk, KTYPE_PARTITION, ret, ret_n);
-
-        if (r >= 0)
-                qsort(*ret, *ret_n, sizeof(Kobject *), partition_cmp);
-        return r;
+        return kobject_children_sorted_by(disk, KTYPE_PARTITION, partition_cmp, ret, ret_n);
 }
 
 /* Unlinks k (and its partitions) and reports each removal, children first; returns how many. */
