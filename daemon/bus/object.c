@@ -58,6 +58,16 @@ static int access_denied_read(const Kobject *k, const Iface *iface, const Attr *
                                        rel ? rel : a->file);
 }
 
+/* A Get or Set whose file failed: one gone since the listing is dropped from the object's interfaces
+ * for the next call (live_attr_unreadable()); this one's answer is the failure. */
+static void attr_failed(Publisher *p, Kobject *k, ObjDir *d, const Iface *iface, const char *property)
+{
+        const Attr *a = iface->attrs ? attr_set_find(iface->attrs, property) : NULL;
+
+        if (a)
+                live_attr_unreadable(p->live, k, d, iface, a);
+}
+
 /* privileged: the caller is root or the daemon's own user, so may read what others may not. */
 static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const char *interface,
                         const char *property, bool privileged, sd_bus_error *error)
@@ -79,13 +89,8 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         if (r < 0)
                 return r;
         r = bus_append_property(p, &d, &iface, property, reply, false, NULL, error);
-        if (r < 0 && sd_bus_error_is_set(error)) {
-                /* This answer is the failed read; a file gone since the listing is dropped from the
-                 * object's interfaces for the next one (a GetAll finds it in its own reading). */
-                a = iface.attrs ? attr_set_find(iface.attrs, property) : NULL;
-                if (a)
-                        live_attr_unreadable(p->live, k, &d, &iface, a);
-        }
+        if (r < 0 && sd_bus_error_is_set(error))
+                attr_failed(p, k, &d, &iface, property);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -308,13 +313,10 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool author
         if (fd < 0)
                 return bus_error_unknown_object(error, k->path);
         r = sysfs_file_mode(fd, rel);
-        /* A file gone since the last reading is no read-only one: the client may well try again (and
-         * the object's interfaces are told anew without it, as for a Get). */
+        /* A file gone since the last reading is no read-only one: the client may well try again. */
         if (r < 0) {
-                const Attr *a = iface.attrs ? attr_set_find(iface.attrs, property) : NULL;
                 r = bus_error_write_failed(error, value, k->devpath, rel, r);
-                if (a)
-                        live_attr_unreadable(p->live, k, &d, &iface, a);
+                attr_failed(p, k, &d, &iface, property);
                 return r;
         }
         if (!(r & 0222)) {
