@@ -83,13 +83,19 @@ static void log_drops_suppressed(UeventSource *s)
         s->drop_log_suppressed = 0;
 }
 
+/* Says what the window did not log, and starts another. */
+static void drop_log_new_window(UeventSource *s, uint64_t now)
+{
+        /* The old window's timer, due but not run yet, must not end the new one. */
+        (void) uv_timer_stop(&s->drop_log_timer);
+        log_drops_suppressed(s);
+        s->drop_log_window_start = now;
+        s->drop_log_count = 0;
+}
+
 static void on_drop_log_window_end(uv_timer_t *t)
 {
-        UeventSource *s = t->data;
-
-        log_drops_suppressed(s);
-        s->drop_log_window_start = uv_now(t->loop);
-        s->drop_log_count = 0;
+        drop_log_new_window(t->data, uv_now(t->loop));
 }
 
 _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
@@ -105,13 +111,8 @@ _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
          * A sender that may write at all (root, or our uid) could still
          * flood us with garbage: log a few per window, then a summary.
          */
-        if (now - s->drop_log_window_start >= s->drop_log_window_ms) {
-                /* The old window's timer, due but not run yet, must not end this one. */
-                (void) uv_timer_stop(&s->drop_log_timer);
-                log_drops_suppressed(s);
-                s->drop_log_window_start = now;
-                s->drop_log_count = 0;
-        }
+        if (now - s->drop_log_window_start >= s->drop_log_window_ms)
+                drop_log_new_window(s, now);
         if (s->drop_log_count >= DROP_LOG_BURST) {
                 if (s->drop_log_suppressed++ == 0)
                         (void) uv_timer_start(&s->drop_log_timer, on_drop_log_window_end,
