@@ -317,7 +317,8 @@ static int list_load_disk(sd_bus *bus, const char *disk, bool named, json_object
                 json_object *holders = model_prop(obj, iface, BLKMODEL_PROP_HOLDERS);
 
                 for (size_t i = 0; holders && i < json_object_array_length(holders); i++) {
-                        char *d = disk_path_of(json_object_get_string(json_object_array_get_idx(holders, i)));
+                        char *d = disk_path_of(
+                                        json_object_get_string(json_object_array_get_idx(holders, i)));
                         if (d && strv_consume(todo, n_todo, d) < 0)
                                 return -ENOMEM;
                 }

@@ -265,8 +265,8 @@ static int read_one(UeventSource *s)
         case -EOPNOTSUPP:
                 /* A newer kernel's action: nothing we can mirror, but an event a client will not see, so
                  * said where the operator looks.  Well-formed: the header is "[a-z_]+@/...". */
-                log_drop(s, "action '%.*s' unknown to this daemon", (int) strcspn((const char *) s->buf, "@"),
-                         (const char *) s->buf);
+                log_drop(s, "action '%.*s' unknown to this daemon",
+                         (int) strcspn((const char *) s->buf, "@"), (const char *) s->buf);
                 return 1;
         case -ENOMEM:
                 /* A good event we could not take in: that is a lost event, not a bad one. */

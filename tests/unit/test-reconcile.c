@@ -135,9 +135,10 @@ int main(void)
         CHECK(fixture_add_partition(&f, VDY, "vdy2", 252, 18, 2, 3072, 1024) == 0);
         CHECK(fixture_add_partition(&f, VDY, "vdy1", 252, 17, 1, 2048, 1024) == 0);
         CHECK(reconcile_all(&s, m, on_diff, &d) == 4);
-        CHECK(diffs_are(&d, (const char *const[]){"add " VDY " " VDY_PATH, "add " VDY "/vdy1 " VDY_PATH "/vdy1",
-                                                  "add " VDY "/vdy2 " VDY_PATH "/vdy2",
-                                                  "add " VDY "/vdy10 " VDY_PATH "/vdy10", NULL}));
+        CHECK(diffs_are(&d,
+                        (const char *const[]){"add " VDY " " VDY_PATH, "add " VDY "/vdy1 " VDY_PATH "/vdy1",
+                                              "add " VDY "/vdy2 " VDY_PATH "/vdy2",
+                                              "add " VDY "/vdy10 " VDY_PATH "/vdy10", NULL}));
         diffs_clear(&d);
         CHECK(fixture_remove_block_device(&f, VDY "/vdy10", 252, 26) == 0);
         CHECK(fixture_remove_block_device(&f, VDY "/vdy1", 252, 17) == 0);
