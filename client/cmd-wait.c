@@ -110,10 +110,8 @@ static bool added_is(const char *spec, const char *path, const Added *a)
         if (!dev)
                 return false;
         /* /dev/cciss/c0d0 is cciss!c0d0 in sysfs. */
-        const char *n = a->name;
-        for (; *dev && *n == (*dev == '/' ? '!' : *dev); n++, dev++)
-                ;
-        return *dev == 0 && *n == 0;
+        _cleanup_(freep) char *name = kernel_name_of(dev);
+        return name && streq(name, a->name);
 }
 
 static int on_added(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
