@@ -126,23 +126,40 @@ static int read_properties(sd_bus_message *m, const char *iface, BusPropertyFilt
         return bus_message_read_dict(m, "{sv}", read_property_entry, &mr);
 }
 
+/*
+ * Reads a{sv} into object[iface].  With a filter, an interface it keeps nothing of is left out: it
+ * tells the caller nothing, and costs a hash table for every object of a large model.
+ */
+static int add_interface(sd_bus_message *m, const char *iface, BusPropertyFilter filter, void *userdata,
+                         json_object *object)
+{
+        _cleanup_(json_object_putp) json_object *props = json_object_new_object();
+        int r;
+
+        if (!props)
+                return -ENOMEM;
+        r = read_properties(m, iface, filter, userdata, props);
+        if (r < 0)
+                return r;
+        if (filter && json_object_object_length(props) == 0)
+                return 0;
+        if (json_object_object_add(object, iface, props) < 0)
+                return -ENOMEM;
+        TAKE_PTR(props);
+        return 0;
+}
+
 /* One {sa{sv}}: an interface and its properties, into into[iface]. */
 static int read_interface_entry(sd_bus_message *m, void *userdata)
 {
         ModelReader *mr = userdata;
-        json_object *props;
         const char *iface;
         int r;
 
         r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &iface);
         if (r < 0)
                 return r;
-
-        props = json_add_object(mr->into, iface);
-        if (!props)
-                return -ENOMEM;
-
-        return read_properties(m, iface, mr->filter, mr->userdata, props);
+        return add_interface(m, iface, mr->filter, mr->userdata, mr->into);
 }
 
 /* One {oa{sa{sv}}}: an object and its interfaces, into into[path]. */
@@ -290,16 +307,14 @@ static bool error_is_vanished(const sd_bus_error *e)
         return sd_bus_error_has_names(e, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_INTERFACE);
 }
 
-/* model[path][iface], created if missing. */
-static json_object *model_iface(json_object *model, const char *path, const char *iface)
+/* model[path], created if missing. */
+static json_object *model_path(json_object *model, const char *path)
 {
-        json_object *obj, *props;
+        json_object *obj;
 
-        if (!json_object_object_get_ex(model, path, &obj) && !(obj = json_add_object(model, path)))
-                return NULL;
-        if (!json_object_object_get_ex(obj, iface, &props))
-                props = json_add_object(obj, iface);
-        return props;
+        if (!json_object_object_get_ex(model, path, &obj))
+                obj = json_add_object(model, path);
+        return obj;
 }
 
 static int on_introspect(Loader *l, Job *j, sd_bus_message *reply)
@@ -340,7 +355,7 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         Loader *l = j->loader;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
         ModelReader mr = {.into = l->model, .filter = l->filter, .userdata = l->userdata};
-        json_object *props;
+        json_object *obj;
         int r = 0;
 
         l->in_flight--;
@@ -363,8 +378,8 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         else if (j->kind == JOB_MANAGED_OBJECTS)
                 r = bus_message_read_dict(reply, "{oa{sa{sv}}}", read_object_entry, &mr);
         else {
-                props = model_iface(l->model, j->path, j->iface);
-                r = props ? read_properties(reply, j->iface, l->filter, l->userdata, props) : -ENOMEM;
+                obj = model_path(l->model, j->path);
+                r = obj ? add_interface(reply, j->iface, l->filter, l->userdata, obj) : -ENOMEM;
         }
         if (r < 0)
                 loader_fail(l, r, NULL);
@@ -481,7 +496,7 @@ int bus_load_object(sd_bus *bus, const char *path, json_object *model, Introspec
                     sd_bus_error *error)
 {
         _cleanup_(introspection_done) Introspection in = {};
-        json_object *props;
+        json_object *obj;
         int r;
 
         r = introspect_object(bus, path, &in, error);
@@ -497,10 +512,8 @@ int bus_load_object(sd_bus *bus, const char *path, json_object *model, Introspec
                                        "GetAll", error, &reply, "s", iface);
                 if (r < 0)
                         return r;
-                props = model_iface(model, path, iface);
-                if (!props)
-                        return -ENOMEM;
-                r = read_properties(reply, iface, NULL, NULL, props);
+                obj = model_path(model, path);
+                r = obj ? add_interface(reply, iface, NULL, NULL, obj) : -ENOMEM;
                 if (r < 0)
                         return r;
         }

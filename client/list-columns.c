@@ -232,8 +232,12 @@ int list_cell_json(const ListColumn *c, const ListRow *row, bool bytes, json_obj
 
 bool list_filter(const char *iface, const char *name, void *userdata)
 {
-        /* Every typed property (a few per object); of the raw attributes, those the columns read. */
-        if (interface_find_property(iface, name) || streq(iface, BLKMODEL_IFACE_KOBJECT))
+        /* Of Kobject, what places a row; of the kinds, every typed property (a few per object) and
+         * the raw attributes the columns read.  Uevent, a table of its own per object, is not read. */
+        if (streq(iface, BLKMODEL_IFACE_KOBJECT))
+                return streq(name, BLKMODEL_PROP_NAME) || streq(name, BLKMODEL_PROP_DEVPATH) ||
+                       streq(name, BLKMODEL_PROP_PARENT);
+        if (interface_find_property(iface, name))
                 return true;
         if (streq(iface, BLKMODEL_IFACE_DISK) || streq(iface, BLKMODEL_IFACE_PARTITION) ||
             streq(iface, BLKMODEL_IFACE_QUEUE) || streq(iface, BLKMODEL_IFACE_DEVICE))
