@@ -113,6 +113,15 @@ def timed(cmd, **kw):
     return time.monotonic() - t0, p
 
 
+def measured(a, cmd):
+    """Wall time, CPU seconds and peak RSS (bytes) of one run of cmd, its output discarded."""
+    p = subprocess.run([a.peak_rss] + cmd, capture_output=True, text=True)
+    res = json.loads(p.stdout) if p.returncode == 0 else {"status": p.returncode}
+    if res["status"] != 0:
+        raise SystemExit("%s failed: %s" % (cmd[0], p.stderr))
+    return res["wall_s"], res["cpu_s"], res["maxrss_kb"] * 1024
+
+
 def proc_status(pid):
     out = {}
     with open("/proc/%d/status" % pid) as f:
@@ -449,12 +458,15 @@ def bench_tree(a, tree, built_in):
         # On tmpfs there is no cache to warm: a warm-up this slow is the run.
         ts.append(r["lsblk_warmup"])
         r["lsblk_warmup_counted"] = True
+    rss = []
     for _ in range(a.runs if not ts else 0):
-        t, p = timed(cmd, stdout=subprocess.DEVNULL, check=True)
+        t, _, peak = measured(a, cmd)
         ts.append(t)
+        rss.append(peak)
         if t > a.slow:
             break  # slow enough: one run says it
     r["lsblk"] = median(ts)
+    r["lsblk_rss"] = median(rss) if rss else None
     r["lsblk_runs"] = ts
     log("  lsblk: %.3f s (median of %s; untimed warm-up %.3f s)"
         % (r["lsblk"], ", ".join("%.3f" % x for x in ts), r["lsblk_warmup"]))
@@ -616,6 +628,19 @@ def bench_tree(a, tree, built_in):
             % (r["busctl_tree"], ", ".join("%.3f" % x for x in ts)))
 
         d.mark_phase("busctl tree")
+        # blkmodelctl list: what a user types instead of lsblk, the same columns.
+        runs = []
+        for _ in range(a.runs):
+            runs.append(measured(a, [a.blkmodelctl, "--address=" + bus.address, "list",
+                                  "-J", "-b", "-o", "NAME,MAJ:MIN,SIZE,RO,TYPE,SCHED"]))
+            if runs[-1][0] > a.slow:
+                break
+        r["ctl_list"] = median([x[0] for x in runs])
+        r["ctl_list_cpu"] = median([x[1] for x in runs])
+        r["ctl_list_rss"] = median([x[2] for x in runs])
+        log("  blkmodelctl list -J: %.3f s, client CPU %.3f s, peak RSS %.1f MiB (median of %d)"
+            % (r["ctl_list"], r["ctl_list_cpu"], r["ctl_list_rss"] / 2**20, len(runs)))
+        d.mark_phase("blkmodelctl list")
         if r["objects"] <= a.tree_floor_max:
             r["tree_floor"] = tree_floor(a, bus, pid)
         else:
@@ -784,6 +809,14 @@ def verdicts(r):
     rows.append(("busctl tree", "%.3f s" % r["busctl_tree"],
                  "%.3f × lsblk" % bt, "≤ 1 × lsblk",
                  bt <= TARGETS["busctl_tree_ratio"]))
+    if r.get("ctl_list") is not None:
+        rows.append(("`blkmodelctl list -J` with lsblk's columns (client and daemon)",
+                     "%.3f s, %.1f MiB" % (r["ctl_list"], r["ctl_list_rss"] / 2**20),
+                     "%.2f × lsblk's time%s" % (
+                         r["ctl_list"] / r["lsblk"],
+                         ", %.2f × its peak RSS" % (r["ctl_list_rss"] / r["lsblk_rss"])
+                         if r.get("lsblk_rss") else ""),
+                     "—", None))
     tf = r.get("tree_floor")
     if tf:
         rows.append(("busctl tree's floor: `bench/tree-floor`, a bare sd-bus service "
@@ -1057,7 +1090,10 @@ def main():
                          "on the largest tree into DIR")
     a = ap.parse_args()
     a.blkmodeld = a.blkmodeld or os.path.join(a.build, "daemon", "blkmodeld")
+    a.blkmodelctl = os.path.join(os.path.dirname(os.path.dirname(a.blkmodeld)), "client",
+                                 "blkmodelctl")
     a.gmo_client = os.path.join(a.build, "bench", "gmo-client")
+    a.peak_rss = os.path.join(a.build, "bench", "peak-rss")
     a.probe = os.path.join(a.build, "bench", "bus-probe")
     a.read_floor = os.path.join(a.build, "bench", "read-floor")
     a.tree_floor = os.path.join(a.build, "bench", "tree-floor")
