@@ -208,34 +208,33 @@ static int compare_model_paths(const void *a, const void *b, void *userdata)
         }
 }
 
-json_object *model_ordered(json_object *model)
+const char **model_ordered_paths(json_object *model, size_t *ret_n)
+{
+        const char **paths = object_keys(model, ret_n);
+
+        if (paths)
+                qsort_r(paths, *ret_n, sizeof(char *), compare_model_paths, model);
+        return paths;
+}
+
+json_object *model_ordered_object(json_object *model, const char *path)
 {
         _cleanup_(json_object_putp) json_object *out = json_object_new_object();
-        _cleanup_(freep) const char **paths = NULL;
-        size_t n = 0;
+        _cleanup_(freep) const char **ifaces = NULL;
+        json_object *obj = model_object(model, path);
+        size_t m = 0;
 
-        if (!out || !(paths = object_keys(model, &n)))
+        if (!out || !(ifaces = object_keys(obj, &m)))
                 return NULL;
-        qsort_r(paths, n, sizeof(char *), compare_model_paths, model);
+        qsort(ifaces, m, sizeof(char *), compare_interfaces);
+        for (size_t j = 0; j < m; j++) {
+                json_object *props = NULL, *sorted;
 
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_(freep) const char **ifaces = NULL;
-                json_object *obj = model_object(model, paths[i]), *o;
-                size_t m = 0;
-
-                o = json_add_object(out, paths[i]);
-                if (!o || !(ifaces = object_keys(obj, &m)))
+                (void) json_object_object_get_ex(obj, ifaces[j], &props);
+                sorted = model_ordered_properties(ifaces[j], props);
+                if (!sorted || json_object_object_add(out, ifaces[j], sorted) < 0) {
+                        json_object_put(sorted);
                         return NULL;
-                qsort(ifaces, m, sizeof(char *), compare_interfaces);
-                for (size_t j = 0; j < m; j++) {
-                        json_object *props = NULL, *sorted;
-
-                        (void) json_object_object_get_ex(obj, ifaces[j], &props);
-                        sorted = model_ordered_properties(ifaces[j], props);
-                        if (!sorted || json_object_object_add(o, ifaces[j], sorted) < 0) {
-                                json_object_put(sorted);
-                                return NULL;
-                        }
                 }
         }
         return TAKE_PTR(out);

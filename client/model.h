@@ -35,8 +35,14 @@ int model_interface_rank(const char *iface);
 json_object *model_ordered_properties(const char *iface, json_object *props);
 
 /*
- * A copy of a whole model in model order, so that two dumps of one model are byte-identical: the
- * Manager, then the kobjects depth first (parents before children, siblings by name in version
- * order), interfaces by model_interface_rank(), properties as model_ordered_properties().
+ * The paths of a model in model order, borrowed, in an array the caller frees: the Manager, then
+ * the kobjects depth first (parents before children, siblings by name in version order).  NULL
+ * when out of memory.
  */
-json_object *model_ordered(json_object *model);
+const char **model_ordered_paths(json_object *model, size_t *ret_n);
+
+/*
+ * A copy of one object of a model in model order, so that two dumps of one model are
+ * byte-identical: interfaces by model_interface_rank(), properties as model_ordered_properties().
+ */
+json_object *model_ordered_object(json_object *model, const char *path);

@@ -207,9 +207,8 @@ void table_print(const Table *t, FILE *f, bool legend, bool colour)
 
 void output_json(json_object *j, bool pretty)
 {
-        int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+        int flags = pretty ? OUTPUT_JSON_PRETTY : JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
 
-        flags |= pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
         fputs(json_object_to_json_string_ext(j, flags), stdout);
         fputc('\n', stdout);
 }

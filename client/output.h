@@ -52,6 +52,9 @@ Table *table_free(Table *t);
 int table_add_row(Table *t, const char *const *cells);
 void table_print(const Table *t, FILE *f, bool legend, bool colour);
 
+/* json-c's flags for output_json()'s pretty form. */
+#define OUTPUT_JSON_PRETTY (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
 /* Prints JSON (pretty, or one line for streams) followed by a newline. */
 void output_json(json_object *j, bool pretty);
 
