@@ -412,10 +412,11 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         }
 
         /* A file gone from a directory that stays changed the object's shape, not a value to "": the
-         * interfaces' removal and addition tell it, as for a change event's new listing.  Not from a
-         * reply's reading: its old shape goes out after the signals would, and a client would keep
-         * it; the poll, the next event or a Get re-lists the object (and a device being torn down
-         * loses its directory meanwhile, which its removal tells). */
+         * interfaces' removal and addition tell it, as for a change event's new listing.  A reply's
+         * reading (or the first, which makes a record or InterfacesAdded) re-lists it only once
+         * that reply is out: signals before it would be undone by its old shape in a client. */
+        if (now.file_gone && (how == REFRESH_SENT || how == REFRESH_RECORD))
+                live_relist_later(l, k);
         if (now.file_gone && how == REFRESH_SENT) {
                 reading_done(&now);
                 return 0;

@@ -71,6 +71,11 @@ struct Live {
         uv_idle_t queue_idle;
         Hashmap read_marks; /* objects read while events were queued (apply.c) */
 
+        /* Objects a reply's reading found a file of gone, by path, with a reference each: re-listed
+         * in slices once the reply is out (live.c). */
+        Hashmap relist;
+        uv_idle_t relist_idle;
+
         /* Change records' templates, by shape key (kept.c). */
         Hashmap templates;
 
@@ -122,6 +127,10 @@ void apply_held(Live *l);
 
 /* Announces what was linked since the last flush: each object once, parents first. */
 void live_flush(Live *l);
+/* Re-lists k's directory (changes_reread()) on a later turn of the loop: after the reply whose
+ * reading found one of its files gone has gone out, so that a client sees that reply's shape
+ * first and then the signals that change it. */
+void live_relist_later(Live *l, Kobject *k);
 
 /* Appends a reference to k to a growable list (*n of them, room for *max); -ENOMEM. */
 int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k);

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "base/log.h"
+#include "base/turn.h"
 #include "live/live-internal.h"
 
 int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k)
@@ -55,6 +56,59 @@ void live_attr_unreadable(Live *l, Kobject *k, ObjDir *d, const Iface *iface, co
 {
         if (k->linked && objdir_attr_gone(d, iface, a))
                 (void) changes_reread(l, k);
+}
+
+static const char *relist_key(const void *k)
+{
+        return ((const Kobject *) k)->path;
+}
+
+static void on_relist_idle(uv_idle_t *h)
+{
+        Live *l = h->data;
+        uint64_t start = now_usec();
+        unsigned resizes = l->relist.resizes;
+        Kobject *k;
+        size_t i = 0;
+
+        /* A re-listing that finds another file gone puts its object back, for a later turn. */
+        while ((k = hashmap_iterate(&l->relist, &i))) {
+                (void) hashmap_remove(&l->relist, k);
+                if (k->linked)
+                        (void) changes_reread(l, k);
+                kobject_unref(l->model, k);
+                if (turn_slice_over(start))
+                        return;
+                if (l->relist.resizes != resizes) {
+                        resizes = l->relist.resizes; /* entries moved: from the start */
+                        i = 0;
+                }
+        }
+        hashmap_deinit(&l->relist);
+        (void) uv_idle_stop(h);
+}
+
+void live_relist_later(Live *l, Kobject *k)
+{
+        if (!k->linked || hashmap_get(&l->relist, k->path))
+                return;
+        if (hashmap_put(&l->relist, k) < 0) {
+                log_error("Out of memory: %s keeps a file gone from its directory until its next reading.",
+                          k->path);
+                return;
+        }
+        kobject_ref(k);
+        (void) uv_idle_start(&l->relist_idle, on_relist_idle);
+}
+
+static void relist_done(Live *l)
+{
+        Kobject *k;
+        size_t i = 0;
+
+        while ((k = hashmap_iterate(&l->relist, &i)))
+                kobject_unref(l->model, k);
+        hashmap_deinit(&l->relist);
 }
 
 static const ModelObserver live_observer = {
@@ -198,6 +252,7 @@ int live_new(const LiveConfig *c, Live **ret)
         changes_init(l);
         stacking_init(l);
         apply_init(l);
+        hashmap_init(&l->relist, relist_key);
 
         r = uv_idle_init(l->loop, &l->warmup);
         if (r < 0) {
@@ -227,6 +282,13 @@ int live_new(const LiveConfig *c, Live **ret)
         }
         l->queue_idle.data = l;
         l->n_open_handles = 4;
+        r = uv_idle_init(l->loop, &l->relist_idle);
+        if (r < 0) {
+                live_free(l);
+                return r;
+        }
+        l->relist_idle.data = l;
+        l->n_open_handles = 5;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
         return 0;
@@ -249,6 +311,7 @@ void live_free(Live *l)
         l->n_added = 0;
         while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
+        relist_done(l);
         changes_done(l);
         stacking_done(l);
 
@@ -257,8 +320,10 @@ void live_free(Live *l)
         uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
         if (l->n_open_handles >= 3)
                 uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
-        if (l->n_open_handles == 4)
+        if (l->n_open_handles >= 4)
                 uv_close((uv_handle_t *) &l->queue_idle, on_handle_closed);
+        if (l->n_open_handles == 5)
+                uv_close((uv_handle_t *) &l->relist_idle, on_handle_closed);
 }
 
 int live_start(Live *l)

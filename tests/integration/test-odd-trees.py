@@ -247,8 +247,9 @@ class OddTrees(unittest.TestCase):
         self.run_daemon(check)
 
     def test_file_vanishes_after_scan(self):
-        """A file gone between the scan and a reading: read as "" by
-        replies until the poll re-lists the object, then the object has the
+        """A file gone between the scan and a reading: read as "" by the
+        reply that finds it gone, which re-lists the object once it is out
+        (or the poll does first), then the object has the
         files its directory has (its interfaces told anew), and a Get of it
         is an UnknownProperty.  A whole device directory gone: "" everywhere
         and Get fails with ReadFailed until its remove comes; everything

@@ -12,6 +12,7 @@ import unittest
 
 import dbus
 import blkmodeltest as bt
+import cachingclient
 import loopdev
 
 QUEUE = bt.IFACE + "Queue"
@@ -151,22 +152,28 @@ class FixtureWrites(unittest.TestCase):
         self.rec.wait_for(lambda s: any(
             x[1] == "InterfacesAdded" and x[3][0] == self.queue for x in s))
         self.assertNotIn("nr_requests", self.dm.get_all(self.queue, QUEUE))
-        # A reply that finds a file gone reads it as "" and re-lists nothing:
-        # signals sent before it would be undone by its old shape.
+        # A reply that finds a file gone reads it as "" (its listing is older
+        # than the going); the object is re-listed once that reply is out,
+        # with no poll and no event.  Signals before it would be undone by
+        # its old shape: GLib's cache, made from that reply, ends without it.
         os.unlink(self.qdir + "/max_sectors_kb")
-        self.rec.signals.clear()
-        self.assertEqual(self.dm.get_all(self.queue, QUEUE)["max_sectors_kb"], "")
-        self.assertIn(self.queue, self.dm.managed_objects())
-        self.rec.pump(0.3)
-        self.assertEqual([x[1] for x in self.rec.signals
-                          if x[1].startswith("Interfaces")], [])
-        # A Get that finds it gone: ReadFailed for it, then the same.
+        clients = cachingclient.CachingClients(self.dm)
+        try:
+            self.assertIsNone(clients.exact())
+            self.assertNotIn("max_sectors_kb", clients.glib_cache()[self.queue][QUEUE])
+        finally:
+            clients.close()
+        self.assertNotIn("max_sectors_kb", self.dm.get_all(self.queue, QUEUE))
+        self.rec.wait_for(lambda s: any(
+            x[1] == "InterfacesRemoved" and x[3][0] == self.queue for x in s))
+        # A Get that finds a file gone: ReadFailed for it, then the same.
+        os.unlink(self.qdir + "/nomerges")
         with self.assertRaises(dbus.DBusException) as cm:
-            self.dm.get(self.queue, QUEUE, "max_sectors_kb")
+            self.dm.get(self.queue, QUEUE, "nomerges")
         self.assertEqual(cm.exception.get_dbus_name(),
                          "org.blkmodel1.Error.ReadFailed")
         with self.assertRaises(dbus.DBusException) as cm:
-            self.dm.get(self.queue, QUEUE, "max_sectors_kb")
+            self.dm.get(self.queue, QUEUE, "nomerges")
         self.assertEqual(cm.exception.get_dbus_name(),
                          "org.freedesktop.DBus.Error.UnknownProperty")
         # Trigger on an object whose directory went says the same.

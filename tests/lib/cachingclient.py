@@ -130,7 +130,7 @@ class CachingClients:
                     fresh[path][iface] = None  # gone meanwhile: retry
         return fresh
 
-    def _glib(self):
+    def glib_cache(self):
         cache = {}
         for obj in self.glib.get_objects():
             ifaces = {}
@@ -158,6 +158,9 @@ class CachingClients:
                     continue
                 emits = self._emits(path, iface)
                 mine = cache[path][iface]
+                for prop in sorted(set(mine) - set(props)):
+                    out.append("%s: %s %s.%s cached, the object has none" % (
+                        name, path, iface, prop))
                 for prop, value in props.items():
                     how = emits.get(prop, "true")
                     if how == "false":
@@ -180,7 +183,7 @@ class CachingClients:
         def check():
             self._apply()
             fresh = self._fresh()
-            diffs = (self._differences("GLib", self._glib(), fresh) +
+            diffs = (self._differences("GLib", self.glib_cache(), fresh) +
                      self._differences("strict", self.strict, fresh))
             return not diffs, diffs
 
