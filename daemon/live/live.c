@@ -234,6 +234,16 @@ static void on_handle_closed(uv_handle_t *h)
                 free(l);
 }
 
+/* r: the handle's init; counted open when it succeeded, for live_free() to close. */
+static int open_handle(Live *l, uv_handle_t *h, int r)
+{
+        if (r < 0)
+                return r;
+        h->data = l;
+        l->n_open_handles++;
+        return 0;
+}
+
 int live_new(const LiveConfig *c, Live **ret)
 {
         Live *l;
@@ -254,41 +264,22 @@ int live_new(const LiveConfig *c, Live **ret)
         apply_init(l);
         hashmap_init(&l->relist, relist_key);
 
-        r = uv_idle_init(l->loop, &l->warmup);
+        r = open_handle(l, (uv_handle_t *) &l->warmup, uv_idle_init(l->loop, &l->warmup));
+        if (r >= 0)
+                r = open_handle(l, (uv_handle_t *) &l->poll_timer, uv_timer_init(l->loop, &l->poll_timer));
+        if (r >= 0)
+                r = open_handle(l, (uv_handle_t *) &l->rescan_idle, uv_idle_init(l->loop, &l->rescan_idle));
+        if (r >= 0)
+                r = open_handle(l, (uv_handle_t *) &l->queue_idle, uv_idle_init(l->loop, &l->queue_idle));
+        if (r >= 0)
+                r = open_handle(l, (uv_handle_t *) &l->relist_idle, uv_idle_init(l->loop, &l->relist_idle));
         if (r < 0) {
-                free(l);
+                if (l->n_open_handles == 0)
+                        free(l);
+                else
+                        live_free(l);
                 return r;
         }
-        l->warmup.data = l;
-        r = uv_timer_init(l->loop, &l->poll_timer);
-        if (r < 0) {
-                l->n_open_handles = 1;
-                uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
-                return r;
-        }
-        l->poll_timer.data = l;
-        l->n_open_handles = 2;
-        r = uv_idle_init(l->loop, &l->rescan_idle);
-        if (r < 0) {
-                live_free(l);
-                return r;
-        }
-        l->rescan_idle.data = l;
-        l->n_open_handles = 3;
-        r = uv_idle_init(l->loop, &l->queue_idle);
-        if (r < 0) {
-                live_free(l);
-                return r;
-        }
-        l->queue_idle.data = l;
-        l->n_open_handles = 4;
-        r = uv_idle_init(l->loop, &l->relist_idle);
-        if (r < 0) {
-                live_free(l);
-                return r;
-        }
-        l->relist_idle.data = l;
-        l->n_open_handles = 5;
         model_set_observer(l->model, &live_observer, l);
         *ret = l;
         return 0;
@@ -315,15 +306,15 @@ void live_free(Live *l)
         changes_done(l);
         stacking_done(l);
 
-        /* The handles live in l: it goes with the last close callback. */
-        uv_close((uv_handle_t *) &l->warmup, on_handle_closed);
-        uv_close((uv_handle_t *) &l->poll_timer, on_handle_closed);
-        if (l->n_open_handles >= 3)
-                uv_close((uv_handle_t *) &l->rescan_idle, on_handle_closed);
-        if (l->n_open_handles >= 4)
-                uv_close((uv_handle_t *) &l->queue_idle, on_handle_closed);
-        if (l->n_open_handles == 5)
-                uv_close((uv_handle_t *) &l->relist_idle, on_handle_closed);
+        /* The handles live in l: it goes with the last close callback.  Those open, in open_handle()'s
+         * order. */
+        uv_handle_t *handles[] = {(uv_handle_t *) &l->warmup, (uv_handle_t *) &l->poll_timer,
+                                  (uv_handle_t *) &l->rescan_idle, (uv_handle_t *) &l->queue_idle,
+                                  (uv_handle_t *) &l->relist_idle};
+        unsigned n = l->n_open_handles;
+
+        for (unsigned j = 0; j < n && j < ELEMENTSOF(handles); j++)
+                uv_close(handles[j], on_handle_closed);
 }
 
 int live_start(Live *l)
