@@ -31,6 +31,7 @@ typedef struct RoundReader {
         bool (*wants)(const Kobject *k); /* is k still to be read? */
         Refresh (*how)(const Live *l, const Kobject *k);
         void (*on_read)(Live *l); /* a batch is back from the worker: reader_compare() may go on */
+        bool check_modes;         /* the warm-up: are the files' modes what the shape says? */
         ReadBatch *batch;
         Kobject **objects; /* the batch's, referenced */
         size_t n, n_max, applied;

@@ -90,8 +90,11 @@ static void warmup_go_on(Live *l)
 
 int poll_warmup_start(Live *l)
 {
-        l->warm_reader = (RoundReader){
-                .round = &l->warm, .wants = warmup_wants, .how = warmup_how, .on_read = warmup_go_on};
+        l->warm_reader = (RoundReader){.round = &l->warm,
+                                       .wants = warmup_wants,
+                                       .how = warmup_how,
+                                       .on_read = warmup_go_on,
+                                       .check_modes = true};
         model_round_begin(&l->warm, l->model);
         warmup_go_on(l);
         return 0;

@@ -23,6 +23,7 @@ struct ReadBatch {
         uint64_t read_usec; /* the process's CPU time while the worker read it */
         uint64_t n_keeps;   /* the live layer's count of changed records when the reading began */
         bool read;          /* back from the worker */
+        bool worked;        /* the worker ran it (not cancelled): the modes are read */
         bool usable;        /* what it read may be handed over */
 };
 
@@ -52,6 +53,49 @@ static void release_objects(Live *l, RoundReader *rr)
         rr->n = rr->applied = 0;
 }
 
+/*
+ * An object takes the shape first made of the same names, with that object's file modes
+ * (sysfs/scan.h): a stat of every file at the start would cost several times the listing.  The
+ * warm-up has the worker read each object's modes beside its values.
+ */
+static int add_modes(Prefetch *p, Kobject *k)
+{
+        Iface iface;
+        int r = 0, n = 0;
+
+        for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
+                kobject_iface(k, i, &iface);
+                for (size_t j = 0; r >= 0 && iface.attrs && j < iface.attrs->n_attrs; j++, n++)
+                        r = prefetch_add_mode_attr(p, &iface, &iface.attrs->attrs[j]);
+        }
+        return r < 0 ? r : n;
+}
+
+/* Have object i's files the modes its shape says?  Yes where unknown: a file gone, or k shaped anew
+ * since (which read the modes). */
+static bool modes_as_shaped(Kobject *k, Prefetch *p, size_t i)
+{
+        char buf[IFACE_RELPATH_MAX];
+        const PrefetchMode *modes;
+        size_t n, m = 0;
+        Iface iface;
+
+        modes = prefetch_modes(p, i, &n);
+        for (size_t x = 0; x < kobject_n_ifaces(k); x++) {
+                kobject_iface(k, x, &iface);
+                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++, m++) {
+                        const Attr *a = &iface.attrs->attrs[j];
+                        const char *rel = iface_attr_relpath_in(&iface, a, buf);
+
+                        if (m >= n || !rel || !streq(modes[m].file, rel))
+                                return true;
+                        if (modes[m].mode >= 0 && attr_flags_of_mode(modes[m].mode) != a->mode_flags)
+                                return false;
+                }
+        }
+        return true;
+}
+
 bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
 {
         ReadBatch *b = rr->batch;
@@ -69,7 +113,10 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
                 size_t i = rr->applied++;
                 Kobject *k = rr->objects[i];
 
-                if (rr->wants(k)) {
+                if (k->linked && rr->check_modes && b && b->worked && !modes_as_shaped(k, b->prefetch, i)) {
+                        log_debug("%s: file modes other than its shape's, read anew.", k->devpath);
+                        (void) changes_reread(l, k);
+                } else if (rr->wants(k)) {
                         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(l->sysfs, k);
                         if (ahead)
                                 prefetch_hand_over(b->prefetch, i, &d);
@@ -116,7 +163,7 @@ static void on_batch_read(uv_work_t *w, int status)
         }
         /* Also when cancelled: then nothing was read, and the loop reads for itself. */
         b->read = true;
-        b->usable = status >= 0;
+        b->worked = b->usable = status >= 0;
         b->reader->spent += b->read_usec;
         b->reader->on_read(b->live);
 }
@@ -132,14 +179,21 @@ int reader_read_ahead(Live *l, RoundReader *rr, uint64_t start)
         rr->n = rr->applied = 0;
         while (r >= 0 && files < READ_AHEAD_FILES && !turn_slice_over(start) &&
                (k = model_round_next(rr->round))) {
-                if (!rr->wants(k)) {
+                /* Read by a client already, an object has its modes checked still. */
+                bool wanted = rr->wants(k);
+                if (!wanted && !(rr->check_modes && k->linked)) {
                         kobject_unref(l->model, k);
                         continue;
                 }
                 r = live_push_ref(&rr->objects, &rr->n, &rr->n_max, k);
                 kobject_unref(l->model, k);
                 if (r >= 0)
-                        r = changes_read_ahead(b->prefetch, k, rr->how(l, k));
+                        r = wanted ? changes_read_ahead(b->prefetch, k, rr->how(l, k))
+                                   : prefetch_add_object(b->prefetch, k->devpath);
+                if (r > 0)
+                        files += r;
+                if (r >= 0 && rr->check_modes)
+                        r = add_modes(b->prefetch, k);
                 if (r > 0)
                         files += r;
         }

@@ -176,8 +176,8 @@ static void attr_set_free(AttrSet *s)
 }
 
 /* Sorts by member and drops what cannot be published; logs each one left out. */
-static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const PropertyInfo *reserved,
-                         const char *kind, const char *dir, const char *what)
+static int attr_set_fill(AttrSet *s, const char *const *files, const unsigned *mode_flags, size_t n,
+                         const PropertyInfo *reserved, const char *kind, const char *dir, const char *what)
 {
         size_t k = 0;
         int r;
@@ -204,7 +204,8 @@ static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const P
                 s->n_attrs = ++k;
                 if (!s->attrs[k - 1].file)
                         return -ENOMEM;
-                s->attrs[k - 1].flags |= file_rule_flags(files[i], kind, dir);
+                s->attrs[k - 1].mode_flags = mode_flags[i];
+                s->attrs[k - 1].flags |= file_rule_flags(files[i], kind, dir) | mode_flags[i];
         }
         qsort(s->attrs, k, sizeof(Attr), attr_cmp);
 
@@ -226,33 +227,44 @@ static int attr_set_fill(AttrSet *s, const char *const *files, size_t n, const P
         return 0;
 }
 
-/* dir: the group's directory, NULL for the kind's own attributes. */
-static void attr_set_learn_modes(AttrSet *s, const char *dir, ShapeModeReader mode_of, void *userdata)
+unsigned attr_flags_of_mode(int mode)
 {
-        for (size_t i = 0; mode_of && i < s->n_attrs; i++) {
-                _cleanup_(freep) char *rel = dir ? path_join(dir, s->attrs[i].file) : NULL;
-                int mode = mode_of(rel ? rel : s->attrs[i].file, userdata);
-                if (mode >= 0 && (mode & 0222))
-                        s->attrs[i].flags |= ATTR_WRITABLE;
-                if (mode >= 0 && (mode & 0222) && !(mode & 0444))
-                        s->attrs[i].flags |= ATTR_WRITE_ONLY;
-                if (mode >= 0 && (mode & 0444) && !(mode & 0004))
-                        s->attrs[i].flags |= ATTR_PRIVILEGED;
-        }
+        unsigned flags = 0;
+
+        if (mode < 0)
+                return 0;
+        if (mode & 0222)
+                flags |= ATTR_WRITABLE;
+        if ((mode & 0222) && !(mode & 0444))
+                flags |= ATTR_WRITE_ONLY;
+        if ((mode & 0444) && !(mode & 0004))
+                flags |= ATTR_PRIVILEGED;
+        return flags;
 }
 
 static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, const PropertyInfo *reserved,
                         const char *kind, const char *dir, ShapeModeReader mode_of, void *userdata,
                         const char *what, AttrSet **ret)
 {
-        _cleanup_(freep) char *names = NULL, *key = NULL;
+        _cleanup_(freep) char *names = NULL, *key = NULL, *modes = NULL;
+        _cleanup_(freep) unsigned *mode_flags = calloc(n ? n : 1, sizeof(unsigned));
         AttrSet *s;
         int k;
 
-        /* The key includes the kind (which names are reserved depends on it) and a group's directory
-         * (its files' modes may differ from another group's of the same names). */
+        /* The key includes the kind (which names are reserved depends on it), a group's directory
+         * (its files' modes may differ from another group's of the same names), and what each
+         * file's mode makes of it, a digit a file. */
+        modes = malloc(n + 1);
+        if (!mode_flags || !modes)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(freep) char *rel = dir ? path_join(dir, files[i]) : NULL;
+                mode_flags[i] = mode_of ? attr_flags_of_mode(mode_of(rel ?: files[i], userdata)) : 0;
+                modes[i] = (char) ('0' + mode_flags[i]);
+        }
+        modes[n] = '\0';
         names = join(files, n, "/");
-        if (!names || asprintf(&key, "%s:%s:%s", kind, strempty(dir), names) < 0)
+        if (!names || asprintf(&key, "%s:%s:%s:%s", kind, strempty(dir), names, modes) < 0)
                 return -ENOMEM;
 
         s = hashmap_get(&r->attr_sets, key);
@@ -270,12 +282,11 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
                 free(s);
                 return -ENOMEM;
         }
-        k = attr_set_fill(s, files, n, reserved, kind, dir, what);
+        k = attr_set_fill(s, files, mode_flags, n, reserved, kind, dir, what);
         if (k < 0) {
                 attr_set_free(s);
                 return k;
         }
-        attr_set_learn_modes(s, dir, mode_of, userdata);
         s->n_ref = 1;
         s->key = TAKE_PTR(key);
         k = hashmap_put(&r->attr_sets, s);
@@ -414,7 +425,7 @@ static int group_build(ShapeRegistry *r, const BuilderGroup *bg, ShapeModeReader
 }
 
 int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
-              ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret)
+              ShapeModeReader mode_of, void *userdata, bool exact, const char *what, Shape **ret)
 {
         _cleanup_(freep) char *key = NULL, *names_key = NULL;
         Shape *s;
@@ -423,7 +434,7 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
         names_key = names_key_of(b, kind);
         if (!names_key)
                 return -ENOMEM;
-        s = hashmap_get(&r->by_names, names_key);
+        s = exact ? NULL : hashmap_get(&r->by_names, names_key);
         if (s) {
                 s->n_ref++;
                 *ret = s;

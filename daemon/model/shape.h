@@ -27,6 +27,7 @@ typedef struct Attr {
         char *file;   /* the sysfs file name */
         char *member; /* its D-Bus property name */
         unsigned flags;
+        unsigned mode_flags; /* those of flags the file's mode gave (attr_flags_of_mode()) */
 } Attr;
 
 typedef struct AttrSet {
@@ -76,20 +77,27 @@ typedef struct ShapeBuilder {
 
 /*
  * The permission bits of an attribute file ("size", or "power/control" in a group), or negative
- * errno.  Asked only when an attribute set is seen for the first time: file modes are not part of
- * the interning key (a listing gives names, not modes), and one kernel attribute has one mode
- * wherever it appears, so the first object of a set tells them for all.
+ * errno.  The modes are part of an attribute set's identity: objects whose files have the same
+ * names but other modes (a chmod, a driver's is_visible()) have sets of their own.  A listing
+ * gives names, not modes, and a stat of every file would cost several times the listing: an
+ * object whose names make a shape seen before takes that shape without asking (shape_get()), and
+ * the warm-up and every re-listing check its modes (exact).
  */
 typedef int (*ShapeModeReader)(const char *relpath, void *userdata);
+
+/* ATTR_WRITABLE, ATTR_WRITE_ONLY and ATTR_PRIVILEGED as a file's permission bits give them; 0 for
+ * a negative errno. */
+unsigned attr_flags_of_mode(int mode);
 
 void shape_registry_init(ShapeRegistry *r);
 void shape_registry_deinit(ShapeRegistry *r);
 
 /* kind: the object kind ("disk"); reserved: the typed properties its interface has already, which no
- * attribute may shadow; what: the object, for log lines.  Returns the interned shape with a new
- * reference; -ENOMEM.  Logs each name it leaves out. */
+ * attribute may shadow; what: the object, for log lines; exact: read every file's mode, rather than
+ * take the shape first made of the same names.  Returns the interned shape with a new reference;
+ * -ENOMEM.  Logs each name it leaves out. */
 int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
-              ShapeModeReader mode_of, void *userdata, const char *what, Shape **ret);
+              ShapeModeReader mode_of, void *userdata, bool exact, const char *what, Shape **ret);
 Shape *shape_ref(Shape *s);
 void shape_unref(ShapeRegistry *r, Shape *s);
 

@@ -13,6 +13,8 @@ typedef struct PrefetchObject {
         int fd; /* after prefetch_read(): the directory, or negative errno */
         ObjDirValue *values;
         size_t n_values, n_allocated;
+        PrefetchMode *modes;
+        size_t n_modes, n_modes_allocated;
 } PrefetchObject;
 
 struct Prefetch {
@@ -47,6 +49,7 @@ Prefetch *prefetch_free(Prefetch *b)
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
                 free(o->values); /* their strings are the pool's */
+                free(o->modes);
                 if (o->fd >= 0)
                         (void) close(o->fd);
         }
@@ -106,6 +109,37 @@ int prefetch_add_file_once(Prefetch *b, const char *relpath)
         return prefetch_add_file(b, relpath);
 }
 
+int prefetch_add_mode(Prefetch *b, const char *relpath)
+{
+        PrefetchObject *o;
+        char *copy;
+
+        assert(b->n_objects > 0);
+        o = &b->objects[b->n_objects - 1];
+        if (GREEDY_REALLOC(o->modes, o->n_modes_allocated, o->n_modes + 1) < 0)
+                return -ENOMEM;
+        copy = pool_strdup(&b->strings, relpath);
+        if (!copy)
+                return -ENOMEM;
+        o->modes[o->n_modes++] = (PrefetchMode){.file = copy, .mode = -ENODATA};
+        return 0;
+}
+
+int prefetch_add_mode_attr(Prefetch *b, const Iface *iface, const Attr *a)
+{
+        char buf[IFACE_RELPATH_MAX];
+        const char *rel = iface_attr_relpath_in(iface, a, buf);
+
+        return rel ? prefetch_add_mode(b, rel) : -ENAMETOOLONG;
+}
+
+const PrefetchMode *prefetch_modes(const Prefetch *b, size_t i, size_t *ret_n)
+{
+        assert(i < b->n_objects);
+        *ret_n = b->objects[i].n_modes;
+        return b->objects[i].modes;
+}
+
 size_t prefetch_n_objects(const Prefetch *b)
 {
         return b->n_objects;
@@ -146,11 +180,13 @@ void prefetch_read(Prefetch *b)
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
 
-                if (o->n_values == 0)
+                if (o->n_values == 0 && o->n_modes == 0)
                         continue;
                 o->fd = sysfs_open_dir(&b->root, o->devpath);
                 for (size_t j = 0; o->fd < 0 && j < o->n_values; j++)
                         o->values[j].error = o->fd;
+                for (size_t j = 0; j < o->n_modes; j++)
+                        o->modes[j].mode = o->fd < 0 ? o->fd : sysfs_file_mode(o->fd, o->modes[j].file);
         }
         if (read_all_at_once(b) < 0)
                 for (size_t i = 0; i < b->n_objects; i++) {

@@ -33,9 +33,21 @@ int prefetch_add_file(Prefetch *b, const char *relpath);
 int prefetch_add_file_once(Prefetch *b, const char *relpath);
 /* An attribute of the last object's interface (in its group's directory, if it has one). */
 int prefetch_add_attr(Prefetch *b, const Iface *iface, const Attr *a);
+/* A file of the last object whose permission bits the worker reads, not its value. */
+int prefetch_add_mode(Prefetch *b, const char *relpath);
+int prefetch_add_mode_attr(Prefetch *b, const Iface *iface, const Attr *a);
 size_t prefetch_n_objects(const Prefetch *b);
 
-/* On the worker: opens each directory and reads each file (on kernfs, all at once: sysfs/read-many.h). */
+typedef struct PrefetchMode {
+        const char *file;
+        int mode; /* sysfs_file_mode(): the bits, or negative errno (-ENODATA: never read) */
+} PrefetchMode;
+
+/* Object i's files added with prefetch_add_mode(), in that order, with their modes once read. */
+const PrefetchMode *prefetch_modes(const Prefetch *b, size_t i, size_t *ret_n);
+
+/* On the worker: opens each directory, reads each file (on kernfs, all at once: sysfs/read-many.h) and
+ * each mode asked for. */
 void prefetch_read(Prefetch *b);
 
 /* Moves object i's open directory and values into d, which has read nothing yet; nothing if

@@ -72,7 +72,7 @@ static int mode_at(const char *relpath, void *userdata)
 }
 
 static int shape_of(const Sysfs *s, Model *m, const Ktype *t, const DirListing *l, const char *devpath,
-                    Shape **ret)
+                    bool exact, Shape **ret)
 {
         ModeSource src = {.sysfs = s, .devpath = devpath, .fd = -EBADF};
         ShapeBuilder b;
@@ -81,7 +81,7 @@ static int shape_of(const Sysfs *s, Model *m, const Ktype *t, const DirListing *
         r = shape_builder_from(l, t->id, &b);
         if (r < 0)
                 return r;
-        r = shape_get(&m->shapes, &b, t->name, t->properties, mode_at, &src, devpath, ret);
+        r = shape_get(&m->shapes, &b, t->name, t->properties, mode_at, &src, exact, devpath, ret);
         shape_builder_done(&b);
         if (src.fd >= 0)
                 (void) close(src.fd);
@@ -101,7 +101,7 @@ static int kobject_add_listed(const Sysfs *s, Model *m, const Ktype *t, const ch
                 log_warning("%s: a kobject whose name is not UTF-8 cannot be published, skipped.", devpath);
         if (r < 0)
                 return r;
-        r = shape_of(s, m, t, l, devpath, &k->shape);
+        r = shape_of(s, m, t, l, devpath, false, &k->shape);
         if (r >= 0) {
                 k->device = kobject_ref(device);
                 r = model_link(m, k);
@@ -502,7 +502,7 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
         r = listing_read_at(s, k->devpath, k->ktype->id, false, &l);
         if (r < 0)
                 return r;
-        r = shape_of(s, m, k->ktype, &l, k->devpath, ret);
+        r = shape_of(s, m, k->ktype, &l, k->devpath, true, ret);
         listing_done(&l);
         return r;
 }

@@ -14,6 +14,7 @@ import tempfile
 import unittest
 
 import blkmodeltest as bt
+import mksysfs
 
 AHCI = ("devices", "pci0000:00", "0000:00:1f.2")
 LUN = bt.SDA_DEV.lstrip("/").split("/")
@@ -129,6 +130,79 @@ class CallerRights(unittest.TestCase):
             self.assertNotIn("secret", sig[3][1])
             self.assertIn("secret", sig[3][2])
             rec.close()
+
+    def test_modes_are_each_objects_own(self):
+        """Two disks whose directories list the same names share a shape,
+        but a file's mode is its own: sdb's size made root-only (a chmod)
+        is refused to others while sda's is not, and its read_ahead_kb
+        made read-only is introspected so.  The start takes sdb's shape by
+        the names alone; the warm-up reads the modes.  A chmod later is
+        found by a Rescan, which tells the interface anew."""
+        d = tempfile.mkdtemp(prefix="blkmodel-modes-", dir=bt.fixture_tmpdir())
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        old = os.umask(0)
+        try:
+            mksysfs.main([d, "--disks", "2", "--partitions", "1", "--distinct-files"])
+        finally:
+            os.umask(old)
+        sys_ = os.path.join(d, "sys")
+        disk = {n: os.path.realpath(os.path.join(sys_, "block", n)) for n in ("sda", "sdb")}
+        os.chmod(os.path.join(disk["sdb"], "size"), 0o400)
+        os.chmod(os.path.join(disk["sdb"], "queue", "read_ahead_kb"), 0o444)
+        path = {n: bt.path_of("block", n) for n in disk}
+        disk_iface, queue_iface = bt.IFACE + "Disk", bt.IFACE + "Queue"
+
+        def emits(dm, p, iface, prop):
+            return bt.emits_changed_signal(dm.introspect(p)).get(iface, {}).get(prop)
+
+        def as_nobody():
+            p = subprocess.run(["/usr/bin/python3", "-c", GET_AS_NOBODY, path["sda"], path["sdb"]],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)
+
+        with bt.Daemon(sys_, extra_args=["--poll-interval=0"]) as dm:
+            self.assertTrue(bt.wait_until(
+                lambda: emits(dm, path["sdb"], disk_iface, "size") == "invalidates"))
+            self.assertEqual(emits(dm, path["sda"], disk_iface, "size"), "true")
+            got = as_nobody()
+            self.assertEqual(got["sda"], ["ok", True])
+            self.assertEqual(got["sdb"], ["org.freedesktop.DBus.Error.AccessDenied", False])
+            self.assertTrue(bt.wait_until(
+                lambda: '<property name="read_ahead_kb" type="s" access="read"/>' in
+                dm.introspect(path["sdb"] + "/queue")))
+            self.assertIn('<property name="read_ahead_kb" type="s" access="readwrite"/>',
+                          dm.introspect(path["sda"] + "/queue"))
+
+            # The other way round, with no event: a Rescan finds it.
+            os.chmod(os.path.join(disk["sdb"], "size"), 0o444)
+            os.chmod(os.path.join(disk["sda"], "size"), 0o400)
+            rec = bt.SignalRecorder()
+            dm.manager("Rescan")
+            rec.wait_for(lambda ss: {s[3][0] for s in ss if s[1] == "InterfacesAdded"} >=
+                         set(path.values()))
+            rec.close()
+            got = as_nobody()
+            self.assertEqual(got["sda"], ["org.freedesktop.DBus.Error.AccessDenied", False])
+            self.assertEqual(got["sdb"], ["ok", True])
+
+
+GET_AS_NOBODY = r'''
+import dbus, json, os, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+b = dbus.bus.BusConnection(os.environ["DBUS_SESSION_BUS_ADDRESS"])
+out = {}
+for name, path in zip(("sda", "sdb"), sys.argv[1:]):
+    o = b.get_object("org.blkmodel1", path, introspect=False)
+    props = o.get_dbus_method("GetAll", "org.freedesktop.DBus.Properties")("org.blkmodel1.Disk")
+    try:
+        o.get_dbus_method("Get", "org.freedesktop.DBus.Properties")("org.blkmodel1.Disk", "size")
+        out[name] = ["ok", "size" in props]
+    except dbus.DBusException as e:
+        out[name] = [e.get_dbus_name(), "size" in props]
+print(json.dumps(out))
+'''
 
 
 if __name__ == "__main__":

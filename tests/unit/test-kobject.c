@@ -598,6 +598,8 @@ static void test_names(void)
 
 typedef struct ModeCalls {
         unsigned n;
+        const char *chmodded; /* this file has mode chmod_mode */
+        int chmod_mode;
 } ModeCalls;
 
 /* "ro" and everything in a power group are writable, the rest read-only. */
@@ -606,6 +608,8 @@ static int fake_mode(const char *relpath, void *userdata)
         ModeCalls *c = userdata;
 
         c->n++;
+        if (c->chmodded && streq(relpath, c->chmodded))
+                return c->chmod_mode;
         if (streq(relpath, "ro") || startswith(relpath, "power/"))
                 return 0644;
         if (streq(relpath, "missing"))
@@ -641,7 +645,7 @@ static void test_shapes(void)
         CHECK(shape_builder_add_group_file(&b, "x") == -EINVAL);
 
         builder_fill(&b, disk_files, "power", power_files);
-        CHECK(shape_get(&r, &b, "disk", disk_properties, fake_mode, &calls, "sda", &s1) == 0);
+        CHECK(shape_get(&r, &b, "disk", disk_properties, fake_mode, &calls, false, "sda", &s1) == 0);
         CHECK(s1 != NULL);
         if (!s1)
                 goto out;
@@ -671,7 +675,7 @@ static void test_shapes(void)
 
         /* The same files again: the same shape, shared, and no file is asked for its mode again. */
         builder_fill(&b2, disk_files, "power", power_files);
-        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, "sdb", &s2) == 0);
+        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, false, "sdb", &s2) == 0);
         CHECK(s2 == s1);
         CHECK(s1->n_ref == 2);
         CHECK(calls.n == 7);
@@ -679,9 +683,39 @@ static void test_shapes(void)
         CHECK(hashmap_size(&r.attr_sets) == 2);
         shape_builder_done(&b2);
 
+        /* The same names with another mode (a chmod): only an exact look sees it, and makes a set of
+         * its own for the kind's files; the group's set is shared still. */
+        calls.chmodded = "size";
+        calls.chmod_mode = 0400;
+        builder_fill(&b2, disk_files, "power", power_files);
+        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, false, "sdb", &s4) == 0);
+        CHECK(s4 == s1);
+        shape_unref(&r, s4);
+        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, true, "sdb", &s4) == 0);
+        CHECK(calls.n == 14);
+        CHECK(s4 && s4 != s1);
+        if (s4) {
+                CHECK(s4->attrs != s1->attrs);
+                CHECK(s4->groups[0].attrs == s1->groups[0].attrs);
+                a = attr_set_find(s4->attrs, "size");
+                CHECK(a && a->flags == ATTR_PRIVILEGED && a->mode_flags == ATTR_PRIVILEGED);
+                a = attr_set_find(s4->attrs, "stat");
+                CHECK(a && a->flags == ATTR_VOLATILE && a->mode_flags == 0);
+                shape_unref(&r, s4);
+        }
+        /* Back as it was: an exact look finds the shared shape. */
+        calls.chmodded = NULL;
+        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, true, "sdb", &s4) == 0);
+        CHECK(s4 == s1);
+        shape_unref(&r, s4);
+        s4 = NULL;
+        CHECK(hashmap_size(&r.shapes) == 1);
+        CHECK(hashmap_size(&r.attr_sets) == 2);
+        shape_builder_done(&b2);
+
         /* The same files for another kind: reserved names differ per kind, so nothing is shared. */
         builder_fill(&b2, disk_files, "power", power_files);
-        CHECK(shape_get(&r, &b2, "partition", partition_properties, fake_mode, &calls, "sda1", &s3) == 0);
+        CHECK(shape_get(&r, &b2, "partition", partition_properties, fake_mode, &calls, false, "sda1", &s3) == 0);
         CHECK(s3 && s3 != s1);
         CHECK(s3 && s3->attrs != s1->attrs);
         CHECK(hashmap_size(&r.shapes) == 2);
@@ -691,7 +725,7 @@ static void test_shapes(void)
         {
                 static const char *const files[] = {"Major", "Partitions", "Size", "size", NULL};
                 builder_fill(&b2, files, NULL, NULL);
-                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, "sdc", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, false, "sdc", &s4) == 0);
                 if (s4) {
                         CHECK(s4->attrs->n_attrs == 1);
                         CHECK(attr_set_find(s4->attrs, "size") != NULL);
@@ -706,7 +740,7 @@ static void test_shapes(void)
         {
                 static const char *const group_files[] = {"Size", NULL};
                 builder_fill(&b2, NULL, "g", group_files);
-                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, "sdc", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, false, "sdc", &s4) == 0);
                 if (s4) {
                         CHECK(s4->n_groups == 1);
                         CHECK(s4->n_groups == 1 && attr_set_find(s4->groups[0].attrs, "Size") != NULL);
@@ -731,7 +765,7 @@ static void test_shapes(void)
                 for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
                         builder_fill(&b2, files, NULL, NULL);
                         const char *kind = kinds[i].kind;
-                        CHECK(shape_get(&r, &b2, kind, kinds[i].reserved, NULL, NULL, "x", &s4) == 0);
+                        CHECK(shape_get(&r, &b2, kind, kinds[i].reserved, NULL, NULL, false, "x", &s4) == 0);
                         if (s4) {
                                 a = attr_set_find(s4->attrs, "queue_depth");
                                 CHECK(a && a->flags == kinds[i].queue_depth);
@@ -750,7 +784,7 @@ static void test_shapes(void)
                 builder_fill(&b2, files, "bcache", files);
                 CHECK(shape_builder_add_group(&b2, "other") == 0);
                 CHECK(shape_builder_add_group_file(&b2, "written") == 0);
-                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, "x", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "disk", disk_properties, NULL, NULL, false, "x", &s4) == 0);
                 CHECK(s4 && s4->n_groups == 2);
                 if (s4 && s4->n_groups == 2) {
                         const Group *bcache = shape_find_group(s4, "org.blkmodel1.Group.bcache");
@@ -775,7 +809,7 @@ static void test_shapes(void)
         {
                 static const char *const files[] = {"a_b", "a-b", "a.b", "c", "x-y", "x.y", NULL};
                 builder_fill(&b2, files, NULL, NULL);
-                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, "dev", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, false, "dev", &s4) == 0);
                 if (s4) {
                         CHECK(s4->attrs->n_attrs == 3);
                         a = attr_set_find(s4->attrs, "a_b");
@@ -793,7 +827,7 @@ static void test_shapes(void)
                 static const char *const files[] = {"x", NULL};
                 builder_fill(&b2, NULL, "a-b", files);
                 builder_fill(&b2, NULL, "a_b", files);
-                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, "dev", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, false, "dev", &s4) == 0);
                 if (s4) {
                         CHECK(s4->n_groups == 1);
                         CHECK(shape_find_group(s4, "org.blkmodel1.Group.a_b") != NULL);
@@ -814,7 +848,7 @@ static void test_shapes(void)
                 builder_fill(&b2, NULL, "msi_irqs", group_files);
                 CHECK(shape_builder_add_group(&b2, longname) == 0);
                 CHECK(shape_builder_add_group_file(&b2, "y") == 0);
-                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, "dev", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "device", device_properties, NULL, NULL, false, "dev", &s4) == 0);
                 if (s4) {
                         CHECK(s4->attrs->n_attrs == 1);
                         CHECK(s4->n_groups == 1);
@@ -829,7 +863,7 @@ static void test_shapes(void)
         /* The same files in another group directory are another shape. */
         {
                 builder_fill(&b2, disk_files, "trace", power_files);
-                CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, "sdd", &s4) == 0);
+                CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, false, "sdd", &s4) == 0);
                 CHECK(s4 && s4 != s1);
                 CHECK(s4 && s4->attrs == s1->attrs);
                 /* Group files' modes are learnt per directory: trace/control is read-only here. */
@@ -889,7 +923,7 @@ static void test_ifaces(void)
         CHECK(iface.attrs == NULL);
 
         builder_fill(&b, files, "power", group_files);
-        CHECK(shape_get(&m->shapes, &b, "disk", disk_properties, NULL, NULL, "sda", &k->shape) == 0);
+        CHECK(shape_get(&m->shapes, &b, "disk", disk_properties, NULL, NULL, false, "sda", &k->shape) == 0);
         shape_builder_done(&b);
         CHECK(kobject_n_ifaces(k) == 3);
         CHECK(kobject_find_iface(k, "org.blkmodel1.Group.power", &iface));
