@@ -164,6 +164,16 @@ static void on_events_lost(void *userdata, uint64_t total)
                 publisher_events_lost(m->publisher);
 }
 
+/* A rescan reads what the kernel has sent before it makes up a difference.  Not while paused for the
+ * bus: what waits in the socket waits on, as the rescan does then anyway. */
+static void on_read_uevents(void *userdata)
+{
+        Manager *m = userdata;
+
+        if (m->uevents && !m->paused_for_bus)
+                uevent_source_drain(m->uevents);
+}
+
 static const LiveOps live_ops = {
                 .object_added = on_object_added,
                 .object_removed = on_object_removed,
@@ -171,6 +181,7 @@ static const LiveOps live_ops = {
                 .properties_changed = on_properties_changed,
                 .event = on_event,
                 .events_lost = on_events_lost,
+                .read_uevents = on_read_uevents,
 };
 
 /* ---- signals ---- */

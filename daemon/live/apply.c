@@ -274,6 +274,16 @@ void live_apply_queued(Live *l)
         apply_queued(l, false);
 }
 
+bool apply_queued_names(const Live *l, const char *devpath)
+{
+        for (size_t i = l->queue_pos; i < l->n_queue; i++) {
+                const Uevent *u = l->queue[i].u;
+                if (streq_ptr(u->devpath, devpath) || streq_ptr(u->devpath_old, devpath))
+                        return true;
+        }
+        return false;
+}
+
 void apply_held(Live *l)
 {
         if (l->held)
@@ -448,7 +458,7 @@ void live_on_uevent(UeventSource *s, Uevent *u, void *userdata)
         /* In arrival order, each Uevent signal after what its event changed: behind a change waiting
          * for its burst, everything waits.  Before the start nobody is told anything: the name is
          * taken on a model with every event applied. */
-        if (!l->announce || (l->queue_pos == l->n_queue && !waits_for_burst(u))) {
+        if (!l->queue_only && (!l->announce || (l->queue_pos == l->n_queue && !waits_for_burst(u)))) {
                 apply_event(l, u, 0);
                 return;
         }

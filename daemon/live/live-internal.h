@@ -70,6 +70,7 @@ struct Live {
         size_t n_queue, n_queue_max, queue_pos;
         uint64_t n_queued; /* since the start; the last n_queue - queue_pos of them are still queued */
         uv_idle_t queue_idle;
+        bool queue_only;    /* live_on_uevent() applies nothing at once: a rescan step reads the source */
         Hashmap read_marks; /* objects read while events were queued (apply.c) */
 
         /* Objects a reply's reading found a file of gone, by path, with a reference each: re-listed
@@ -115,6 +116,8 @@ struct Live {
 
 /* Applies every queued uevent now. */
 void live_apply_queued(Live *l);
+/* Does a uevent still queued name devpath (or move from it)? */
+bool apply_queued_names(const Live *l, const char *devpath);
 /* Reads now what the queued change events of k's disk and its partitions change (nothing for a
  * hardware device); their Uevents keep their turn. */
 void live_read_queued_changes_of(Live *l, Kobject *k);

@@ -43,6 +43,9 @@ typedef struct LiveOps {
         void (*event)(void *userdata, const EventRecord *e);
         /* The kernel dropped events; total: how many times so far. */
         void (*events_lost)(void *userdata, uint64_t total);
+        /* Read every uevent the source holds now, handing each to live_on_uevent() (a rescan asks,
+         * before it makes up a difference an event may be about to tell).  May be NULL. */
+        void (*read_uevents)(void *userdata);
 } LiveOps;
 
 typedef struct LiveConfig {

@@ -132,6 +132,20 @@ static void on_reconcile_diff(void *userdata, const char *action, const char *de
         (void) live_synthesize(l, action, devpath, object_path, k);
 }
 
+/* The kernel's event for a difference may be unread in the socket still, or queued: read the socket
+ * (queuing what it holds, not applying it amid a step) and leave the difference to the event. */
+static bool event_awaited(void *userdata, const char *devpath)
+{
+        Live *l = userdata;
+
+        if (l->ops->read_uevents) {
+                l->queue_only = true;
+                l->ops->read_uevents(l->userdata);
+                l->queue_only = false;
+        }
+        return apply_queued_names(l, devpath);
+}
+
 static void on_rescan_idle(uv_idle_t *h);
 
 /* A request nobody waits for still asks for a fresh look. */
@@ -271,6 +285,7 @@ static int rescan_begin(Live *l, Rescan **ret)
                 free(s);
                 return r;
         }
+        reconcile_set_awaited(s->reconcile, event_awaited);
         s->events_before = l->n_queued;
         *ret = s;
         return 0;

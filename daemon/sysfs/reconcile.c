@@ -100,6 +100,7 @@ struct Reconcile {
         const Sysfs *sysfs;
         Model *model;
         ReconcileDiff diff;
+        ReconcileAwaited awaited;
         void *userdata;
         Phase phase;
         BlockDevReader *class_block; /* read CLASS_BLOCK_PER_STEP entries a step */
@@ -162,12 +163,37 @@ int reconcile_new(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata, 
         return 0;
 }
 
-/* A block device of the model: gone from sysfs?  Then it goes from the model, reported. */
+void reconcile_set_awaited(Reconcile *r, ReconcileAwaited awaited)
+{
+        r->awaited = awaited;
+}
+
+static bool awaited(Reconcile *r, const char *devpath)
+{
+        return r->awaited && r->awaited(r->userdata, devpath);
+}
+
+static bool dir_exists(const Sysfs *s, const char *devpath, const char *name)
+{
+        _cleanup_(freep) char *rel = path_join(devpath, name);
+        _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
+
+        return fd >= 0;
+}
+
+/*
+ * A block device of the model: gone from sysfs?  Then it goes from the model, reported, unless its
+ * remove is on its way.  device_del() drops the class/block link, sends the remove, then deletes the
+ * directory: while the directory stays, the remove is still to come (lost, its loss brings another
+ * rescan, which finds the directory gone); once it is gone, the remove was read or is in the
+ * socket, or was lost.
+ */
 static int remove_if_gone(Reconcile *r, Kobject *k)
 {
         int n;
 
-        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath))
+        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath) ||
+            dir_exists(r->sysfs, k->devpath, "") || awaited(r, k->devpath))
                 return 0;
         n = remove_reporting(r->model, k, r->diff, r->userdata);
         if (n > 0)
@@ -196,7 +222,10 @@ static int step_add(Reconcile *r, const BlockDev *b)
         Kobject *k;
         int n;
 
-        if (b->partition != r->partitions || model_find_devpath(r->model, b->devpath))
+        /* Its add on its way too: the kernel sends it once the directory is made (a disk's, once its
+         * partitions are read), so one that comes later still is told twice, made up and its own. */
+        if (b->partition != r->partitions || model_find_devpath(r->model, b->devpath) ||
+            awaited(r, b->devpath))
                 return 0;
         n = scan_add_block_device(r->sysfs, r->model, b->devpath, &k);
         if (n == -ENOMEM)
@@ -220,14 +249,6 @@ static int step_add(Reconcile *r, const BlockDev *b)
         return 0;
 }
 
-static bool dir_exists(const Sysfs *s, const char *devpath, const char *name)
-{
-        _cleanup_(freep) char *rel = path_join(devpath, name);
-        _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
-
-        return fd >= 0;
-}
-
 /* What follows a disk, as sysfs has it now: its queue, the queue's scheduler, its hardware. */
 static int step_follow(Reconcile *r, Kobject *disk)
 {
@@ -239,11 +260,17 @@ static int step_follow(Reconcile *r, Kobject *disk)
                 return 0;
         k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
         q = kobject_find_child_type(disk, KTYPE_QUEUE);
-        /* Moved to other hardware, or a request queue that came or went (a disk's never does while the
-         * disk lives, so Device and Queue are constant properties): another disk as far as anyone can
+        bool has_queue = dir_exists(r->sysfs, disk->devpath, "queue");
+        /* del_gendisk() takes the queue's directory away, then the class/block link, then sends the
+         * remove: once the link is gone too, or the remove has come, the disk is going, and its event
+         * tells it.  (Before, this rescan cannot tell the disk's end from a queue gone for good.) */
+        if (q && !has_queue &&
+            (!scan_block_device_present(r->sysfs, disk->devpath) || awaited(r, disk->devpath)))
+                return 0;
+        /* Moved to other hardware, or a request queue that came (a disk's never does while the disk
+         * lives, so Device and Queue are constant properties): another disk as far as anyone can
          * tell. */
-        if (k >= 0 && (!streq_ptr(device, disk->device ? disk->device->devpath : NULL) ||
-                       !q != !dir_exists(r->sysfs, disk->devpath, "queue"))) {
+        if (k >= 0 && (!streq_ptr(device, disk->device ? disk->device->devpath : NULL) || !q != !has_queue)) {
                 _cleanup_(freep) char *devpath = strdup(disk->devpath);
                 Kobject *again;
 

@@ -22,10 +22,16 @@
 typedef void (*ReconcileDiff)(void *userdata, const char *action, const char *devpath, const char *object_path,
                               Kobject *k);
 
+/* Is an event for devpath still to come (read now, not applied yet)?  Then the difference is the
+ * event's to tell, and reconcile leaves that device alone. */
+typedef bool (*ReconcileAwaited)(void *userdata, const char *devpath);
+
 typedef struct Reconcile Reconcile;
 
 /* Lists class/block; -ENOENT (or another errno) if the tree cannot be read at all. */
 int reconcile_new(const Sysfs *s, Model *m, ReconcileDiff diff, void *userdata, Reconcile **ret);
+/* Asked before a block device is added or removed; with diff's userdata. */
+void reconcile_set_awaited(Reconcile *r, ReconcileAwaited awaited);
 /* One unit of work (one entry, one disk): 1 while there is more, 0 when done, or negative errno. */
 int reconcile_step(Reconcile *r);
 /* The block devices added and removed so far. */

@@ -138,6 +138,20 @@ static void op_events_lost(void *userdata, uint64_t total)
         record("lost %" PRIu64, total);
 }
 
+/* The socket: uevents the kernel has sent and the daemon not read yet, handed over when asked. */
+static struct {
+        Live *live;
+        Uevent *unread[4];
+        size_t n;
+} sock;
+
+static void op_read_uevents(void *userdata)
+{
+        for (size_t i = 0; i < sock.n; i++)
+                live_on_uevent(NULL, TAKE_PTR(sock.unread[i]), sock.live);
+        sock.n = 0;
+}
+
 static const LiveOps recording_ops = {
                 .object_added = op_object_added,
                 .object_removed = op_object_removed,
@@ -145,6 +159,7 @@ static const LiveOps recording_ops = {
                 .properties_changed = op_properties_changed,
                 .event = op_event,
                 .events_lost = op_events_lost,
+                .read_uevents = op_read_uevents,
 };
 
 static void recorded_clear(void)
@@ -704,6 +719,32 @@ static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
         CHECK(model_find_name(m, "cciss!c0d0p1") == NULL);
 
         /* In line again: a second rescan finds nothing. */
+        CHECK(live_rescan(l) == 0);
+        CHECK(rec.n == 0);
+
+        /* A partition gone and one new whose events the kernel has sent, unread still: the rescan
+         * reads them first and leaves both to them, or each would be told twice (made up, and the
+         * kernel's after it, the remove as of no object). */
+        CHECK(fixture_remove_block_device(f, FIXTURE_SDA "/sda5", 8, 5) == 0);
+        CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda7", 8, 7, 7, 218109952, 2048) == 0);
+        sock.live = l;
+        sock.unread[sock.n++] = uevent("remove", FIXTURE_SDA "/sda5", "block",
+                                       (const char *const[]){"DEVTYPE=partition", NULL});
+        sock.unread[sock.n++] = uevent("add", FIXTURE_SDA "/sda7", "block",
+                                       (const char *const[]){"DEVTYPE=partition", NULL});
+        CHECK(live_rescan(l) == 0);
+        run_until_applied(l);
+        CHECK(recorded((const char *const[]){
+                        "removed " SDA_PATH "/sda5",
+                        KSET_BLOCK_MEMBERS,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event remove " FIXTURE_SDA "/sda5 " SDA_PATH "/sda5",
+                        "added " SDA_PATH "/sda7",
+                        KSET_BLOCK_MEMBERS,
+                        "properties " SDA_PATH " org.blkmodel1.Disk changed=Partitions invalidated=",
+                        "event add " FIXTURE_SDA "/sda7 " SDA_PATH "/sda7",
+                        NULL,
+        }));
         CHECK(live_rescan(l) == 0);
         CHECK(rec.n == 0);
 
