@@ -96,6 +96,7 @@ typedef struct GmoBatch {
         Publisher *publisher;
         BusGmo *gmo;  /* NULL once the reply is gone: the batch then frees itself when read */
         size_t first; /* the index in gmo->objects of its first object */
+        uint64_t others_keeps; /* others' changes of records when it was made (BusGmo.own_keeps) */
         bool read;
 } GmoBatch;
 
@@ -110,6 +111,11 @@ struct BusGmo {
         size_t estimated, estimate;     /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
         size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
+        /* Of live_records_changed(), those this reply's own readings made: a change event's reading
+         * (or the poll's, or another client's) between a batch's reading and an object's turn makes
+         * the batch's values older than the record, and a reply that sent them would tell the change
+         * undone (PropertiesChanged with the old value). */
+        uint64_t own_keeps;
         /* A kset with thousands of members being appended (the block kset, in the root's reply): its
          * Members in slices, as Get's are (members-reply.c).  A reference; NULL: none. */
         Kobject *kset;
@@ -315,6 +321,11 @@ static void on_batch_read(uv_work_t *w, int status)
 }
 
 /* Queues batches for the objects after the last one queued, as many as may be in flight. */
+static uint64_t others_keeps(Publisher *p, const BusGmo *g)
+{
+        return live_records_changed(p->live) - g->own_keeps;
+}
+
 static void gmo_prefetch(Publisher *p, BusGmo *g)
 {
         /* After a batch that could not be queued the loop read on by itself: never read ahead what
@@ -333,7 +344,8 @@ static void gmo_prefetch(Publisher *p, BusGmo *g)
                                         .prefetch = b->prefetch,
                                         .publisher = p,
                                         .gmo = g,
-                                        .first = g->prefetched};
+                                        .first = g->prefetched,
+                                        .others_keeps = others_keeps(p, g)};
                         r = uv_queue_work(p->loop, &b->work, on_batch_work, on_batch_read);
                 }
                 if (r < 0) {
@@ -348,9 +360,10 @@ static void gmo_prefetch(Publisher *p, BusGmo *g)
         }
 }
 
-/* Hands the values read ahead for object i to d: 1 if it did, 0 if i was not read ahead, -EAGAIN
- * while its batch is being read.  The objects before i are appended: their batches go. */
-static int gmo_take_prefetched(BusGmo *g, size_t i, ObjDir *d)
+/* Hands the values read ahead for object i to d: 1 if it did, 0 if i was not read ahead (or another
+ * reading has changed a record since), -EAGAIN while its batch is being read.  The objects before i
+ * are appended: their batches go. */
+static int gmo_take_prefetched(Publisher *p, BusGmo *g, size_t i, ObjDir *d)
 {
         GmoBatch *b;
 
@@ -364,6 +377,8 @@ static int gmo_take_prefetched(BusGmo *g, size_t i, ObjDir *d)
                 return 0;
         if (!b->read)
                 return -EAGAIN;
+        if (b->others_keeps != others_keeps(p, g))
+                return 0;
         prefetch_hand_over(b->prefetch, i - b->first, d);
         return 1;
 }
@@ -503,7 +518,7 @@ static void on_gmo_idle(uv_idle_t *h)
                 size_t members_iface;
                 bool members_left;
 
-                if (gmo_take_prefetched(g, g->pos, &d) == -EAGAIN) {
+                if (gmo_take_prefetched(p, g, g->pos, &d) == -EAGAIN) {
                         /* Its batch is still being read: on_batch_read() starts the next slice. */
                         (void) uv_idle_stop(p->gmo_idle);
                         return;
@@ -518,8 +533,11 @@ static void on_gmo_idle(uv_idle_t *h)
                         members_left = r == 0;
                 } else if (k->linked) {
                         r = append_managed_object(p, k, &d, &g->reply);
-                        if (r >= 0)
+                        if (r >= 0) {
+                                uint64_t before = live_records_changed(p->live);
                                 live_record_reading(p->live, k, &d);
+                                g->own_keeps += live_records_changed(p->live) - before;
+                        }
                 }
                 kobject_unref(p->model, k);
                 if (members_left)

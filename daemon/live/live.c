@@ -195,6 +195,11 @@ void live_hold(Live *l, bool hold)
         apply_held(l);
 }
 
+uint64_t live_records_changed(const Live *l)
+{
+        return l->n_keeps;
+}
+
 uint64_t live_events_queued(const Live *l)
 {
         return l->n_queued;

@@ -126,5 +126,8 @@ uint64_t live_events_queued(const Live *l);
 uint64_t live_events_applied(const Live *l);
 
 uint64_t live_events_lost(const Live *l);
+/* How many times an object's recorded values changed so far (an event's reading, the poll's, a
+ * reply's): values read ahead before another reading changed a record may be older than it. */
+uint64_t live_records_changed(const Live *l);
 /* The bytes the object's property values took at its last reading, 0 if never read. */
 size_t live_object_value_bytes(const Kobject *k);
