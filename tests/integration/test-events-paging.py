@@ -12,7 +12,7 @@ import unittest
 import blkmodeltest as bt
 
 N = 100000
-REPLY_MAX = 4 << 20
+REPLY_MAX = 1 << 20
 
 
 class Paging(unittest.TestCase):
