@@ -135,6 +135,8 @@ void live_flush(Live *l);
  * reading found one of its files gone has gone out, so that a client sees that reply's shape
  * first and then the signals that change it. */
 void live_relist_later(Live *l, Kobject *k);
+/* Starts the re-listing again once no reply holds it (live_warmup_release()). */
+void live_relist_go_on(Live *l);
 
 /* Appends a reference to k to a growable list (*n of them, room for *max); -ENOMEM. */
 int live_push_ref(Kobject ***list, size_t *n, size_t *max, Kobject *k);

@@ -67,38 +67,61 @@ static void on_relist_idle(uv_idle_t *h)
 {
         Live *l = h->data;
         uint64_t start = now_usec();
-        unsigned resizes = l->relist.resizes;
+        Hashmap todo;
+        bool over = false;
         Kobject *k;
         size_t i = 0;
 
-        /* A re-listing that finds another file gone puts its object back, for a later turn. */
-        while ((k = hashmap_iterate(&l->relist, &i))) {
-                (void) hashmap_remove(&l->relist, k);
+        /* A GetManagedObjects reply being built (in slices) holds the warm-up: its signals would go
+         * out before it.  live_warmup_release() starts this again. */
+        if (l->warm_holds > 0) {
+                (void) uv_idle_stop(h);
+                return;
+        }
+        /* Taken out first: a re-listing that finds another file gone puts its object back in the set,
+         * for a later turn.  What this slice has no room for goes back too. */
+        todo = l->relist;
+        hashmap_init(&l->relist, relist_key);
+        while ((k = hashmap_iterate(&todo, &i))) {
+                if (over) {
+                        if (hashmap_get(&l->relist, k->path) || hashmap_put(&l->relist, k) < 0)
+                                kobject_unref(l->model, k);
+                        continue;
+                }
                 if (k->linked)
                         (void) changes_reread(l, k);
                 kobject_unref(l->model, k);
-                if (turn_slice_over(start))
-                        return;
-                if (l->relist.resizes != resizes) {
-                        resizes = l->relist.resizes; /* entries moved: from the start */
-                        i = 0;
-                }
+                over = turn_slice_over(start);
         }
-        hashmap_deinit(&l->relist);
-        (void) uv_idle_stop(h);
+        hashmap_deinit(&todo);
+        if (hashmap_size(&l->relist) == 0)
+                (void) uv_idle_stop(h);
 }
 
 void live_relist_later(Live *l, Kobject *k)
 {
-        if (!k->linked || hashmap_get(&l->relist, k->path))
+        Kobject *queued = hashmap_get(&l->relist, k->path);
+
+        if (!k->linked || queued == k)
                 return;
+        /* Another object of that path, gone since: this one is what the path names now. */
+        if (queued) {
+                (void) hashmap_remove(&l->relist, queued);
+                kobject_unref(l->model, queued);
+        }
         if (hashmap_put(&l->relist, k) < 0) {
                 log_error("Out of memory: %s keeps a file gone from its directory until its next reading.",
                           k->path);
                 return;
         }
         kobject_ref(k);
-        (void) uv_idle_start(&l->relist_idle, on_relist_idle);
+        live_relist_go_on(l);
+}
+
+void live_relist_go_on(Live *l)
+{
+        if (l->warm_holds == 0 && hashmap_size(&l->relist) > 0)
+                (void) uv_idle_start(&l->relist_idle, on_relist_idle);
 }
 
 static void relist_done(Live *l)

@@ -111,6 +111,7 @@ void live_warmup_release(Live *l)
         assert(l->warm_holds > 0);
         l->warm_holds--;
         warmup_go_on(l);
+        live_relist_go_on(l);
 }
 
 void poll_warmup_stop(Live *l)
