@@ -357,6 +357,8 @@ int live_start(Live *l)
         while ((k = hashmap_iterate(&l->model->by_path, &i)))
                 changes_forget(k);
         l->announce = true;
+        /* The warm-up checks the modes of what is there now; what comes later has its own read. */
+        l->model->shapes.exact = true;
         r = poll_warmup_start(l);
         if (r < 0)
                 return r;

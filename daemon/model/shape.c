@@ -109,6 +109,7 @@ void shape_registry_init(ShapeRegistry *r)
         hashmap_init(&r->attr_sets, attr_set_key_of);
         hashmap_init(&r->shapes, shape_key_of);
         hashmap_init(&r->by_names, shape_names_key_of);
+        r->exact = false;
 }
 
 void shape_registry_deinit(ShapeRegistry *r)
@@ -434,7 +435,7 @@ int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const P
         names_key = names_key_of(b, kind);
         if (!names_key)
                 return -ENOMEM;
-        s = exact ? NULL : hashmap_get(&r->by_names, names_key);
+        s = exact || r->exact ? NULL : hashmap_get(&r->by_names, names_key);
         if (s) {
                 s->n_ref++;
                 *ret = s;

@@ -58,6 +58,9 @@ typedef struct ShapeRegistry {
         /* The same shapes by the names a directory listed: most objects repeat a listing seen before,
          * and then need neither their attribute sets built nor their names copied. */
         Hashmap by_names;
+        /* Every shape_get() reads the modes (the start is over: the warm-up that checks them for
+         * the objects shaped by their names has begun, and an object added later is never checked). */
+        bool exact;
 } ShapeRegistry;
 
 typedef struct BuilderGroup {

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 import blkmodeltest as bt
@@ -186,6 +187,41 @@ class CallerRights(unittest.TestCase):
             got = as_nobody()
             self.assertEqual(got["sda"], ["org.freedesktop.DBus.Error.AccessDenied", False])
             self.assertEqual(got["sdb"], ["ok", True])
+
+    def test_modes_of_a_disk_added_later(self):
+        """A disk that comes after the start (its add event) has its own
+        modes read: its root-only size is refused to others, though the
+        disk there since the start, with the same file names, has a
+        world-readable one."""
+        d = tempfile.mkdtemp(prefix="blkmodel-modes-", dir=bt.fixture_tmpdir())
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        old = os.umask(0)
+        try:
+            mksysfs.main([d, "--disks", "2", "--partitions", "1", "--distinct-files"])
+        finally:
+            os.umask(old)
+        sys_ = os.path.join(d, "sys")
+        sdb = os.path.realpath(os.path.join(sys_, "block", "sdb"))
+        links = {rel: os.readlink(os.path.join(sys_, rel))
+                 for rel in ("block/sdb", "class/block/sdb", "class/block/sdb1")}
+        for rel in links:
+            os.unlink(os.path.join(sys_, rel))
+        path = {n: bt.path_of("block", n) for n in ("sda", "sdb")}
+        with bt.Daemon(sys_, uevent_socket=True, extra_args=["--poll-interval=0"]) as dm:
+            time.sleep(1)  # the warm-up is over: it reads the modes of what was there
+            os.chmod(os.path.join(sdb, "size"), 0o400)
+            for rel, target in links.items():
+                os.symlink(target, os.path.join(sys_, rel))
+            for dev in (sdb, os.path.join(sdb, "sdb1")):
+                dm.send_uevent("add", dev[len(sys_):], {"SUBSYSTEM": "block"})
+            self.assertTrue(bt.wait_until(lambda: path["sdb"] in dm.managed_objects()))
+            p = subprocess.run(["/usr/bin/python3", "-c", GET_AS_NOBODY, path["sda"], path["sdb"]],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            got = json.loads(p.stdout)
+            self.assertEqual(got["sda"], ["ok", True])
+            self.assertEqual(got["sdb"], ["org.freedesktop.DBus.Error.AccessDenied", False])
 
 
 GET_AS_NOBODY = r'''
