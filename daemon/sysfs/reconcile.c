@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "sysfs/reconcile.h"
 #include "base/log.h"
+#include "common/time-util.h"
 #include "common/util.h"
 #include "sysfs/scan.h"
 
 /* A readlink, an open and a stat each: about half a millisecond a step. */
 #define CLASS_BLOCK_PER_STEP 32
+
+/* How long a block device whose class/block link is gone and whose directory stays is given to be
+ * torn down (device_del() sends its remove in between), before it counts as gone: a tree that stays
+ * so (a fixture) is then what a fresh start publishes. */
+#define TEARDOWN_WAIT_USEC (100 * USEC_PER_MSEC)
 
 typedef struct Gone {
         char *devpath;
@@ -93,6 +99,7 @@ typedef enum Phase {
         PHASE_REMOVE, /* each disk and partition of the model: still there? */
         PHASE_ADD,    /* each block device listed: in the model?  disks, then partitions */
         PHASE_FOLLOW, /* each disk: its queue, scheduler and hardware as sysfs has them now */
+        PHASE_TEARDOWN, /* the devices being torn down: removed by their events, or else by us */
         PHASE_DONE,
 } Phase;
 
@@ -112,6 +119,9 @@ struct Reconcile {
         size_t pos;
         bool partitions;
         int changes;
+        Kobject **tearing_down; /* references */
+        size_t n_tearing_down, n_tearing_down_max;
+        uint64_t teardown_seen; /* µs: when the first of them was found */
 };
 
 static void release_disks(Reconcile *r)
@@ -141,6 +151,9 @@ Reconcile *reconcile_free(Reconcile *r)
         if (!r)
                 return NULL;
         release_disks(r);
+        for (size_t i = 0; i < r->n_tearing_down; i++)
+                kobject_unref(r->model, r->tearing_down[i]);
+        free(r->tearing_down);
         block_devs_free(r->devs, r->n_devs);
         block_dev_reader_free(r->class_block);
         free(r);
@@ -181,26 +194,60 @@ static bool dir_exists(const Sysfs *s, const char *devpath, const char *name)
         return fd >= 0;
 }
 
-/*
- * A block device of the model: gone from sysfs?  Then it goes from the model, reported, unless its
- * remove is on its way.  device_del() drops the class/block link, sends the remove, then deletes the
- * directory: while the directory stays, the remove is still to come (lost, its loss brings another
- * rescan, which finds the directory gone); once it is gone, the remove was read or is in the
- * socket, or was lost.
- */
-static int remove_if_gone(Reconcile *r, Kobject *k)
+static int remove_now(Reconcile *r, Kobject *k)
 {
-        int n;
+        int n = remove_reporting(r->model, k, r->diff, r->userdata);
 
-        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath) ||
-            dir_exists(r->sysfs, k->devpath, "") || awaited(r, k->devpath))
-                return 0;
-        n = remove_reporting(r->model, k, r->diff, r->userdata);
         if (n > 0)
                 r->changes += n;
         return n < 0 ? n : 0;
 }
 
+/*
+ * A block device of the model: gone from sysfs?  Then it goes from the model, reported, unless its
+ * remove is on its way.  device_del() drops the class/block link, sends the remove, then deletes the
+ * directory: while the directory stays, the device is being torn down, and waits for PHASE_TEARDOWN;
+ * once the directory is gone, the remove was read, is in the socket (awaited), or was lost.
+ */
+static int remove_if_gone(Reconcile *r, Kobject *k)
+{
+        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath) || awaited(r, k->devpath))
+                return 0;
+        if (dir_exists(r->sysfs, k->devpath, "")) {
+                if (r->n_tearing_down == 0)
+                        r->teardown_seen = now_usec();
+                if (GREEDY_REALLOC(r->tearing_down, r->n_tearing_down_max, r->n_tearing_down + 1) < 0)
+                        return -ENOMEM;
+                r->tearing_down[r->n_tearing_down++] = kobject_ref(k);
+                return 0;
+        }
+        return remove_now(r, k);
+}
+
+/* Those being torn down: each gone from the model by its event, back, or else removed here once its
+ * directory went or the wait is over.  1 while some wait on, 0 when none is left. */
+static int step_teardown(Reconcile *r)
+{
+        bool waited = now_usec() - r->teardown_seen >= TEARDOWN_WAIT_USEC;
+        size_t w = 0;
+        int k = 0;
+
+        for (size_t i = 0; i < r->n_tearing_down; i++) {
+                Kobject *d = r->tearing_down[i];
+
+                if (k >= 0 && d->linked && !scan_block_device_present(r->sysfs, d->devpath) &&
+                    !awaited(r, d->devpath)) {
+                        if (!waited && dir_exists(r->sysfs, d->devpath, "")) {
+                                r->tearing_down[w++] = d;
+                                continue;
+                        }
+                        k = remove_now(r, d);
+                }
+                kobject_unref(r->model, d);
+        }
+        r->n_tearing_down = w;
+        return k < 0 ? k : w > 0;
+}
 static int step_remove(Reconcile *r, Kobject *disk)
 {
         _cleanup_(freep) Kobject **parts = NULL;
@@ -356,6 +403,13 @@ int reconcile_step(Reconcile *r)
                         return k < 0 ? k : 1;
                 }
                 release_disks(r);
+                r->phase = PHASE_TEARDOWN;
+                return 1;
+
+        case PHASE_TEARDOWN:
+                k = step_teardown(r);
+                if (k != 0)
+                        return k;
                 r->phase = PHASE_DONE;
                 return 0;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 
+#include "common/time-util.h"
 #include "common/util.h"
 #include "fixture.h"
 #include "model/kobject.h"
@@ -15,6 +16,11 @@ typedef struct Diffs {
         char **lines;
         size_t n;
         bool consistent; /* each diff came after the model had it applied */
+        /* The kernel tearing this device down while a rescan runs: after it is asked about twice,
+         * its directory goes and its remove is read (awaited). */
+        const Fixture *f;
+        const char *torn_down;
+        unsigned asked;
 } Diffs;
 
 static void on_diff(void *userdata, const char *action, const char *devpath, const char *object_path,
@@ -36,6 +42,33 @@ static void on_diff(void *userdata, const char *action, const char *devpath, con
         if (asprintf(&line, "%s %s %s", action, devpath, object_path) < 0 ||
             strv_extend(&d->lines, &d->n, line) < 0)
                 abort();
+}
+
+static bool teardown_awaited(void *userdata, const char *devpath)
+{
+        Diffs *d = userdata;
+
+        if (!d->torn_down || !streq(devpath, d->torn_down))
+                return false;
+        if (++d->asked < 2)
+                return false;
+        CHECK(fixture_remove(d->f, devpath) == 0);
+        return true;
+}
+
+/* reconcile_all() with teardown_awaited() asked. */
+static int reconcile_awaiting(const Sysfs *s, Model *m, Diffs *d)
+{
+        _cleanup_(reconcile_freep) Reconcile *r = NULL;
+        int k;
+
+        k = reconcile_new(s, m, on_diff, d, &r);
+        if (k < 0)
+                return k;
+        reconcile_set_awaited(r, teardown_awaited);
+        while ((k = reconcile_step(r)) > 0)
+                ;
+        return k < 0 ? k : reconcile_changes(r);
 }
 
 static void diffs_clear(Diffs *d)
@@ -169,13 +202,38 @@ int main(void)
         diffs_clear(&d);
 
         /* A partition being torn down: device_del() has dropped its links and not yet sent its remove
-         * nor deleted its directory.  The remove is still to come (or, lost, another rescan): nothing
-         * made up.  Then the directory goes: its remove was sent, and never read here (lost). */
+         * nor deleted its directory.  It is left to its remove, which comes while the rescan waits:
+         * nothing made up (the event, applied later, takes it out of the model). */
         CHECK(fixture_remove(&f, "class/block/vdx1") == 0);
         CHECK(fixture_remove(&f, "dev/block/252:1") == 0);
-        CHECK(reconcile_all(&s, m, on_diff, &d) == 0);
+        d.f = &f;
+        d.torn_down = VDX "/vdx1";
+        CHECK(reconcile_awaiting(&s, m, &d) == 0);
         CHECK(d.n == 0);
+        CHECK(d.asked >= 2);
         CHECK(model_find_name(m, "vdx1") != NULL);
+        d.torn_down = NULL;
+        /* Its event never read (lost): the next rescan finds the directory gone. */
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 1);
+        CHECK(diffs_are(&d, (const char *const[]){"remove " VDX "/vdx1 " VDX_PATH "/vdx1", NULL}));
+        diffs_clear(&d);
+        CHECK(fixture_add_partition(&f, VDX, "vdx1", 252, 1, 1, 2048, 1024) == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 1);
+        diffs_clear(&d);
+
+        /* Links gone and the directory there for good (a tree, not the kernel): after the wait for a
+         * teardown, gone, as for a fresh start. */
+        CHECK(fixture_remove(&f, "class/block/vdx1") == 0);
+        CHECK(fixture_remove(&f, "dev/block/252:1") == 0);
+        uint64_t t0 = now_usec();
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 1);
+        CHECK(now_usec() - t0 >= 100 * USEC_PER_MSEC);
+        CHECK(diffs_are(&d, (const char *const[]){"remove " VDX "/vdx1 " VDX_PATH "/vdx1", NULL}));
+        diffs_clear(&d);
+        CHECK(fixture_remove(&f, VDX "/vdx1") == 0);
+        CHECK(fixture_add_partition(&f, VDX, "vdx1", 252, 1, 1, 2048, 1024) == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 1);
+        diffs_clear(&d);
 
         /* A partition gone from a disk that stays: one remove, the disk untouched. */
         CHECK(fixture_remove_block_device(&f, VDX "/vdx1", 252, 1) == 0);
