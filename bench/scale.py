@@ -1058,6 +1058,8 @@ def main():
                     help="a -Dbench=true build (default %(default)s)")
     ap.add_argument("--blkmodeld",
                     help="the daemon (default: BUILD/daemon/blkmodeld)")
+    ap.add_argument("--blkmodelctl",
+                    help="the client (default: BUILD/client/blkmodelctl)")
     ap.add_argument("--label", default="",
                     help="what the daemon is (commit), for RESULTS.md")
     ap.add_argument("--runs", type=int, default=3)
@@ -1090,8 +1092,7 @@ def main():
                          "on the largest tree into DIR")
     a = ap.parse_args()
     a.blkmodeld = a.blkmodeld or os.path.join(a.build, "daemon", "blkmodeld")
-    a.blkmodelctl = os.path.join(os.path.dirname(os.path.dirname(a.blkmodeld)), "client",
-                                 "blkmodelctl")
+    a.blkmodelctl = a.blkmodelctl or os.path.join(a.build, "client", "blkmodelctl")
     a.gmo_client = os.path.join(a.build, "bench", "gmo-client")
     a.peak_rss = os.path.join(a.build, "bench", "peak-rss")
     a.probe = os.path.join(a.build, "bench", "bus-probe")
