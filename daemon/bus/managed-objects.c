@@ -111,10 +111,8 @@ struct BusGmo {
         size_t estimated, estimate;     /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
         size_t n_batches, prefetched;   /* objects before prefetched are in a batch or appended */
-        /* Of live_records_changed(), those this reply's own readings made: a change event's reading
-         * (or the poll's, or another client's) between a batch's reading and an object's turn makes
-         * the batch's values older than the record, and a reply that sent them would tell the change
-         * undone (PropertiesChanged with the old value). */
+        /* Of live_records_changed(), those this reply made: another's (an event's) since a batch was
+         * read makes it older than a record, whose change the reply would tell undone. */
         uint64_t own_keeps;
         /* A kset with thousands of members being appended (the block kset, in the root's reply): its
          * Members in slices, as Get's are (members-reply.c).  A reference; NULL: none. */
@@ -320,12 +318,12 @@ static void on_batch_read(uv_work_t *w, int status)
         (void) uv_idle_start(b->publisher->gmo_idle, on_gmo_idle);
 }
 
-/* Queues batches for the objects after the last one queued, as many as may be in flight. */
 static uint64_t others_keeps(Publisher *p, const BusGmo *g)
 {
         return live_records_changed(p->live) - g->own_keeps;
 }
 
+/* Queues batches for the objects after the last one queued, as many as may be in flight. */
 static void gmo_prefetch(Publisher *p, BusGmo *g)
 {
         /* After a batch that could not be queued the loop read on by itself: never read ahead what
@@ -360,9 +358,8 @@ static void gmo_prefetch(Publisher *p, BusGmo *g)
         }
 }
 
-/* Hands the values read ahead for object i to d: 1 if it did, 0 if i was not read ahead (or another
- * reading has changed a record since), -EAGAIN while its batch is being read.  The objects before i
- * are appended: their batches go. */
+/* Hands the values read ahead for object i to d: 1 if it did, 0 if not read ahead (or too old), -EAGAIN
+ * while its batch is being read.  The objects before i are appended: their batches go. */
 static int gmo_take_prefetched(Publisher *p, BusGmo *g, size_t i, ObjDir *d)
 {
         GmoBatch *b;
@@ -532,12 +529,11 @@ static void on_gmo_idle(uv_idle_t *h)
                                 r = gmo_kset_go_on(p, g, start);
                         members_left = r == 0;
                 } else if (k->linked) {
+                        uint64_t before = live_records_changed(p->live);
                         r = append_managed_object(p, k, &d, &g->reply);
-                        if (r >= 0) {
-                                uint64_t before = live_records_changed(p->live);
+                        if (r >= 0)
                                 live_record_reading(p->live, k, &d);
-                                g->own_keeps += live_records_changed(p->live) - before;
-                        }
+                        g->own_keeps += live_records_changed(p->live) - before;
                 }
                 kobject_unref(p->model, k);
                 if (members_left)
