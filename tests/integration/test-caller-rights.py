@@ -132,13 +132,9 @@ class CallerRights(unittest.TestCase):
             self.assertIn("secret", sig[3][2])
             rec.close()
 
-    def test_modes_are_each_objects_own(self):
-        """Two disks whose directories list the same names share a shape,
-        but a file's mode is its own: sdb's size made root-only (a chmod)
-        is refused to others while sda's is not, and its read_ahead_kb
-        made read-only is introspected so.  The start takes sdb's shape by
-        the names alone; the warm-up reads the modes.  A chmod later is
-        found by a Rescan, which tells the interface anew."""
+    def two_disks(self):
+        """A fixture of sda and sdb, one partition each, every file its own
+        (a chmod of one changes no other); returns its sysfs root."""
         d = tempfile.mkdtemp(prefix="blkmodel-modes-", dir=bt.fixture_tmpdir())
         self.addCleanup(shutil.rmtree, d, True)
         os.chmod(d, 0o755)
@@ -147,7 +143,16 @@ class CallerRights(unittest.TestCase):
             mksysfs.main([d, "--disks", "2", "--partitions", "1", "--distinct-files"])
         finally:
             os.umask(old)
-        sys_ = os.path.join(d, "sys")
+        return os.path.join(d, "sys")
+
+    def test_modes_are_each_objects_own(self):
+        """Two disks whose directories list the same names share a shape,
+        but a file's mode is its own: sdb's size made root-only (a chmod)
+        is refused to others while sda's is not, and its read_ahead_kb
+        made read-only is introspected so.  The start takes sdb's shape by
+        the names alone; the warm-up reads the modes.  A chmod later is
+        found by a Rescan, which tells the interface anew."""
+        sys_ = self.two_disks()
         disk = {n: os.path.realpath(os.path.join(sys_, "block", n)) for n in ("sda", "sdb")}
         os.chmod(os.path.join(disk["sdb"], "size"), 0o400)
         os.chmod(os.path.join(disk["sdb"], "queue", "read_ahead_kb"), 0o444)
@@ -193,15 +198,7 @@ class CallerRights(unittest.TestCase):
         modes read: its root-only size is refused to others, though the
         disk there since the start, with the same file names, has a
         world-readable one."""
-        d = tempfile.mkdtemp(prefix="blkmodel-modes-", dir=bt.fixture_tmpdir())
-        self.addCleanup(shutil.rmtree, d, True)
-        os.chmod(d, 0o755)
-        old = os.umask(0)
-        try:
-            mksysfs.main([d, "--disks", "2", "--partitions", "1", "--distinct-files"])
-        finally:
-            os.umask(old)
-        sys_ = os.path.join(d, "sys")
+        sys_ = self.two_disks()
         sdb = os.path.realpath(os.path.join(sys_, "block", "sdb"))
         links = {rel: os.readlink(os.path.join(sys_, rel))
                  for rel in ("block/sdb", "class/block/sdb", "class/block/sdb1")}
