@@ -248,6 +248,7 @@ static int step_teardown(Reconcile *r)
         r->n_tearing_down = w;
         return k < 0 ? k : w > 0;
 }
+
 static int step_remove(Reconcile *r, Kobject *disk)
 {
         _cleanup_(freep) Kobject **parts = NULL;
