@@ -333,6 +333,48 @@ static void test_client_reading(Live *l, const Fixture *f, Model *m, const Sysfs
  * size estimate says is still what its last whole reading found.  Adding those values again at
  * every re-reading grew the estimate each poll round, until GetManagedObjects was refused as too
  * large for the bus. */
+static bool recorded_line(const char *prefix)
+{
+        for (size_t i = 0; i < rec.n; i++)
+                if (startswith(rec.lines[i], prefix))
+                        return true;
+        return false;
+}
+
+/* A file gone with no event, found by a reply's reading while a GetManagedObjects reply is built (it
+ * holds the warm-up): the disk is re-listed once that reply is out, not amid it. */
+static void test_relist_after_reply(Live *l, const Fixture *f, Model *m, const Sysfs *s, uv_loop_t *loop)
+{
+        Kobject *sda = model_find_name(m, "sda");
+        const char *v;
+        ObjDir d;
+
+        CHECK(sda && live_object_value_bytes(sda) > 0);
+        if (!sda)
+                return;
+        recorded_clear();
+        CHECK(fixture_remove(f, FIXTURE_SDA "/ext_range") == 0);
+        live_warmup_hold(l);
+        d = OBJDIR_INIT(s, sda);
+        CHECK(objdir_read(&d, "ext_range", &v) == -ENOENT); /* as the reply read it */
+        live_record_reading(l, sda, &d);
+        objdir_done(&d);
+        run_loop(loop);
+        CHECK(rec.n == 0);
+        live_warmup_release(l);
+        run_loop(loop);
+        CHECK(recorded_line("interfaces " SDA_PATH " removed org.blkmodel1.Disk"));
+        CHECK(recorded_line("interfaces " SDA_PATH " added org.blkmodel1.Disk"));
+        recorded_clear();
+
+        /* Re-listed: a reply reads no gone file any more, and nothing more is told. */
+        d = OBJDIR_INIT(s, sda);
+        live_record_reading(l, sda, &d);
+        objdir_done(&d);
+        run_loop(loop);
+        CHECK(rec.n == 0);
+}
+
 static void test_estimate_steady(Live *l, Model *m)
 {
         Kobject *sda = model_find_name(m, "sda");
@@ -1101,6 +1143,7 @@ static void test_live(void)
         CHECK(rec.n == 0);
 
         test_estimate_steady(l, m);
+        test_relist_after_reply(l, f, m, s, loop);
         test_uevents(l, f, m, log);
         test_shape_changes(l, f);
         test_read_once(l, f);
