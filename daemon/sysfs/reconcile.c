@@ -203,23 +203,40 @@ static int remove_now(Reconcile *r, Kobject *k)
         return n < 0 ? n : 0;
 }
 
+typedef enum Presence {
+        PRESENT,       /* there, gone from the model, or its event (read, not applied) tells it */
+        TEARING_DOWN,  /* its class/block link went, its directory stays */
+        GONE,
+} Presence;
+
 /*
- * A block device of the model: gone from sysfs?  Then it goes from the model, reported, unless its
- * remove is on its way.  device_del() drops the class/block link, sends the remove, then deletes the
- * directory: while the directory stays, the device is being torn down, and waits for PHASE_TEARDOWN;
- * once the directory is gone, the remove was read, is in the socket (awaited), or was lost.
+ * A block device of the model, as sysfs and the events have it.  device_del() drops the class/block
+ * link, sends the remove, then deletes the directory: while the directory stays, the remove is still
+ * to come; once it is gone, the remove was read, is in the socket (awaited), or was lost.
  */
-static int remove_if_gone(Reconcile *r, Kobject *k)
+static Presence presence(Reconcile *r, Kobject *k)
 {
         if (!k->linked || scan_block_device_present(r->sysfs, k->devpath) || awaited(r, k->devpath))
+                return PRESENT;
+        return dir_exists(r->sysfs, k->devpath, "") ? TEARING_DOWN : GONE;
+}
+
+/* Gone from sysfs?  Then it goes from the model, reported; being torn down, it waits for
+ * PHASE_TEARDOWN. */
+static int remove_if_gone(Reconcile *r, Kobject *k)
+{
+        switch (presence(r, k)) {
+        case PRESENT:
                 return 0;
-        if (dir_exists(r->sysfs, k->devpath, "")) {
+        case TEARING_DOWN:
                 if (r->n_tearing_down == 0)
                         r->teardown_seen = now_usec();
                 if (GREEDY_REALLOC(r->tearing_down, r->n_tearing_down_max, r->n_tearing_down + 1) < 0)
                         return -ENOMEM;
                 r->tearing_down[r->n_tearing_down++] = kobject_ref(k);
                 return 0;
+        case GONE:
+                break;
         }
         return remove_now(r, k);
 }
@@ -234,15 +251,14 @@ static int step_teardown(Reconcile *r)
 
         for (size_t i = 0; i < r->n_tearing_down; i++) {
                 Kobject *d = r->tearing_down[i];
+                Presence p = k >= 0 ? presence(r, d) : PRESENT;
 
-                if (k >= 0 && d->linked && !scan_block_device_present(r->sysfs, d->devpath) &&
-                    !awaited(r, d->devpath)) {
-                        if (!waited && dir_exists(r->sysfs, d->devpath, "")) {
-                                r->tearing_down[w++] = d;
-                                continue;
-                        }
-                        k = remove_now(r, d);
+                if (p == TEARING_DOWN && !waited) {
+                        r->tearing_down[w++] = d;
+                        continue;
                 }
+                if (p != PRESENT)
+                        k = remove_now(r, d);
                 kobject_unref(r->model, d);
         }
         r->n_tearing_down = w;
