@@ -26,6 +26,10 @@
  */
 #define BUS_SNDBUF (64 * 1024)
 
+/* At exit, how long the bus may take none of our messages before we stop waiting for it: the time
+ * after which the back-pressure calls a subscriber stuck (bus/backlog.c). */
+#define FLUSH_STUCK_USEC (2 * USEC_PER_SEC)
+
 struct BusLoop {
         uv_loop_t *loop;
         sd_bus *bus;
@@ -191,4 +195,29 @@ void bus_loop_free(BusLoop *l)
         uv_close((uv_handle_t *) &l->poll, on_close);
         uv_close((uv_handle_t *) &l->timer, on_close);
         uv_close((uv_handle_t *) &l->prepare, on_close);
+}
+
+void bus_flush_bounded(sd_bus *bus)
+{
+        uint64_t queued, least = UINT64_MAX, moved = now_usec();
+        int r;
+
+        for (;;) {
+                if (sd_bus_get_n_queued_write(bus, &queued) < 0 || queued == 0)
+                        return;
+                if (queued < least) {
+                        least = queued;
+                        moved = now_usec();
+                } else if (now_usec() - moved >= FLUSH_STUCK_USEC) {
+                        log_warning("The bus took none of our messages for %" PRIu64 " s; %" PRIu64
+                                    " not sent.", FLUSH_STUCK_USEC / USEC_PER_SEC, queued);
+                        return;
+                }
+                /* Writes what the socket takes and reads one message; 0 when there was nothing to do. */
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return;
+                if (r == 0 && sd_bus_wait(bus, 100 * USEC_PER_MSEC) < 0)
+                        return;
+        }
 }

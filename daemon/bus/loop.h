@@ -19,3 +19,11 @@ int bus_loop_attach(uv_loop_t *loop, sd_bus *bus, BusLoopDisconnected on_disconn
                     BusLoop **ret);
 /* Detaches; the memory goes in the handles' close callbacks. NULL is fine. */
 void bus_loop_free(BusLoop *l);
+
+/*
+ * At exit: sends what is queued for as long as the bus takes some of it.  sd_bus_flush() waits for
+ * ever on a bus that has stopped reading from us (a subscriber that does not read holds it): the
+ * daemon ignored SIGTERM until systemd killed it.  Incoming messages are dispatched meanwhile, to
+ * whatever is still registered.
+ */
+void bus_flush_bounded(sd_bus *bus);

@@ -133,8 +133,9 @@ Publisher *publisher_free(Publisher *p)
         sd_bus_slot_unref(p->object_manager_slot);
         backlog_free(p->backlog);
         bus_introspect_cache_clear(p);
-        /* Flushing blocks, but only here, at exit: queued signals and replies still go out. */
-        sd_bus_flush_close_unref(p->bus);
+        /* Blocks, but only here, at exit: queued signals and replies still go out. */
+        bus_flush_bounded(p->bus);
+        sd_bus_close_unref(p->bus);
         free(p);
         return NULL;
 }
@@ -178,7 +179,9 @@ void publisher_release_name(Publisher *p)
                 return;
         p->name_taken = false;
         if (sd_bus_is_open(p->bus) > 0)
-                (void) sd_bus_release_name(p->bus, BLKMODEL_BUS_NAME);
+                /* Not a call that waits for its reply: queued behind our signals, it waited 25 s
+                 * on a bus that had stopped reading from us. */
+                (void) sd_bus_release_name_async(p->bus, NULL, BLKMODEL_BUS_NAME, NULL, NULL);
 }
 
 uint64_t publisher_queued(Publisher *p)
