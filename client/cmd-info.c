@@ -372,6 +372,9 @@ int cmd_info(Ctl *ctl, char **args, int n_args)
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, args[0]);
                 obj = model_object(model, chain[n].parts[0].path);
+                /* The Manager: no DevPath, no uevent, nothing udevadm would show. */
+                if (!model_prop(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_DEVPATH))
+                        return ctl_fail("Not a kobject: %s", p);
                 p = info_up(obj);
                 if (n > 0 && info_glue_directory(obj))
                         info_node_done(&chain[n]);

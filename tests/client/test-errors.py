@@ -120,6 +120,10 @@ class Errors(unittest.TestCase):
             (("set", "sda", "Partitions", "x"), ("InvalidArgs",)),
             (("trigger", "sda/queue"), ("InvalidArgs",)),
             (("wait", "nosuchdisk", "--timeout=0.1"), ("Timed out",)),
+            # The Manager is an object Resolve names, not a kobject (it crashed info).
+            (("info", "/org/blkmodel1/Manager"), ("Not a kobject: /org/blkmodel1/Manager",)),
+            (("info", "-a", "/org/blkmodel1/Manager"), ("Not a kobject",)),
+            (("--json", "info", "/org/blkmodel1/Manager"), ("Not a kobject",)),
         ]
         for args, contains in cases:
             with self.subTest(args=args):
