@@ -113,6 +113,42 @@ Table *table_free(Table *t)
         return NULL;
 }
 
+/* A control character, C0, DEL or C1 (two bytes in UTF-8): its length in bytes, else 0. */
+static size_t control_length(const char *p)
+{
+        unsigned char c = p[0];
+
+        if (c < 0x20 || c == 0x7f)
+                return 1;
+        if (c == 0xc2 && (unsigned char) p[1] >= 0x80 && (unsigned char) p[1] <= 0x9f)
+                return 2;
+        return 0;
+}
+
+/* As lsblk prints a cell: each byte of a control character as \xNN.  A vendor's or model's text
+ * can hold a tab or an escape sequence, which must neither shift the columns nor drive the
+ * terminal. */
+static char *cell_encode(const char *s)
+{
+        size_t n = 0, k;
+        char *out, *o;
+
+        for (const char *p = s; *p; p += k ? k : 1)
+                n += (k = control_length(p)) ? 4 * k : 1;
+        out = o = malloc(n + 1);
+        if (!out)
+                return NULL;
+        for (const char *p = s; *p;) {
+                k = control_length(p);
+                if (!k)
+                        *o++ = *p++;
+                for (; k > 0; k--)
+                        o += sprintf(o, "\\x%02x", (unsigned char) *p++);
+        }
+        *o = '\0';
+        return out;
+}
+
 int table_add_row(Table *t, const char *const *cells)
 {
         if (GREEDY_REALLOC(t->cells, t->allocated, (t->n_rows + 1) * t->n_columns) < 0)
@@ -120,7 +156,7 @@ int table_add_row(Table *t, const char *const *cells)
 
         char **row = t->cells + t->n_rows * t->n_columns;
         for (size_t i = 0; i < t->n_columns; i++) {
-                row[i] = strdup(strempty(cells[i]));
+                row[i] = cell_encode(strempty(cells[i]));
                 if (!row[i]) {
                         while (i > 0)
                                 free(row[--i]);

@@ -215,6 +215,21 @@ class ListAgreesWithLsblk(unittest.TestCase):
             names = [n["name"] for n in ct.run_json("list")["blockdevices"]]
             self.assertIn("loop0", names)
 
+    def test_control_characters(self):
+        """A model with a tab, an escape sequence, C0 and C1 control
+        characters: printed as lsblk prints them (\\xNN for each byte), so
+        that they neither shift the columns nor drive the terminal."""
+        d = bt.make_fixture()
+        model = sorted(os.path.join(r, "model") for r, _, files in os.walk(d + "/sys/devices")
+                       if "model" in files)[0]
+        with open(model, "wb") as f:
+            f.write(b"Bad\tMo\x1b[31mdel\x01 X\xc2\x85Y\x7f\n")
+        with bt.Daemon(d + "/sys"):
+            self.compare(d)
+            out = ct.run("list", "-o", "NAME,MODEL").stdout
+        self.assertIn("Bad\\x09Mo\\x1b[31mdel\\x01 X\\xc2\\x85Y\\x7f", out)
+        self.assertNotIn("\x1b", out)
+
     def test_synthetic_fixture(self):
         # 20 disks: sdq and beyond sit on the sd driver's second major, so
         # MAJ:MIN widths and the MAJ:MIN order are exercised.
