@@ -51,7 +51,8 @@ static void monitor_notice(Monitor *mon, const char *type, json_object *extra, c
                 _printf_(4, 5);
 static void monitor_notice(Monitor *mon, const char *type, json_object *extra, const char *fmt, ...)
 {
-        _cleanup_(json_object_putp) json_object *j = extra;
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        _cleanup_(json_object_putp) json_object *e = extra;
         _cleanup_(freep) char *msg = NULL;
         va_list ap;
 
@@ -66,11 +67,15 @@ static void monitor_notice(Monitor *mon, const char *type, json_object *extra, c
                 return;
         }
 
-        if (!j)
-                j = json_object_new_object();
+        /* type and message first, as the man page shows a notice, then what the notice adds. */
+        j = json_object_new_object();
         if (j) {
                 json_object_object_add(j, "type", json_object_new_string(type));
                 json_object_object_add(j, "message", json_object_new_string(msg ?: type));
+                if (e) {
+                        json_object_object_foreach(e, key, value)
+                                json_object_object_add(j, key, json_object_get(value));
+                }
                 output_json(j, false);
         }
         (void) fflush(stdout);

@@ -183,6 +183,8 @@ class Monitor(unittest.TestCase):
         notice = json.loads(lines[0])
         self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
                          ("expired", 2, 7))
+        # The man page's order: type and message first, then the notice's own.
+        self.assertEqual(list(notice), ["type", "message", "after", "oldest"])
         self.assertEqual(seqnums(lines), [7, 8, 9, 10, 11])
 
         with ct.Background("monitor", "--since=0") as mon:
@@ -198,6 +200,7 @@ class Monitor(unittest.TestCase):
         # A seqnum from an earlier daemon: said, and the stream goes on.
         with ct.Background("--json", "monitor", "--since=1000") as mon:
             lines = mon.wait_lines(lambda ls: len(ls) >= 1)
+            self.assertEqual(list(json.loads(lines[0]))[:3], ["type", "message", "since"])
             self.assertEqual(json.loads(lines[0])["type"], "future")
             ct.send_change(self.dm)
             lines = mon.wait_lines(lambda ls: len(ls) >= 2)
