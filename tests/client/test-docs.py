@@ -171,6 +171,9 @@ class Completion(unittest.TestCase):
                 self.assertEqual(complete("blkmodelctl", "list",
                                           "--output=NAME,MA", with_library=lib),
                                  ["NAME,MAJ:MIN"])
+                # lsblk's +LIST: added to the default columns.
+                self.assertEqual(complete("blkmodelctl", "list", "-o", "+MO",
+                                          with_library=lib), ["+MODEL"])
 
     def test_devices_from_the_daemon(self):
         with bt.Daemon(bt.make_fixture() + "/sys"):
@@ -182,6 +185,29 @@ class Completion(unittest.TestCase):
                              ["nvme0n1p1", "nvme0n1p2"])
             self.assertIn("block", complete("blkmodelctl", "--session",
                                             "tree", "b"))
+
+    def test_attributes_from_the_daemon(self):
+        """get and set complete what the object has: its typed properties,
+        its files, a group's as group/name, and the files of the objects
+        below queue/, iosched/ and device/."""
+        with bt.Daemon(bt.make_fixture() + "/sys"):
+            def attrs(*words):
+                return complete("blkmodelctl", "--session", *words)
+            got = attrs("get", "sda", "")
+            for a in ("Size", "Partitions", "size", "ro", "queue/", "device/",
+                      "power/control"):
+                self.assertIn(a, got)
+            self.assertNotIn("Scheduler", got)
+            self.assertEqual(attrs("get", "sda", "q"), ["queue/"])
+            self.assertEqual(attrs("set", "sda", "queue/read"), ["queue/read_ahead_kb"])
+            self.assertEqual(attrs("get", "sda", "queue/Sch"),
+                             ["queue/Scheduler", "queue/Schedulers"])
+            self.assertIn("queue/iosched/fifo_batch", attrs("get", "sda", "queue/iosched/"))
+            self.assertIn("device/model", attrs("get", "sda", "device/mo"))
+            self.assertEqual(attrs("get", "dm-0", "dm/na"), ["dm/name"])
+            # A partition has no queue; a name typed whole is its own completion.
+            self.assertNotIn("queue/", attrs("get", "sda1", ""))
+            self.assertEqual(attrs("get", "sda", "queue/scheduler"), ["queue/scheduler"])
 
     def test_devices_on_a_bus_named_by_address(self):
         """--address=ADDR: bash breaks the address into words at '=' and
