@@ -35,9 +35,11 @@ bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len)
                         return false;
                 cp = (cp << 6) | (s[i] & 0x3f);
         }
-        /* No overlong forms, no surrogates, nothing past U+10FFFF. */
+        /* No overlong forms, no surrogates, nothing past U+10FFFF; and none of the noncharacters
+         * (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF), which sd-bus refuses too: one in a USB model string
+         * failed every GetManagedObjects reply. */
         if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff))
+            (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe)
                 return false;
         *ret_len = n;
         return true;

@@ -6,8 +6,8 @@
 
 /*
  * Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above
- * U+10FFFF, no NUL.  D-Bus requires exactly this of every string, and
- * sd-bus refuses to append anything else.
+ * U+10FFFF, no NUL, and no Unicode noncharacters.  sd-bus refuses to append
+ * anything else to a message (its utf8_is_valid()).
  */
 
 /* Does s (len bytes) start with one valid sequence?  Its length in *ret_len. */

@@ -588,11 +588,15 @@ class OddTrees(unittest.TestCase):
         self.write(SDA + "/nul", b"\x00\x00\x00")
         self.write(SDA + "/utf8", "caf\u00e9 \u2603\n")
         self.write(SDA + "/twolines", "one\ntwo\n\n")
+        # Noncharacters (U+FFFE, U+FDD0, U+10FFFF): UTF-8, but sd-bus refuses
+        # them, and one failed every reply that carried it.
+        self.write(SDA + "/nonchar", b"Evil\xef\xbf\xbeDisk\xef\xb7\x90\xf4\x8f\xbf\xbf\n")
         # uevent values become a{ss}: they must be valid UTF-8 too.
         with open(self.p(SDA + "/uevent"), "ab") as f:
-            f.write(b"WEIRD=\xff\x00x\nNOVALUE=\n=novar\nNOEQUALS\n")
+            f.write(b"WEIRD=\xff\x00x\nNOVALUE=\n=novar\nNOEQUALS\nNONCHAR=\xef\xbf\xbf\n")
         # A file name that is not UTF-8.
         self.write_bytes_name(SDA, b"bad\xffname", b"v\n")
+        self.write_bytes_name(SDA, b"non\xef\xbf\xbechar", b"w\n")
 
         def check(dm, objs):
             disk = objs[P("block", "sda")][DISK]
@@ -603,10 +607,17 @@ class OddTrees(unittest.TestCase):
             self.assertEqual(disk["utf8"], "caf\u00e9 \u2603")
             self.assertEqual(disk["twolines"], "one\ntwo\n")
             self.assertEqual(disk["bad_name"], "v")
+            self.assertEqual(disk["nonchar"],
+                             "Evil\\xef\\xbf\\xbeDisk\\xef\\xb7\\x90\\xf4\\x8f\\xbf\\xbf")
+            self.assertEqual(bt.read_published(self.p(SDA + "/nonchar")), disk["nonchar"])
+            self.assertEqual([v for k, v in disk.items() if k.startswith("non") and k != "nonchar"],
+                             ["w"])
+            self.assertIn("<interface", dm.introspect(P("block", "sda")))
             self.assertEqual(dm.get_all(P("block", "sda"), DISK)["binary"],
                              disk["binary"])
             u = objs[P("block", "sda")][KOBJ]["Uevent"]
             self.assertEqual(u["WEIRD"], "\\xff\\x00x")
+            self.assertEqual(u["NONCHAR"], "\\xef\\xbf\\xbf")
             self.assertEqual(u["NOVALUE"], "")
             self.assertEqual(u["MAJOR"], "8")
             self.assertNotIn("", u)

@@ -11,6 +11,7 @@ BLKMODELCTL.
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import socket
@@ -497,6 +498,18 @@ def expected_interfaces(dirpath, ktype):
     return out
 
 
+# Unicode's noncharacters: valid UTF-8 to Python, refused by sd-bus, so escaped by the daemon.
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef" + "".join(
+    "%s-%s" % (chr(p << 16 | 0xfffe), chr(p << 16 | 0xffff)) for p in range(17)) + "]")
+
+
+def _decode(data):
+    """Bytes → text as the daemon publishes it: bytes outside valid UTF-8,
+    and each byte of a noncharacter, as \\xNN."""
+    return _NONCHARACTERS.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode()),
+                              data.decode("utf-8", "backslashreplace"))
+
+
 def published_value(data):
     """Bytes of an attribute file → the string the daemon publishes: at most
     4096 bytes, one trailing newline dropped, NUL and bytes outside valid
@@ -504,7 +517,7 @@ def published_value(data):
     data = data[:4096]
     if data.endswith(b"\n"):
         data = data[:-1]
-    return data.decode("utf-8", "backslashreplace").replace("\0", "\\x00")
+    return _decode(data).replace("\0", "\\x00")
 
 
 def read_published(path):
@@ -519,7 +532,7 @@ def read_published(path):
 def parse_uevent(path):
     try:
         with open(path, "rb") as f:
-            text = f.read(4096).decode("utf-8", "backslashreplace")
+            text = _decode(f.read(4096))
     except OSError:
         return {}
     env = {}

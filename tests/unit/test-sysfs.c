@@ -106,6 +106,11 @@ int main(void)
         check_escape("\xc0\xaf", 2, "\\xc0\\xaf");          /* overlong '/' */
         check_escape("\xed\xa0\x80", 3, "\\xed\\xa0\\x80"); /* a surrogate */
         check_escape("\xe2\x82", 2, "\\xe2\\x82");          /* truncated */
+        /* Noncharacters, which sd-bus refuses to send: U+FFFE, U+FDD0, U+1FFFF. */
+        check_escape("a\xef\xbf\xbe", 4, "a\\xef\\xbf\\xbe");
+        check_escape("\xef\xb7\x90", 3, "\\xef\\xb7\\x90");
+        check_escape("\xf0\x9f\xbf\xbf", 4, "\\xf0\\x9f\\xbf\\xbf");
+        check_escape("\xef\xbf\xbd", 3, "\xef\xbf\xbd"); /* U+FFFD is a character */
 
         /* Link targets resolve lexically and never climb out of the root. */
         check_resolve("/class/block", "../../devices/virtual/block/loop0", "/devices/virtual/block/loop0");
