@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/utf8.h"
@@ -58,4 +59,24 @@ bool utf8_is_valid_n(const char *s, size_t len)
 bool utf8_is_valid(const char *s)
 {
         return utf8_is_valid_n(s, strlen(s));
+}
+
+size_t utf8_escape_into(const char *buf, size_t len, char *out)
+{
+        const unsigned char *s = (const unsigned char *) buf;
+        char *q = out;
+
+        for (size_t i = 0; i < len;) {
+                size_t n;
+                if (utf8_valid_prefix(s + i, len - i, &n)) {
+                        memcpy(q, s + i, n);
+                        q += n;
+                        i += n;
+                } else {
+                        q += sprintf(q, "\\x%02x", s[i]);
+                        i++;
+                }
+        }
+        *q = 0;
+        return (size_t) (q - out);
 }

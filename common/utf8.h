@@ -16,6 +16,9 @@ bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len);
 bool utf8_is_valid_n(const char *s, size_t n);
 /* The whole NUL-terminated string. */
 bool utf8_is_valid(const char *s);
+/* The len bytes at buf as D-Bus can carry them: each byte outside a valid sequence (NUL too) as
+ * \\xNN.  out holds len * 4 + 1; returns the length written, without the NUL it ends with. */
+size_t utf8_escape_into(const char *buf, size_t len, char *out);
 
 /* An ASCII control character (C0 or DEL): text that no log line, XML attribute or udev rule should
  * carry as it is.  Not iscntrl(), which follows the locale. */

@@ -8,28 +8,6 @@
 #include "common/util.h"
 #include "sysfs/read.h"
 
-/* Escapes len bytes of buf (its trailing newline already off) into out, which holds len * 4 + 1;
- * returns the length written, without the NUL it ends with. */
-static size_t value_escape_into(const char *buf, size_t len, char *out)
-{
-        const unsigned char *s = (const unsigned char *) buf;
-        char *q = out;
-
-        for (size_t i = 0; i < len;) {
-                size_t n;
-                if (utf8_valid_prefix(s + i, len - i, &n)) {
-                        memcpy(q, s + i, n);
-                        q += n;
-                        i += n;
-                } else {
-                        q += sprintf(q, "\\x%02x", s[i]);
-                        i++;
-                }
-        }
-        *q = 0;
-        return (size_t) (q - out);
-}
-
 static char *heap_strndup(const char *s, size_t n, void *userdata)
 {
         return strndup(s, n);
@@ -54,7 +32,7 @@ static __attribute__((noinline)) char *value_escape_copy(const char *buf, size_t
                 if (!heap)
                         return NULL;
         }
-        return dup(escaped, value_escape_into(buf, len, escaped), userdata);
+        return dup(escaped, utf8_escape_into(buf, len, escaped), userdata);
 }
 
 /* The value of len bytes read, as published, copied by dup. */

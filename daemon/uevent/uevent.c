@@ -90,9 +90,32 @@ static int entry_validate(const char *e, size_t l)
         for (size_t i = 0; i < kl; i++)
                 if (!key_char_valid(e[i], i == 0))
                         return -EBADMSG;
-        if (!utf8_is_valid_n(eq + 1, l - kl - 1))
-                return -EBADMSG;
         return (int) kl;
+}
+
+/* DEVPATH and DEVPATH_OLD name the objects: those are checked by rule 8, never escaped. */
+static bool key_is_devpath(const char *e, size_t kl)
+{
+        return (kl == 7 && memcmp(e, "DEVPATH", 7) == 0) || (kl == 11 && memcmp(e, "DEVPATH_OLD", 11) == 0);
+}
+
+/* Drops every variable whose key comes again later: the last value stands. */
+static void drop_earlier_duplicates(Uevent *u)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < u->n_env; i++) {
+                bool again = false;
+
+                for (size_t j = i + 1; j < u->n_env && !again; j++)
+                        again = streq(u->env_keys[i], u->env_keys[j]);
+                if (again)
+                        continue;
+                u->env_keys[n] = u->env_keys[i];
+                u->env_values[n] = u->env_values[i];
+                n++;
+        }
+        u->n_env = n;
 }
 
 /* SEQNUM: 1 to 20 decimal digits, no sign, no leading zero, fits in a u64, not zero. */
@@ -169,12 +192,14 @@ const char *uevent_get(const Uevent *u, const char *key)
  *     arguments of a synthetic uevent through as "SYNTH_ARG_<key>" with the
  *     key's case kept (`echo "change UUID foo=bar" > uevent` yields
  *     SYNTH_ARG_foo=bar), and it accepts only alphanumeric keys there.  The
- *     value may be empty and must be valid UTF-8, as every D-Bus string
- *     must: an event we could not forward is refused here, where it can be
- *     explained, rather than half-emitted.
- *  6. At most UEVENT_VARS_MAX variables (the kernel sends at most 64) and no
- *     key twice: uevent_get() must have one answer, and the a{ss} we emit
- *     must be a map.  The bound also keeps the duplicate check cheap.
+ *     value may be empty and may hold any byte: what D-Bus cannot carry is
+ *     escaped as \\xNN, as in attribute values.  dm takes any byte but '/'
+ *     in a name, and DM_NAME brings it: refused, such an event was lost.
+ *  6. At most UEVENT_VARS_MAX variables (the kernel sends at most 64).  A
+ *     key given twice keeps its last value, as sd-device keeps it: the
+ *     kernel passes a synthetic uevent's arguments through unchecked
+ *     (`echo "change UUID A=1 A=2"` sends SYNTH_ARG_A twice), and the a{ss}
+ *     we emit must be a map.  The bound keeps the duplicate check cheap.
  *  7. ACTION and DEVPATH variables are present and equal to the header's
  *     action and devpath: the header is what sd-device matches on, the
  *     variables are what we forward, and they must not tell two stories.
@@ -194,7 +219,7 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
 {
         _cleanup_(uevent_freep) Uevent *u = NULL;
         const char *p = buf, *end, *at, *vars, *action = NULL, *devpath = NULL, *seqnum = NULL;
-        size_t hlen, alen, n = 0, vars_len;
+        size_t hlen, alen, n = 0, vars_len, escaped_extra = 0;
         char *data;
         int a;
 
@@ -227,15 +252,22 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
         if (at[1] != '/')
                 return bad("the header's devpath is not absolute");
 
-        /* Rules 5 and the first half of 6: validate and count before allocating. */
+        /* Rules 5 and the first half of 6: validate and count before allocating; and what the
+         * values that need escaping will take beyond their bytes. */
         vars = p + hlen + 1;
         for (const char *e = vars; e < end;) {
                 size_t l = strlen(e);
+                int kl;
 
-                if (l == 0 || entry_validate(e, l) < 0)
-                        return bad("a variable is not KEY=VALUE (key [A-Za-z_][A-Za-z0-9_]*, value UTF-8)");
+                if (l == 0 || (kl = entry_validate(e, l)) < 0)
+                        return bad("a variable is not KEY=VALUE (key [A-Za-z_][A-Za-z0-9_]*)");
                 if (++n > UEVENT_VARS_MAX)
                         return bad("too many variables");
+                if (!utf8_is_valid_n(e + kl + 1, l - (size_t) kl - 1)) {
+                        if (key_is_devpath(e, (size_t) kl))
+                                return bad("DEVPATH or DEVPATH_OLD is not UTF-8");
+                        escaped_extra += 3 * (l - (size_t) kl - 1);
+                }
                 e += l + 1;
         }
         if (n < 2) /* ACTION and DEVPATH at least */
@@ -243,30 +275,28 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
 
         /* Bounded by rules 1 and 6, so none of this can overflow. */
         vars_len = (size_t) (end - vars);
-        u = calloc(1, sizeof(Uevent) + 2 * n * sizeof(char *) + vars_len);
+        u = calloc(1, sizeof(Uevent) + 2 * n * sizeof(char *) + vars_len + escaped_extra);
         if (!u)
                 return -ENOMEM;
         u->env_keys = (char **) (u + 1);
         u->env_values = u->env_keys + n;
         data = (char *) (u->env_values + n);
-        memcpy(data, vars, vars_len);
 
-        for (char *e = data; u->n_env < n;) {
-                size_t l = strlen(e);
-                char *eq = strchr(e, '=');
+        for (const char *e = vars; u->n_env < n;) {
+                size_t l = strlen(e), kl = (size_t) (strchr(e, '=') - e);
 
-                *eq = 0;
-                u->env_keys[u->n_env] = e;
-                u->env_values[u->n_env] = eq + 1;
+                memcpy(data, e, kl);
+                data[kl] = 0;
+                u->env_keys[u->n_env] = data;
+                u->env_values[u->n_env] = data + kl + 1;
+                data += kl + 1 + utf8_escape_into(e + kl + 1, l - kl - 1, data + kl + 1) + 1;
                 u->n_env++;
                 e += l + 1;
         }
 
         /* Rule 6, second half */
-        for (size_t i = 1; i < n; i++)
-                for (size_t j = 0; j < i; j++)
-                        if (streq(u->env_keys[i], u->env_keys[j]))
-                                return bad("a variable given twice");
+        drop_earlier_duplicates(u);
+        n = u->n_env;
 
         for (size_t i = 0; i < n; i++) {
                 const char *k = u->env_keys[i];

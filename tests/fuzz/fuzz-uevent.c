@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "uevent/uevent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,6 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < u->n_env; i++) {
                 /* Keys are unique: the first match is this one. */
                 if (uevent_get(u, u->env_keys[i]) != u->env_values[i])
+                        abort();
+                /* Every value goes out as a D-Bus string. */
+                if (!utf8_is_valid(u->env_values[i]))
                         abort();
         }
 

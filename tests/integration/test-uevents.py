@@ -422,6 +422,33 @@ class LiveModel(unittest.TestCase):
         self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 1)
         self.assertEqual(uevents(self.rec)[0][2], devpath(rel))
 
+    def test_odd_values_and_repeated_keys_applied(self):
+        """What the kernel really sends: a dm name may hold any byte but
+        '/', and a synthetic uevent's arguments come through unchecked,
+        repeats too.  Such an event is applied and signalled, its values
+        escaped as attribute values are and a repeated key's last value
+        kept; dropped, the resize it told of was lost."""
+        rel, _ = self.fx.add_loop(4)
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.rec.signals.clear()
+        self.fx.write(os.path.join(rel, "size"), "4096")
+        path = devpath(rel)
+        raw = (b"change@" + path.encode() + b"\0ACTION=change\0DEVPATH=" + path.encode() +
+               b"\0SUBSYSTEM=block\0DM_NAME=vg\xff-\xef\xbf\xbe\0SYNTH_ARG_A=1\0"
+               b"SYNTH_ARG_A=2\0")
+        self.dm.send_uevent(None, None, raw=raw)
+        self.wait_uevents(1)
+        ev = uevents(self.rec)[0]
+        self.assertEqual(ev[3], bt.path_of("block", "loop4"))
+        self.assertEqual(ev[4]["DM_NAME"], "vg\\xff-\\xef\\xbf\\xbe")
+        self.assertEqual(ev[4]["SYNTH_ARG_A"], "2")
+        changed = [s[3][1] for s in self.rec.signals if s[1] == "PropertiesChanged"]
+        self.assertEqual(changed, [{"Size": 4096 * 512, "size": "4096"}])
+        self.assertEqual(self.dm.manager("GetEvents", bt.dbus.UInt64(ev[0] - 1))[0][4],
+                         ev[4])
+        self.assertEqual(self.dm.manager_prop("EventsLost"), 0)
+
     def test_malformed_datagrams_dropped(self):
         before = self.dm.managed_objects()
         last = self.dm.manager_prop("LastSeqnum")

@@ -63,6 +63,25 @@ static int parse_entries(const char *first, ...)
         return r;
 }
 
+/* The value of key once the entries are parsed; "" when the parse failed or has no such key. */
+static char parsed_value[64];
+static const char *parse_value(const char *key, const char *first, ...)
+{
+        Uevent *u = NULL;
+        va_list ap;
+        Msg m;
+
+        va_start(ap, first);
+        m = msgv(first, ap);
+        va_end(ap);
+        parsed_value[0] = 0;
+        if (uevent_parse(m.buf, m.len, &u) == 0 && uevent_get(u, key))
+                snprintf(parsed_value, sizeof(parsed_value), "%s", uevent_get(u, key));
+        uevent_free(u);
+        free(m.buf);
+        return parsed_value;
+}
+
 #define LOOP0 "/devices/virtual/block/loop0"
 
 static void test_actions(void)
@@ -268,20 +287,34 @@ static void test_entries(void)
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, key64, NULL) == 0);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, key65, NULL) == -EBADMSG);
 
-        /* Values: UTF-8 or nothing. */
+        /* Values: UTF-8 as it is; what D-Bus cannot carry escaped, as attribute values are. */
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=Gr\xc3\xb6\xc3\x9f\xe2\x82\xac",
                             "EMOJI=\xf0\x9f\x92\xbe", "TAB=a\tb", NULL) == 0);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xff", NULL) == -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xc3", NULL) == -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xc0\xaf", NULL) == -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xed\xa0\x80", NULL) == -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xf4\x90\x80\x80", NULL) ==
+        CHECK_STREQ(parse_value("MODEL", "add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xff", NULL), "\\xff");
+        CHECK_STREQ(parse_value("MODEL", "add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=a\xc3", NULL),
+                    "a\\xc3");
+        CHECK_STREQ(parse_value("MODEL", "add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xc0\xaf", NULL),
+                    "\\xc0\\xaf");
+        CHECK_STREQ(parse_value("MODEL", "add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xed\xa0\x80", NULL),
+                    "\\xed\\xa0\\x80");
+        CHECK_STREQ(parse_value("DM_NAME", "change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0,
+                                "DM_NAME=vg\xef\xbf\xbe-\xff", "SEQNUM=9", NULL),
+                    "vg\\xef\\xbf\\xbe-\\xff");
+        CHECK_STREQ(parse_value("SEQNUM", "change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0, "DM_NAME=\xff",
+                                "SEQNUM=9", NULL),
+                    "9");
+        /* A devpath names an object: never escaped, refused. */
+        CHECK(parse_entries("move@" LOOP0, "ACTION=move", "DEVPATH=" LOOP0, "DEVPATH_OLD=/devices/\xff", NULL) ==
               -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MODEL=\xe2\x82", NULL) == -EBADMSG);
 
-        /* Rule 6: duplicates, and the count limit. */
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MAJOR=7", "MAJOR=7", NULL) == -EBADMSG);
-        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "ACTION=add", NULL) == -EBADMSG);
+        /* Rule 6: a key given again keeps its last value; and the count limit. */
+        CHECK_STREQ(parse_value("MAJOR", "add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "MAJOR=7", "MAJOR=8", NULL),
+                    "8");
+        CHECK_STREQ(parse_value("SYNTH_ARG_A", "change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0,
+                                "SYNTH_UUID=0", "SYNTH_ARG_A=1", "SYNTH_ARG_A=2", NULL),
+                    "2");
+        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "ACTION=add", NULL) == 0);
+        CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "ACTION=remove", NULL) == -EBADMSG);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "major=7", "MAJOR=7", NULL) == 0);
         {
                 char *buf = malloc(UEVENT_SIZE_MAX);
