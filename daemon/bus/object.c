@@ -238,9 +238,14 @@ static int writable_file(Kobject *k, const Iface *iface, const char *interface, 
         char *rel;
 
         if (k->ktype->id == KTYPE_QUEUE && iface->kind == IFACE_KIND &&
-            streq(property, BLKMODEL_PROP_SCHEDULER))
+            streq(property, BLKMODEL_PROP_SCHEDULER)) {
+                /* A bio-based device's queue (md, zram) has none: nothing it lists, as for a name
+                 * the file does not list. */
+                if (!iface->attrs || !attr_set_find(iface->attrs, "scheduler"))
+                        return bus_error_invalid_args(error, "%s has no I/O scheduler to choose (no scheduler file).",
+                                                      k->path);
                 rel = strdup("scheduler");
-        else {
+        } else {
                 for (const PropertyInfo *p = iface->properties; p->name; p++)
                         if (streq(p->name, property)) {
                                 _cleanup_(freep) char *what = NULL;
