@@ -402,6 +402,9 @@ static int group_build(ShapeRegistry *r, const BuilderGroup *bg, ShapeModeReader
         int k;
 
         k = member_name_from_file(bg->dir, &element);
+        /* D-Bus caps an interface name at 255 bytes, the prefix included. */
+        if (k >= 0 && strlen(BLKMODEL_IFACE_GROUP_PREFIX) + strlen(element) > 255)
+                k = -ENAMETOOLONG;
         if (k == -ENAMETOOLONG) {
                 log_warning("%s: group directory name '%s' is too long for D-Bus, not published.", what,
                             bg->dir);

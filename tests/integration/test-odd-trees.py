@@ -627,6 +627,27 @@ class OddTrees(unittest.TestCase):
 
         self.run_daemon(check)
 
+    def test_group_names_at_the_interface_limit(self):
+        """D-Bus caps an interface name at 255 bytes: a group directory
+        whose org.blkmodel1.Group.<name> would be longer is not published
+        (with a log line); one at the limit is."""
+        prefix = len(bt.IFACE + "Group.")
+        fits, over = "g" * (255 - prefix), "h" * (256 - prefix)
+        for d in (fits, over):
+            os.mkdir(self.p(SDA + "/" + d))
+            self.write(SDA + "/" + d + "/f", "v\n")
+
+        def check(dm, objs):
+            ifaces = objs[P("block", "sda")]
+            self.assertEqual(ifaces[bt.IFACE + "Group." + fits], {"f": "v"})
+            self.assertFalse([i for i in ifaces if len(i) > 255])
+            xml = dm.introspect(P("block", "sda"))
+            self.assertIn(fits, xml)
+            self.assertNotIn(over, xml)
+
+        log = self.run_daemon(check)
+        self.assertIn("group directory name '%s' is too long for D-Bus" % over, log)
+
     def write_bytes_name(self, reldir, name, data):
         path = os.path.join(self.root.encode(), reldir.encode(), name)
         with open(path, "wb") as f:
