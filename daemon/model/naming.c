@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <systemd/sd-bus.h>
 
+#include "common/utf8.h"
 #include "common/util.h"
 #include "model/naming.h"
 
@@ -45,17 +46,29 @@ int member_name_from_file(const char *name, char **ret)
                 return 0;
         }
         extra = is_digit(name[0]) ? 1 : 0;
-        if (n + extra > MEMBER_NAME_MAX)
-                return -ENAMETOOLONG;
         m = malloc(n + extra + 1);
         if (!m)
                 return -ENOMEM;
         q = m;
         if (extra)
                 *q++ = '_';
-        for (size_t i = 0; i < n; i++)
-                *q++ = is_alnum(name[i]) || name[i] == '_' ? name[i] : '_';
+        for (size_t i = 0, k; i < n; i += k) {
+                k = 1;
+                if (is_alnum(name[i]) || name[i] == '_')
+                        *q++ = name[i];
+                else {
+                        /* One "_" a character (SPEC): a multibyte one too, and each byte that is
+                         * none. */
+                        if (!utf8_valid_prefix((const unsigned char *) name + i, n - i, &k))
+                                k = 1;
+                        *q++ = '_';
+                }
+        }
         *q = 0;
+        if ((size_t) (q - m) > MEMBER_NAME_MAX) {
+                free(m);
+                return -ENAMETOOLONG;
+        }
         *ret = m;
         return 0;
 }

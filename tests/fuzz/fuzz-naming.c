@@ -13,6 +13,7 @@
 #include <systemd/sd-bus.h>
 
 #include "blkmodel/names.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "model/naming.h"
 
@@ -46,8 +47,13 @@ static char *check_path(const char *parent, const char *name)
 static void check_member(const char *name)
 {
         _cleanup_(freep) char *member = NULL;
-        size_t n = strlen(name), want = n + (name[0] >= '0' && name[0] <= '9');
+        size_t n = strlen(name), want = name[0] >= '0' && name[0] <= '9';
         int r;
+
+        /* One character of the member a character of the name; a byte that is none counts one. */
+        for (size_t i = 0, k; i < n; i += k, want++)
+                if (!utf8_valid_prefix((const unsigned char *) name + i, n - i, &k))
+                        k = 1;
 
         r = member_name_from_file(name, &member);
         if (want > MEMBER_NAME_MAX) {

@@ -597,6 +597,8 @@ class OddTrees(unittest.TestCase):
         # A file name that is not UTF-8.
         self.write_bytes_name(SDA, b"bad\xffname", b"v\n")
         self.write_bytes_name(SDA, b"non\xef\xbf\xbechar", b"w\n")
+        # One "_" a character (SPEC), not a byte.
+        self.write(SDA + "/t\u00eate", "x\n")
 
         def check(dm, objs):
             disk = objs[P("block", "sda")][DISK]
@@ -607,6 +609,7 @@ class OddTrees(unittest.TestCase):
             self.assertEqual(disk["utf8"], "caf\u00e9 \u2603")
             self.assertEqual(disk["twolines"], "one\ntwo\n")
             self.assertEqual(disk["bad_name"], "v")
+            self.assertEqual(disk["t_te"], "x")
             self.assertEqual(disk["nonchar"],
                              "Evil\\xef\\xbf\\xbeDisk\\xef\\xb7\\x90\\xf4\\x8f\\xbf\\xbf")
             self.assertEqual(bt.read_published(self.p(SDA + "/nonchar")), disk["nonchar"])

@@ -48,6 +48,10 @@ int main(void)
         check_member("0dev", "_0dev");
         check_member("max-sectors", "max_sectors");
         check_member("", "_");
+        /* A character each, whatever its bytes; a byte that is no character, one. */
+        check_member("caf\xc3\xa9", "caf_");
+        check_member("\xe2\x82\xac" "1", "_1");
+        check_member("a\xff\xfe" "b", "a__b");
         CHECK(!member_name_is_valid("0abc"));
         CHECK(!member_name_is_valid("a.b"));
         CHECK(!member_name_is_valid(""));
