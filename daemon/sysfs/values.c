@@ -90,7 +90,18 @@ int parse_uevent_file(const char *v, char ***ret_pairs)
                 size_t l = strcspn(line, "\n");
                 const char *eq = memchr(line, '=', l);
 
-                if (eq && eq > line) {
+                /* A key again replaces its value, as in the events: the a{ss} must be a map. */
+                char **again = NULL;
+                for (char **p = pairs; eq && p[0] && p[1] && !again; p += 2)
+                        if (strlen(p[0]) == (size_t) (eq - line) && memcmp(p[0], line, (size_t) (eq - line)) == 0)
+                                again = p;
+                if (again) {
+                        char *value = strndup(eq + 1, (size_t) (line + l - eq - 1));
+                        if (!value)
+                                return -ENOMEM;
+                        free(again[1]);
+                        again[1] = value;
+                } else if (eq && eq > line) {
                         r = strv_consume(&pairs, &n, strndup(line, (size_t) (eq - line)));
                         if (r < 0)
                                 return r;
