@@ -156,7 +156,7 @@ static void check_scheduler(const char *v)
 static void check_uevent_file(const char *v)
 {
         _cleanup_(strv_freep) char **pairs = NULL;
-        size_t n = 0, lines_with_key = 0;
+        size_t n = 0;
         int r;
 
         r = parse_uevent_file(v, &pairs);
@@ -164,30 +164,49 @@ static void check_uevent_file(const char *v)
         n = strv_length(pairs);
         REQUIRE(n % 2 == 0);
 
-        /* One pair per line that has '=' after a non-empty key. */
+        /* One pair per distinct key of the lines that have '=' after a non-empty key, in the order
+         * of its first line, with its last line's value. */
+        size_t keys = 0;
         for (const char *line = v; *line;) {
                 size_t l = strcspn(line, "\n");
                 const char *eq = memchr(line, '=', l);
-                if (eq && eq > line)
-                        lines_with_key++;
+                if (eq && eq > line) {
+                        _cleanup_(freep) char *key = strndup(line, (size_t) (eq - line));
+                        const char *last = NULL;
+                        size_t last_len = 0;
+                        bool seen = false;
+
+                        REQUIRE(key);
+                        for (const char *o = v; *o;) {
+                                size_t ol = strcspn(o, "\n");
+                                const char *oeq = memchr(o, '=', ol);
+                                if (oeq && (size_t) (oeq - o) == strlen(key) && memcmp(o, key, strlen(key)) == 0) {
+                                        seen = seen || o < line;
+                                        last = oeq + 1;
+                                        last_len = (size_t) (o + ol - last);
+                                }
+                                o += ol + (o[ol] == '\n');
+                        }
+                        if (!seen) {
+                                REQUIRE(2 * keys < n && streq(pairs[2 * keys], key));
+                                REQUIRE(strlen(pairs[2 * keys + 1]) == last_len &&
+                                        memcmp(pairs[2 * keys + 1], last, last_len) == 0);
+                                keys++;
+                        }
+                }
                 line += l + (line[l] == '\n');
         }
-        REQUIRE(n == 2 * lines_with_key);
+        REQUIRE(n == 2 * keys);
 
         for (size_t i = 0; i < n; i += 2) {
                 _cleanup_(freep) char *got = NULL;
-                size_t first = 0;
 
                 REQUIRE(*pairs[i]);
                 REQUIRE(!strpbrk(pairs[i], "\n="));
                 REQUIRE(!strchr(pairs[i + 1], '\n'));
                 REQUIRE(utf8_is_valid(pairs[i]) && utf8_is_valid(pairs[i + 1]));
-
-                /* uevent_file_get() finds the first line with the key. */
-                while (!streq(pairs[first], pairs[i]))
-                        first += 2;
                 REQUIRE(uevent_file_get(v, pairs[i], &got) == 0);
-                REQUIRE(streq(got, pairs[first + 1]));
+                REQUIRE(streq(got, pairs[i + 1]));
         }
 
         /* No key has a '=' or a newline in it, and none is empty: such a lookup finds nothing. */

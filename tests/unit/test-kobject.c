@@ -566,7 +566,7 @@ static void test_names(void)
                 const char *file, *member;
         } members[] = {
                         {"size", "size"}, {"queue-depth", "queue_depth"}, {"0", "_0"},
-                        {"9p", "_9p"},    {"cciss!c0d0", "cciss_c0d0"},   {"\xc3\xa9", "__"},
+                        {"9p", "_9p"},    {"cciss!c0d0", "cciss_c0d0"},   {"\xc3\xa9", "_"},
                         {"", "_"},
         };
         for (size_t i = 0; i < ELEMENTSOF(members); i++) {
