@@ -261,3 +261,9 @@ bool bus_is_call(sd_bus_message *msg, const char *interface, const char *member)
 /* sd-bus checks argument types only for vtable methods; our handlers check their own.
  * 0 if msg carries exactly signature, else an InvalidArgs error. */
 int bus_check_signature(sd_bus_message *msg, const char *signature, sd_bus_error *error);
+
+/* A send failed because the bus is gone: said once, by the exit that follows, not for each message. */
+static inline bool bus_gone_error(int r)
+{
+        return r == -ENOTCONN || r == -ECONNRESET;
+}

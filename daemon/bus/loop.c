@@ -197,11 +197,22 @@ void bus_loop_free(BusLoop *l)
         uv_close((uv_handle_t *) &l->prepare, on_close);
 }
 
+/* What a call that comes while we exit gets, rather than UnknownObject for an object that was there. */
+static int refuse_call(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        if (!sd_bus_message_is_method_call(m, NULL, NULL))
+                return 0;
+        (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_SERVICE_UNKNOWN, "blkmodeld is exiting.");
+        return 1;
+}
+
 void bus_flush_bounded(sd_bus *bus)
 {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *refusing = NULL;
         uint64_t queued, least = UINT64_MAX, moved = now_usec();
         int r;
 
+        (void) sd_bus_add_filter(bus, &refusing, refuse_call, NULL);
         for (;;) {
                 if (sd_bus_get_n_queued_write(bus, &queued) < 0 || queued == 0)
                         return;

@@ -211,7 +211,7 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
                 r = bus_append_event(s, e);
         if (r >= 0)
                 r = sd_bus_send(p->bus, s, NULL);
-        if (r < 0)
+        if (r < 0 && !bus_gone_error(r))
                 log_warning_errno(r, "Cannot send the Uevent signal for %s: %m", e->devpath);
 }
 

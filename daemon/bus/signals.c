@@ -8,7 +8,7 @@
 
 static void sent(int r, const char *what, const char *path)
 {
-        if (r < 0)
+        if (r < 0 && !bus_gone_error(r))
                 log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
 }
 

@@ -274,6 +274,17 @@ void live_apply_queued(Live *l)
         apply_queued(l, false);
 }
 
+size_t apply_at_exit(Live *l)
+{
+        size_t left;
+
+        apply_queued(l, true);
+        left = l->n_queue - l->queue_pos;
+        apply_done(l);
+        (void) uv_idle_stop(&l->queue_idle);
+        return left;
+}
+
 bool apply_queued_names(const Live *l, const char *devpath)
 {
         for (size_t i = l->queue_pos; i < l->n_queue; i++) {

@@ -126,6 +126,9 @@ void apply_init(Live *l);
 void apply_forget(Live *l, Kobject *k);
 /* Drops the queued uevents unapplied. */
 void apply_done(Live *l);
+/* At exit: applies the queued uevents for a slice of a turn, as the loop would, and drops the rest;
+ * how many it dropped. */
+size_t apply_at_exit(Live *l);
 /* live_hold() was called: the queue stops or goes on. */
 void apply_held(Live *l);
 
