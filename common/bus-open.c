@@ -23,6 +23,7 @@ const char *bus_kind_to_string(BusKind kind)
 static int bus_open_address(const char *address, sd_bus **ret)
 {
         _cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
+        const char *unique;
         int r;
 
         if (!address)
@@ -37,6 +38,12 @@ static int bus_open_address(const char *address, sd_bus **ret)
         if (r < 0)
                 return r;
         r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        /* A TCP address connects in the background: wait for the bus's Hello, so that one that
+         * cannot be reached is said here, not as the first call's failure (the daemon's: "Cannot
+         * take the name"). */
+        r = sd_bus_get_unique_name(bus, &unique);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(bus);

@@ -65,6 +65,10 @@ class NoDaemon(unittest.TestCase):
         p = ct.run("--address=unix:path=/nonexistent/bus", "list", bus=None)
         ct.assert_one_line_failure(self, p, contains=(
             "unix:path=/nonexistent/bus",))
+        # TCP connects in the background: still said as the connection's failure.
+        p = ct.run("--address=tcp:host=127.0.0.1,port=1", "list", bus=None)
+        ct.assert_one_line_failure(self, p, contains=(
+            "Failed to connect to the bus at tcp:host=127.0.0.1,port=1",))
         # No session bus at all: said so, not sd-bus's "No medium found".
         e = ct.env(DBUS_SESSION_BUS_ADDRESS=None, XDG_RUNTIME_DIR=None)
         p = ct.run("list", environ=e)
