@@ -44,6 +44,28 @@ time.sleep(3600)
 """
 
 
+def fixture_queue():
+    """A fixture's sysfs root, and sda's queue's devpath: its own events are
+    logged and signalled, not applied, so a storm of them is cheap."""
+    sys_ = os.path.join(bt.make_fixture(), "sys")
+    queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+             if r.endswith("/block/sda/queue")][0][len(sys_):]
+    return sys_, queue
+
+
+def queue_change(queue, seqnum):
+    return ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
+            % (queue, queue, seqnum)).encode()
+
+
+def stuck_subscriber(test):
+    """A subscriber to our signals that never reads, once it is on the bus."""
+    stuck = subprocess.Popen([sys.executable, "-c", STUCK, os.environ["DBUS_SESSION_BUS_ADDRESS"]],
+                             stdout=subprocess.PIPE, text=True)
+    test.assertTrue(stuck.stdout.readline().startswith(":"))
+    return stuck
+
+
 def ping(dm, timeout):
     t = time.monotonic()
     dm.call(bt.MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping", timeout=timeout)
@@ -52,29 +74,20 @@ def ping(dm, timeout):
 
 class SlowSubscriber(unittest.TestCase):
     def test_stuck_subscriber(self):
-        sys_ = os.path.join(bt.make_fixture(), "sys")
-        queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
-                 if r.endswith("/block/sda/queue")][0][len(sys_):]
+        sys_, queue = fixture_queue()
         with bt.Daemon(sys_, uevent_socket=True,
                        extra_args=["--event-log-size=%d" % (2 * N), "--log-level=info"]) as dm:
             rec = bt.SignalRecorder()
             self.assertLess(ping(dm, 5), 1.0)
-            stuck = subprocess.Popen([sys.executable, "-c", STUCK,
-                                      os.environ["DBUS_SESSION_BUS_ADDRESS"]],
-                                     stdout=subprocess.PIPE, text=True)
+            stuck = stuck_subscriber(self)
             try:
-                self.assertTrue(stuck.stdout.readline().startswith(":"))
-
-                # The storm.  A queue's own events are logged and signalled, not applied: cheap.
-                # The well-behaved subscriber reads as it goes.
+                # The storm; the well-behaved subscriber reads as it goes.
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                 s.settimeout(STORM_BOUND)
                 start = time.monotonic()
                 for i in range(N):
-                    raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
-                           % (queue, queue, i + 1))
                     try:
-                        s.sendto(raw.encode(), dm.uevent_socket)
+                        s.sendto(queue_change(queue, i + 1), dm.uevent_socket)
                     except socket.timeout:
                         self.fail("the daemon stopped reading uevents at %d of %d" % (i, N))
                     if i % 100 == 0:
@@ -141,15 +154,10 @@ class SlowSubscriber(unittest.TestCase):
         sd_bus_flush() each waited for a bus that took nothing: the daemon
         ignored SIGTERM for as long as the subscriber did not read, until
         systemd's TimeoutStopSec killed it."""
-        sys_ = os.path.join(bt.make_fixture(), "sys")
-        queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
-                 if r.endswith("/block/sda/queue")][0][len(sys_):]
+        sys_, queue = fixture_queue()
         with bt.Daemon(sys_, uevent_socket=True, extra_args=["--log-level=info"]) as dm:
-            stuck = subprocess.Popen([sys.executable, "-c", STUCK,
-                                      os.environ["DBUS_SESSION_BUS_ADDRESS"]],
-                                     stdout=subprocess.PIPE, text=True)
+            stuck = stuck_subscriber(self)
             try:
-                self.assertTrue(stuck.stdout.readline().startswith(":"))
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                 s.settimeout(STORM_BOUND)
                 start = time.monotonic()
@@ -158,9 +166,7 @@ class SlowSubscriber(unittest.TestCase):
                     self.assertLess(time.monotonic() - start, STORM_BOUND, dm.output()[-2000:])
                     for _ in range(100):
                         seqnum += 1
-                        raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
-                               % (queue, queue, seqnum))
-                        s.sendto(raw.encode(), dm.uevent_socket)
+                        s.sendto(queue_change(queue, seqnum), dm.uevent_socket)
                 s.close()
                 asked = time.monotonic()
                 out = dm.stop(timeout=EXIT_BOUND)
@@ -177,9 +183,7 @@ class SlowSubscriber(unittest.TestCase):
         call lands in a pause or just after the bus took a few messages is
         the machine's timing: tried again (answered right either way) until
         it lands in one."""
-        sys_ = os.path.join(bt.make_fixture(), "sys")
-        queue = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
-                 if r.endswith("/block/sda/queue")][0][len(sys_):]
+        sys_, queue = fixture_queue()
         with bt.Daemon(sys_, uevent_socket=True, extra_args=["--log-level=debug"]) as dm:
             landed = []
             for _ in range(5):
@@ -194,21 +198,16 @@ class SlowSubscriber(unittest.TestCase):
         socket is full, calls Settle(), lets the bus go; checks the answer.
         Whether the call came while the daemon waited."""
         first = dm.manager_prop("LastSeqnum")
-        stuck = subprocess.Popen([sys.executable, "-c", STUCK,
-                                  os.environ["DBUS_SESSION_BUS_ADDRESS"]],
-                                 stdout=subprocess.PIPE, text=True)
+        stuck = stuck_subscriber(self)
         answers = []
         try:
-            self.assertTrue(stuck.stdout.readline().startswith(":"))
             # Uevents until the daemon stops reading them for the bus, and its socket is full.
             s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             s.setblocking(False)
             sent, deadline = 0, time.monotonic() + STORM_BOUND
             while True:
-                raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0SEQNUM=%d\0"
-                       % (queue, queue, sent + 1))
                 try:
-                    s.sendto(raw.encode(), dm.uevent_socket)
+                    s.sendto(queue_change(queue, sent + 1), dm.uevent_socket)
                     sent += 1
                     continue
                 except BlockingIOError:
