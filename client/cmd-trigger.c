@@ -43,7 +43,16 @@ static uint64_t settle_deadline(const Ctl *ctl)
 static int get_last_seqnum(const Ctl *ctl, sd_bus *bus, uint64_t *ret)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(freep) char *source = NULL;
         int r;
+
+        /* A daemon that reads no uevents never sees the ones triggered: said now, not at the timeout. */
+        r = sd_bus_get_property_string(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                       BLKMODEL_PROP_UEVENT_SOURCE, &error, &source);
+        if (r < 0)
+                return bus_report_error(ctl, &error, r, "Failed to reach blkmodeld");
+        if (streq(source, "none"))
+                return ctl_fail("blkmodeld reads no uevents (UeventSource none): --settle would never end");
 
         r = sd_bus_get_property_trivial(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                         BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_LAST_SEQNUM, &error, 't', ret);

@@ -97,6 +97,18 @@ class TriggerFixture(unittest.TestCase):
         self.assertGreaterEqual(time.monotonic() - t0, 0.5)
         self.assertEqual(self.written(SDA), "add")
 
+    def test_settle_with_a_daemon_reading_no_uevents(self):
+        """The daemon runs --no-uevents: --settle fails at once (it waited
+        for its timeout, two minutes by default), before anything is
+        written."""
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, no_uevents=True)
+        t0 = time.monotonic()
+        p = ct.run("trigger", "--settle", "--action=add", "sda")
+        ct.assert_one_line_failure(self, p, contains=("reads no uevents",))
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertEqual(self.written(SDA), self.saved[SDA])
+
     def test_without_objects(self):
         j = ct.run_json("trigger", "--sysname-match=sda*")
         self.assertEqual(j["objects"], [bt.path_of("block", "sda")] + [
