@@ -106,7 +106,7 @@ int block_dev_reader_open(const Sysfs *s, BlockDevReader **ret)
         r->fd = sysfs_open_dir(s, "class/block");
         if (r->fd < 0)
                 return r->fd;
-        k = sysfs_opendir(r->fd, s->kernfs, &r->dir);
+        k = sysfs_opendir(r->fd, &r->dir);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(r);

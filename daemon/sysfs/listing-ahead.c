@@ -125,7 +125,7 @@ static void list_slot(ListingAhead *a, size_t i)
                 r = fd = sysfs_open_dir(&a->root, devpath);
                 if (fd >= 0) {
                         partition = sysfs_has_file(fd, "partition");
-                        r = partition ? 0 : listing_read(fd, a->root.kernfs, KTYPE_DISK, true, &l);
+                        r = partition ? 0 : listing_read(fd, KTYPE_DISK, true, &l);
                         (void) close(fd);
                 }
         }

@@ -74,12 +74,12 @@ static KtypeId subdir_kind(KtypeId id, const char *name)
         return _KTYPE_MAX;
 }
 
-static int list_dir(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *pool, DirListing *l);
-static int list_subdirs(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *pool, DirListing *l);
+static int list_dir(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l);
+static int list_subdirs(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l);
 
 /* Lists one subdirectory; -ENOENT and the like leave it out (it vanished meanwhile, or is no
  * directory we may open), only -ENOMEM fails the whole listing. */
-static int list_subdir(int dirfd, bool kernfs, KtypeId id, bool deep, const char *name, Pool *pool,
+static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool *pool,
                        DirListing *l)
 {
         KtypeId kind = deep ? subdir_kind(id, name) : _KTYPE_MAX;
@@ -92,12 +92,12 @@ static int list_subdir(int dirfd, bool kernfs, KtypeId id, bool deep, const char
         if (fd < 0)
                 return fd == -ENOMEM ? fd : 0;
         if (kind != _KTYPE_MAX)
-                r = list_dir(fd, kernfs, kind, true, pool, &sub);
+                r = list_dir(fd, kind, true, pool, &sub);
         else {
-                r = sysfs_list_alloc(fd, kernfs, listing_alloc, pool, &sub.entries, &sub.n_entries);
+                r = sysfs_list_alloc(fd, listing_alloc, pool, &sub.entries, &sub.n_entries);
                 /* Below a disk, a kobject is a partition: its own groups are part of the disk's. */
                 if (r >= 0 && deep && id == KTYPE_DISK && listing_is_kobject(&sub))
-                        r = list_subdirs(fd, kernfs, KTYPE_PARTITION, false, pool, &sub);
+                        r = list_subdirs(fd, KTYPE_PARTITION, false, pool, &sub);
         }
         (void) close(fd);
         if (r >= 0) {
@@ -110,7 +110,7 @@ static int list_subdir(int dirfd, bool kernfs, KtypeId id, bool deep, const char
         return 0;
 }
 
-static int list_subdirs(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *pool, DirListing *l)
+static int list_subdirs(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l)
 {
         size_t n = 0;
         int r;
@@ -124,22 +124,22 @@ static int list_subdirs(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *poo
                 return -ENOMEM;
         for (size_t i = 0; i < l->n_entries; i++)
                 if (l->entries[i].type == SYSFS_ENTRY_DIR) {
-                        r = list_subdir(dirfd, kernfs, id, deep, l->entries[i].name, pool, l);
+                        r = list_subdir(dirfd, id, deep, l->entries[i].name, pool, l);
                         if (r < 0)
                                 return r;
                 }
         return 0;
 }
 
-static int list_dir(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *pool, DirListing *l)
+static int list_dir(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l)
 {
         const SysfsEntry *e;
         char *link = NULL;
         int r;
 
-        r = sysfs_list_alloc(dirfd, kernfs, listing_alloc, pool, &l->entries, &l->n_entries);
+        r = sysfs_list_alloc(dirfd, listing_alloc, pool, &l->entries, &l->n_entries);
         if (r >= 0)
-                r = list_subdirs(dirfd, kernfs, id, deep, pool, l);
+                r = list_subdirs(dirfd, id, deep, pool, l);
         if (r >= 0 && deep && id == KTYPE_DISK && (e = listing_entry(l, "device")) &&
             e->type == SYSFS_ENTRY_LINK) {
                 l->device_error = sysfs_readlink(dirfd, "device", &link);
@@ -154,12 +154,12 @@ static int list_dir(int dirfd, bool kernfs, KtypeId id, bool deep, Pool *pool, D
         return r;
 }
 
-int listing_read(int dirfd, bool kernfs, KtypeId id, bool deep, DirListing *ret)
+int listing_read(int dirfd, KtypeId id, bool deep, DirListing *ret)
 {
         DirListing l = {};
         int r;
 
-        r = list_dir(dirfd, kernfs, id, deep, &l.pool, &l);
+        r = list_dir(dirfd, id, deep, &l.pool, &l);
         if (r < 0) {
                 listing_done(&l);
                 return r;
@@ -186,7 +186,7 @@ int listing_add_ancestor(const Sysfs *s, DirListing *disk, const char *devpath)
         fd = sysfs_open_dir(s, devpath);
         if (fd < 0)
                 return fd;
-        r = list_dir(fd, s->kernfs, KTYPE_DEVICE, false, &disk->pool, &a);
+        r = list_dir(fd, KTYPE_DEVICE, false, &disk->pool, &a);
         (void) close(fd);
         if (r >= 0) {
                 a.name = pool_strdup(&disk->pool, devpath);
@@ -212,7 +212,7 @@ int listing_read_at(const Sysfs *s, const char *devpath, KtypeId id, bool deep, 
 
         if (fd < 0)
                 return fd;
-        r = listing_read(fd, s->kernfs, id, deep, ret);
+        r = listing_read(fd, id, deep, ret);
         (void) close(fd);
         return r;
 }

@@ -37,10 +37,10 @@ struct DirListing {
  * model; they are never attribute groups. */
 bool listing_kind_handles(KtypeId id, const char *dir);
 
-/* Lists the kobject of kind id whose directory is dirfd (not closed; kernfs: on the real sysfs).
- * deep: also the kobjects below it that the scan publishes with it (a disk's partitions, queue and
- * scheduler); otherwise only what its own shape needs. */
-int listing_read(int dirfd, bool kernfs, KtypeId id, bool deep, DirListing *ret);
+/* Lists the kobject of kind id whose directory is dirfd (not closed).  deep: also the kobjects below
+ * it that the scan publishes with it (a disk's partitions, queue and scheduler); otherwise only what
+ * its own shape needs. */
+int listing_read(int dirfd, KtypeId id, bool deep, DirListing *ret);
 /* The same from its devpath. */
 int listing_read_at(const Sysfs *s, const char *devpath, KtypeId id, bool deep, DirListing *ret);
 

@@ -116,8 +116,7 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
         return read_attr(dirfd, name, kernfs, heap_strndup, NULL, ret);
 }
 
-static int read_link_names(int dirfd, const char *name, bool kernfs, SysfsStrndup dup, void *userdata,
-                           char **ret)
+static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
 {
         SysfsEntry *e = NULL;
         size_t n = 0, size = 1;
@@ -126,7 +125,7 @@ static int read_link_names(int dirfd, const char *name, bool kernfs, SysfsStrndu
         int fd = sysfs_open_subdir(dirfd, name);
 
         if (fd >= 0) {
-                if (sysfs_list(fd, kernfs, &e, &n) < 0)
+                if (sysfs_list(fd, &e, &n) < 0)
                         n = 0;
                 (void) close(fd);
         }
@@ -174,7 +173,7 @@ int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrnd
                 return -ENAMETOOLONG;
         memcpy(name, source, l - 1);
         name[l - 1] = 0;
-        return source[l - 1] == '/' ? read_link_names(dirfd, name, kernfs, dup, userdata, ret)
+        return source[l - 1] == '/' ? read_link_names(dirfd, name, dup, userdata, ret)
                                     : read_link_basename(dirfd, name, dup, userdata, ret);
 }
 

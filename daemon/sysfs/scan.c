@@ -467,7 +467,7 @@ bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
         if (!k->shape)
                 return false;
         fd = sysfs_open_dir(s, k->devpath);
-        if (fd < 0 || sysfs_list(fd, s->kernfs, &e, &n) < 0)
+        if (fd < 0 || sysfs_list(fd, &e, &n) < 0)
                 return false;
         expected_dirs = k->shape->n_groups;
         for (Kobject *c = k->first_child; c; c = c->next_sibling)

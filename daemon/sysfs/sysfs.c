@@ -211,27 +211,16 @@ static int entry_type(int dirfd, const struct dirent64 *de)
 struct SysfsDir {
         int fd;
         size_t pos, len;
-        bool kernfs, ended;
         _Alignas(struct dirent64) char buf[8192]; /* a sysfs directory at once; class/block in a few */
 };
 
-/*
- * kernfs_fop_readdir() emits entries until the directory ends or the next does not fit: a call that
- * left this much room read the last one.  Half the buffer, not one name's worst (280 bytes), so that
- * no name kernfs could hold is taken for the end.  On a thousand disks this saves 11,000 of the start's
- * 22,000 getdents64 calls, and one per link directory read.
- */
-#define KERNFS_READDIR_ROOM 4096
-
-static void dir_init(SysfsDir *d, int dirfd, bool kernfs)
+static void dir_init(SysfsDir *d, int dirfd)
 {
         d->fd = dirfd;
         d->pos = d->len = 0;
-        d->kernfs = kernfs;
-        d->ended = false;
 }
 
-int sysfs_opendir(int dirfd, bool kernfs, SysfsDir **ret)
+int sysfs_opendir(int dirfd, SysfsDir **ret)
 {
         SysfsDir *d;
 
@@ -240,7 +229,7 @@ int sysfs_opendir(int dirfd, bool kernfs, SysfsDir **ret)
         d = malloc(sizeof(SysfsDir));
         if (!d)
                 return -ENOMEM;
-        dir_init(d, dirfd, kernfs);
+        dir_init(d, dirfd);
         *ret = d;
         return 0;
 }
@@ -250,18 +239,17 @@ SysfsDir *sysfs_closedir(SysfsDir *d)
         return mfree(d);
 }
 
-/* 1 with the next raw entry, 0 at the end, negative errno. */
+/* 1 with the next raw entry, 0 at the end, negative errno.  Only a getdents64 that returns 0 ends a
+ * directory: kernfs also stops short when a signal is pending (filldir64()), and a listing that took
+ * a short read for the end lost files to every SIGHUP's rescan. */
 static int next_entry(SysfsDir *d, struct dirent64 **ret)
 {
         if (d->pos >= d->len) {
-                if (d->ended)
-                        return 0;
                 ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
                 if (n <= 0)
                         return n < 0 ? -errno : 0;
                 d->pos = 0;
                 d->len = (size_t) n;
-                d->ended = d->kernfs && sizeof(d->buf) - d->len >= KERNFS_READDIR_ROOM;
         }
         *ret = (struct dirent64 *) (d->buf + d->pos);
         d->pos += (*ret)->d_reclen;
@@ -317,8 +305,7 @@ static void *heap_alloc(size_t size, void *userdata)
  * directories for 1,000 disks, and a malloc per name made the heap's lock the bottleneck once helper
  * threads listed beside the loop thread (issue 12).
  */
-int sysfs_list_alloc(int dirfd, bool kernfs, SysfsAlloc alloc, void *userdata, SysfsEntry **ret,
-                     size_t *ret_n)
+int sysfs_list_alloc(int dirfd, SysfsAlloc alloc, void *userdata, SysfsEntry **ret, size_t *ret_n)
 {
         /* Enough for a queue directory; the stack's pages stay resident, so no more. */
         ListedName stack_listed[128];
@@ -333,7 +320,7 @@ int sysfs_list_alloc(int dirfd, bool kernfs, SysfsAlloc alloc, void *userdata, S
         SysfsDir d;
         int r;
 
-        dir_init(&d, dirfd, kernfs);
+        dir_init(&d, dirfd);
         while ((r = sysfs_readdir(&d, &name, &type)) > 0) {
                 size_t size = strlen(name) + 1;
                 if (n == n_allocated &&
@@ -362,9 +349,9 @@ int sysfs_list_alloc(int dirfd, bool kernfs, SysfsAlloc alloc, void *userdata, S
         return 0;
 }
 
-int sysfs_list(int dirfd, bool kernfs, SysfsEntry **ret, size_t *ret_n)
+int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n)
 {
-        return sysfs_list_alloc(dirfd, kernfs, heap_alloc, NULL, ret, ret_n);
+        return sysfs_list_alloc(dirfd, heap_alloc, NULL, ret, ret_n);
 }
 
 bool sysfs_has_file(int dirfd, const char *name)

@@ -63,17 +63,14 @@ int sysfs_open_subdir(int dirfd, const char *name);
  * array's own allocation: sysfs_entries_free() frees both.  It reads on from where dirfd is: every
  * caller opens the directory for the listing, and an lseek() to its start first was a system call
  * per directory (31,500 for a scan of 1,000 disks, one per plain change event). */
-int sysfs_list(int dirfd, bool kernfs, SysfsEntry **ret, size_t *ret_n);
+int sysfs_list(int dirfd, SysfsEntry **ret, size_t *ret_n);
 /* The same in memory from alloc (which returns memory aligned for a pointer, or NULL). */
 typedef void *(*SysfsAlloc)(size_t size, void *userdata);
-int sysfs_list_alloc(int dirfd, bool kernfs, SysfsAlloc alloc, void *userdata, SysfsEntry **ret,
-                     size_t *ret_n);
+int sysfs_list_alloc(int dirfd, SysfsAlloc alloc, void *userdata, SysfsEntry **ret, size_t *ret_n);
 /* A directory read an entry at a time, from its start, with getdents64 on dirfd itself (which it
- * neither copies nor closes, and whose position it moves).  kernfs: dirfd is on the real sysfs,
- * whose readdir stops short only at the directory's end, so a getdents64 that left room in the
- * buffer was the last (no second call to see 0). */
+ * neither copies nor closes, and whose position it moves). */
 typedef struct SysfsDir SysfsDir;
-int sysfs_opendir(int dirfd, bool kernfs, SysfsDir **ret);
+int sysfs_opendir(int dirfd, SysfsDir **ret);
 /* The next entry, in the directory's own order: 1 with its name (valid until the next call) and
  * type, 0 at the end, negative errno.  "." and ".." and entries gone meanwhile are left out. */
 int sysfs_readdir(SysfsDir *d, const char **ret_name, SysfsEntryType *ret_type);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -11,9 +13,9 @@
 
 static char root[] = "/tmp/test-sysfs-XXXXXX";
 
-/* A directory of the real sysfs listed as kernfs (one getdents64 when it fits with room to spare)
- * holds what glibc's readdir() finds, with the same names. */
-static void check_kernfs_listing(const Sysfs *sys, const char *rel)
+/* A directory of the real sysfs lists what glibc's readdir() finds, with the same names; returns
+ * how many. */
+static size_t check_kernfs_listing(const Sysfs *sys, const char *rel)
 {
         _cleanup_(closep) int fd = -1;
         SysfsEntry *e = NULL;
@@ -23,8 +25,8 @@ static void check_kernfs_listing(const Sysfs *sys, const char *rel)
 
         fd = openat(sys->root_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return; /* not on this kernel */
-        CHECK(sysfs_list(fd, true, &e, &n) == 0);
+                return 0; /* not on this kernel */
+        CHECK(sysfs_list(fd, &e, &n) == 0);
         d = opendir(rel);
         CHECK(d != NULL);
         while (d && (de = readdir(d))) {
@@ -40,6 +42,50 @@ static void check_kernfs_listing(const Sysfs *sys, const char *rel)
                 fprintf(stderr, "%s: listed %zu, readdir %zu, matched %zu\n", rel, n, expected, found);
         CHECK(n == expected && found == expected);
         sysfs_entries_free(e, n);
+        return n;
+}
+
+static void on_signal(int sig)
+{
+}
+
+static volatile bool signalling;
+
+static void *signal_often(void *lister)
+{
+        while (signalling)
+                (void) pthread_kill(*(pthread_t *) lister, SIGUSR1);
+        return NULL;
+}
+
+/* kernfs ends a getdents64 early when a signal is pending (filldir64()): a listing that took a short
+ * read for the end lost the rest, and a SIGHUP's rescan reported files gone that were not. */
+static void check_listing_under_signals(const Sysfs *sys, const char *rel)
+{
+        struct sigaction sa = {.sa_handler = on_signal}, old;
+        pthread_t self = pthread_self(), t;
+        size_t want = check_kernfs_listing(sys, rel), short_lists = 0;
+
+        if (want == 0)
+                return;
+        CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+        signalling = true;
+        CHECK(pthread_create(&t, NULL, signal_often, &self) == 0);
+        for (int i = 0; i < 1000; i++) {
+                _cleanup_(closep) int fd = openat(sys->root_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                SysfsEntry *e = NULL;
+                size_t n = 0;
+
+                CHECK(fd >= 0 && sysfs_list(fd, &e, &n) == 0);
+                short_lists += n != want;
+                sysfs_entries_free(e, n);
+        }
+        signalling = false;
+        CHECK(pthread_join(t, NULL) == 0);
+        CHECK(sigaction(SIGUSR1, &old, NULL) == 0);
+        if (short_lists)
+                fprintf(stderr, "%s: %zu of 1000 listings under signals were short\n", rel, short_lists);
+        CHECK(short_lists == 0);
 }
 
 static void write_file(const char *rel, const void *data, size_t len)
@@ -190,7 +236,7 @@ int main(void)
                 (void) close(one);
         }
 
-        CHECK(sysfs_list(fd, false, &e, &n) == 0);
+        CHECK(sysfs_list(fd, &e, &n) == 0);
         CHECK(n == 7);
         if (n == 7) {
                 CHECK_STREQ(e[0].name, "big");
@@ -274,6 +320,8 @@ int main(void)
         check_kernfs_listing(&sys, "module");
         check_kernfs_listing(&sys, "kernel/slab");
         check_kernfs_listing(&sys, "devices/system/cpu");
+        check_listing_under_signals(&sys, "kernel/mm");
+        check_listing_under_signals(&sys, "kernel");
         sysfs_close(&sys);
 
         _cleanup_(freep) char *cmd = NULL;
