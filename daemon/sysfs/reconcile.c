@@ -216,9 +216,37 @@ typedef enum Presence {
  */
 static Presence presence(Reconcile *r, Kobject *k)
 {
-        if (!k->linked || scan_block_device_present(r->sysfs, k->devpath) || awaited(r, k->devpath))
+        if (!k->linked || awaited(r, k->devpath))
                 return PRESENT;
+        /* del_gendisk() takes the queue's directory away before all that, and a disk never loses its
+         * queue while it lives. */
+        if (scan_block_device_present(r->sysfs, k->devpath))
+                return kobject_find_child_type(k, KTYPE_QUEUE) && !dir_exists(r->sysfs, k->devpath, "queue")
+                               ? TEARING_DOWN
+                               : PRESENT;
         return dir_exists(r->sysfs, k->devpath, "") ? TEARING_DOWN : GONE;
+}
+
+/* The disk goes and comes back as sysfs has it now: what anyone can tell of a disk whose hardware or
+ * queue changed, which a disk's never does while it lives (Device and Queue are constant). */
+static int replace_disk(Reconcile *r, Kobject *disk)
+{
+        _cleanup_(freep) char *devpath = strdup(disk->devpath);
+        Kobject *again;
+        int k;
+
+        if (!devpath)
+                return -ENOMEM;
+        k = remove_reporting(r->model, disk, r->diff, r->userdata);
+        if (k < 0)
+                return k;
+        r->changes += k;
+        k = scan_add_block_device(r->sysfs, r->model, devpath, &again);
+        if (k >= 0)
+                k = report_added(again, r->diff, r->userdata);
+        if (k >= 0)
+                r->changes += k;
+        return k == -ENOMEM ? k : 0;
 }
 
 /* Gone from sysfs?  Then it goes from the model, reported; being torn down, it waits for
@@ -257,7 +285,10 @@ static int step_teardown(Reconcile *r)
                         r->tearing_down[w++] = d;
                         continue;
                 }
-                if (p != PRESENT)
+                /* Its queue gone for good, its link there: a tree, not the kernel. */
+                if (p == TEARING_DOWN && scan_block_device_present(r->sysfs, d->devpath))
+                        k = replace_disk(r, d);
+                else if (p != PRESENT)
                         k = remove_now(r, d);
                 kobject_unref(r->model, d);
         }
@@ -325,32 +356,12 @@ static int step_follow(Reconcile *r, Kobject *disk)
         k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
         q = kobject_find_child_type(disk, KTYPE_QUEUE);
         bool has_queue = dir_exists(r->sysfs, disk->devpath, "queue");
-        /* del_gendisk() takes the queue's directory away, then the class/block link, then sends the
-         * remove: once the link is gone too, or the remove has come, the disk is going, and its event
-         * tells it.  (Before, this rescan cannot tell the disk's end from a queue gone for good.) */
-        if (q && !has_queue &&
-            (!scan_block_device_present(r->sysfs, disk->devpath) || awaited(r, disk->devpath)))
-                return 0;
-        /* Moved to other hardware, or a request queue that came (a disk's never does while the disk
-         * lives, so Device and Queue are constant properties): another disk as far as anyone can
-         * tell. */
-        if (k >= 0 && (!streq_ptr(device, disk->device ? disk->device->devpath : NULL) || !q != !has_queue)) {
-                _cleanup_(freep) char *devpath = strdup(disk->devpath);
-                Kobject *again;
-
-                if (!devpath)
-                        return -ENOMEM;
-                k = remove_reporting(r->model, disk, r->diff, r->userdata);
-                if (k < 0)
-                        return k;
-                r->changes += k;
-                k = scan_add_block_device(r->sysfs, r->model, devpath, &again);
-                if (k >= 0)
-                        k = report_added(again, r->diff, r->userdata);
-                if (k >= 0)
-                        r->changes += k;
-                return k == -ENOMEM ? k : 0;
-        }
+        /* Its queue went: being torn down (presence()), left to its remove while the teardown waits. */
+        if (q && !has_queue)
+                return scan_block_device_present(r->sysfs, disk->devpath) ? remove_if_gone(r, disk) : 0;
+        /* Moved to other hardware, or a request queue that came. */
+        if (k >= 0 && (!streq_ptr(device, disk->device ? disk->device->devpath : NULL) || (!q && has_queue)))
+                return replace_disk(r, disk);
 
         if (!q)
                 return 0;

@@ -289,6 +289,25 @@ int main(void)
         CHECK(d.n == 0);
         CHECK(m->n_objects == n_before);
 
+        /* The kernel's order in del_gendisk(): the queue's directory goes first, then the link and the
+         * remove.  A rescan in between waits for a teardown, and the remove, read meanwhile, tells it:
+         * nothing made up (it told a remove and an add of the disk, re-added without its queue: a
+         * SIGHUP storm over loop devices being deleted, on the real kernel). */
+        CHECK(fixture_remove(&f, VDX_ELSEWHERE "/queue") == 0);
+        d.f = &f;
+        d.torn_down = VDX_ELSEWHERE;
+        d.asked = 0;
+        CHECK(reconcile_awaiting(&s, m, &d) == 0);
+        CHECK(d.n == 0);
+        CHECK(d.asked >= 2);
+        CHECK(model_find_devpath(m, VDX_ELSEWHERE "/queue") != NULL);
+        d.torn_down = NULL;
+        /* Its remove applied (here by the next rescan, which finds it gone). */
+        CHECK(fixture_remove_block_device(&f, VDX_ELSEWHERE, 252, 0) == 0);
+        CHECK(reconcile_all(&s, m, on_diff, &d) == 1);
+        CHECK(diffs_are(&d, (const char *const[]){"remove " VDX_ELSEWHERE " " VDX_PATH, NULL}));
+        diffs_clear(&d);
+
         /* Without a callback the count is the same. */
         CHECK(fixture_remove_block_device(&f, FIXTURE_LOOP0, 7, 0) == 0);
         CHECK(reconcile_all(&s, m, NULL, NULL) == 1);
