@@ -101,7 +101,7 @@ static int append_attr(ObjDir *d, const Iface *iface, const Attr *a, sd_bus_mess
                 _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);
                 if (!lenient)
                         return bus_error_read_failed(error, d->k->devpath, rel ? rel : a->file, r);
-                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, a->file);
+                log_debug_errno(r, "%s/%s: unreadable, reported as empty: %m", d->k->devpath, rel ? rel : a->file);
                 value = "";
         }
         if (bound)
