@@ -99,21 +99,20 @@ static bool key_is_devpath(const char *e, size_t kl)
         return (kl == 7 && memcmp(e, "DEVPATH", 7) == 0) || (kl == 11 && memcmp(e, "DEVPATH_OLD", 11) == 0);
 }
 
-/* Drops every variable whose key comes again later: the last value stands. */
-static void drop_earlier_duplicates(Uevent *u)
+/* A key given again keeps its first place and takes the last value, as sd-device and a uevent file's
+ * reading (parse_uevent_file()) keep it. */
+static void merge_repeated_keys(Uevent *u)
 {
         size_t n = 0;
 
         for (size_t i = 0; i < u->n_env; i++) {
-                bool again = false;
+                size_t j = 0;
 
-                for (size_t j = i + 1; j < u->n_env && !again; j++)
-                        again = streq(u->env_keys[i], u->env_keys[j]);
-                if (again)
-                        continue;
-                u->env_keys[n] = u->env_keys[i];
-                u->env_values[n] = u->env_values[i];
-                n++;
+                while (j < n && !streq(u->env_keys[j], u->env_keys[i]))
+                        j++;
+                if (j == n)
+                        u->env_keys[n++] = u->env_keys[i];
+                u->env_values[j] = u->env_values[i];
         }
         u->n_env = n;
 }
@@ -295,7 +294,7 @@ int uevent_parse(const void *buf, size_t len, Uevent **ret)
         }
 
         /* Rule 6, second half */
-        drop_earlier_duplicates(u);
+        merge_repeated_keys(u);
         n = u->n_env;
 
         for (size_t i = 0; i < n; i++) {

@@ -63,6 +63,17 @@ static int parse_entries(const char *first, ...)
         return r;
 }
 
+static Msg msgv_of(const char *first, ...)
+{
+        va_list ap;
+        Msg m;
+
+        va_start(ap, first);
+        m = msgv(first, ap);
+        va_end(ap);
+        return m;
+}
+
 /* The value of key once the entries are parsed; "" when the parse failed or has no such key. */
 static char parsed_value[64];
 static const char *parse_value(const char *key, const char *first, ...)
@@ -313,6 +324,21 @@ static void test_entries(void)
         CHECK_STREQ(parse_value("SYNTH_ARG_A", "change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0,
                                 "SYNTH_UUID=0", "SYNTH_ARG_A=1", "SYNTH_ARG_A=2", NULL),
                     "2");
+        {
+                /* Its first place, its last value: as udevadm shows it. */
+                Uevent *u = NULL;
+                Msg m = msgv_of("change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0, "A=1", "B=x", "A=2", NULL);
+
+                CHECK(uevent_parse(m.buf, m.len, &u) == 0);
+                if (u) {
+                        CHECK(u->n_env == 4);
+                        CHECK_STREQ(u->env_keys[2], "A");
+                        CHECK_STREQ(u->env_values[2], "2");
+                        CHECK_STREQ(u->env_keys[3], "B");
+                }
+                uevent_free(u);
+                free(m.buf);
+        }
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "ACTION=add", NULL) == 0);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "ACTION=remove", NULL) == -EBADMSG);
         CHECK(parse_entries("add@" LOOP0, "ACTION=add", "DEVPATH=" LOOP0, "major=7", "MAJOR=7", NULL) == 0);
