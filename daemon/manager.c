@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <signal.h>
 #include <systemd/sd-daemon.h>
 
 #include "base/log.h"
@@ -488,9 +489,31 @@ static int publish(Manager *m)
         return publisher_new(&c, &m->publisher);
 }
 
+/* SIGTERM and SIGINT wait during the start (a scan of 10,000 disks takes seconds), blocked, so that
+ * one that came is obeyed before the name: clients saw the name come and go at once, and the service
+ * manager READY=1 and STOPPING=1. */
+static bool stop_asked_during_start(const sigset_t *before)
+{
+        sigset_t pending;
+        bool asked = sigpending(&pending) == 0 &&
+                     (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+
+        if (asked)
+                log_info("Asked to stop during the start; exiting without taking the name.");
+        else
+                (void) pthread_sigmask(SIG_SETMASK, before, NULL);
+        return asked;
+}
+
 int manager_start(Manager *m)
 {
+        sigset_t stop, before;
         int r;
+
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        (void) pthread_sigmask(SIG_BLOCK, &stop, &before);
 
         /* Listening starts before the scan, so that nothing happening during it is missed. */
         r = open_uevent_source(m);
@@ -512,6 +535,10 @@ int manager_start(Manager *m)
         if (m->uevents)
                 uevent_source_drain(m->uevents);
 
+        if (stop_asked_during_start(&before)) {
+                manager_stop(m, 0);
+                return 0;
+        }
         r = publisher_take_name(m->publisher);
         if (r < 0)
                 return r;
