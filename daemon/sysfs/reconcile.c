@@ -205,25 +205,30 @@ static int remove_now(Reconcile *r, Kobject *k)
 
 typedef enum Presence {
         PRESENT,       /* there, gone from the model, or its event (read, not applied) tells it */
-        TEARING_DOWN,  /* its class/block link went, its directory stays */
+        TEARING_DOWN,  /* its class/block link went and its directory stays, or a disk's queue went */
         GONE,
 } Presence;
 
 /*
  * A block device of the model, as sysfs and the events have it.  device_del() drops the class/block
  * link, sends the remove, then deletes the directory: while the directory stays, the remove is still
- * to come; once it is gone, the remove was read, is in the socket (awaited), or was lost.
+ * to come; once it is gone, the remove was read, is in the socket (awaited), or was lost.  Before all
+ * that del_gendisk() takes the disk's queue directory away, and a disk never loses its queue while it
+ * lives.  The socket is read (awaited()) only for a device that looks gone: a rescan asks this of
+ * every partition.
  */
 static Presence presence(Reconcile *r, Kobject *k)
 {
-        if (!k->linked || awaited(r, k->devpath))
+        bool queue_went;
+
+        if (!k->linked)
                 return PRESENT;
-        /* del_gendisk() takes the queue's directory away before all that, and a disk never loses its
-         * queue while it lives. */
-        if (scan_block_device_present(r->sysfs, k->devpath))
-                return kobject_find_child_type(k, KTYPE_QUEUE) && !dir_exists(r->sysfs, k->devpath, "queue")
-                               ? TEARING_DOWN
-                               : PRESENT;
+        if (scan_block_device_present(r->sysfs, k->devpath)) {
+                queue_went = kobject_find_child_type(k, KTYPE_QUEUE) && !dir_exists(r->sysfs, k->devpath, "queue");
+                return queue_went && !awaited(r, k->devpath) ? TEARING_DOWN : PRESENT;
+        }
+        if (awaited(r, k->devpath))
+                return PRESENT;
         return dir_exists(r->sysfs, k->devpath, "") ? TEARING_DOWN : GONE;
 }
 
@@ -270,7 +275,8 @@ static int remove_if_gone(Reconcile *r, Kobject *k)
 }
 
 /* Those being torn down: each gone from the model by its event, back, or else removed here once its
- * directory went or the wait is over.  1 while some wait on, 0 when none is left. */
+ * directory went or the wait is over (a disk whose queue alone went for good: replaced).  1 while
+ * some wait on, 0 when none is left. */
 static int step_teardown(Reconcile *r)
 {
         bool waited = now_usec() - r->teardown_seen >= TEARDOWN_WAIT_USEC;
