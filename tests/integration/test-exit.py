@@ -16,7 +16,7 @@ import unittest
 
 import blkmodeltest as bt
 
-EXIT_BOUND = 3.0    # s from SIGTERM to the exit
+EXIT_BOUND = 1.0    # s from SIGTERM to the exit (applying a backlog took 1.3 s of 20,000 here)
 STORM_SECONDS = 3   # of change events, as fast as two senders go, before the stop
 
 SENDER = r"""
@@ -116,10 +116,9 @@ class Exit(unittest.TestCase):
             except ProcessLookupError:
                 pass
         self.assertLess(time.monotonic() - killed, EXIT_BOUND)
-        out = dm.output()
+        out = dm.stop(code=1)   # and sanitizer-clean
         self.assertEqual(out.count("The bus went away; exiting."), 1, out[-2000:])
         self.assertNotIn("Cannot send", out)
-        dm.log.close()
 
 
 if __name__ == "__main__":

@@ -103,6 +103,7 @@ class SlowSubscriber(unittest.TestCase):
             finally:
                 stuck.kill()
                 stuck.wait()
+                stuck.stdout.close()
             gone = time.monotonic()
 
             # The marker first, read as it comes (a test that only blocks in calls would read it
@@ -175,6 +176,7 @@ class SlowSubscriber(unittest.TestCase):
             finally:
                 stuck.kill()
                 stuck.wait()
+                stuck.stdout.close()
 
     def test_settle_while_the_bus_is_behind(self):
         """A Settle() that comes while the daemon has stopped reading uevents
@@ -232,6 +234,7 @@ class SlowSubscriber(unittest.TestCase):
         finally:
             stuck.kill()
             stuck.wait()
+            stuck.stdout.close()
         rec = bt.SignalRecorder()
         deadline = time.monotonic() + ANSWER_BOUND
         while not answers and time.monotonic() < deadline:

@@ -200,9 +200,10 @@ class Daemon:
         with open(self.log_path, errors="backslashreplace") as f:
             return f.read()
 
-    def stop(self, sig=signal.SIGTERM, timeout=60):
-        """Stop it; the daemon must exit 0 and sanitizer-clean.  Once stopped,
-        its last output again (a test's own stop, then the with block's)."""
+    def stop(self, sig=signal.SIGTERM, timeout=60, code=0):
+        """Stop it; the daemon must exit with code (0) and sanitizer-clean.
+        Once stopped, its last output again (a test's own stop, then the with
+        block's)."""
         if self.log.closed:
             return self.final_output
         if self.proc.poll() is None:
@@ -220,7 +221,7 @@ class Daemon:
         for mark in _SANITIZER_MARKS:
             if mark in out:
                 raise AssertionError("sanitizer report from blkmodeld:\n" + out)
-        if self.proc.returncode != 0:
+        if self.proc.returncode != code:
             raise AssertionError("blkmodeld exited with %d:\n%s"
                                  % (self.proc.returncode, out))
         return out
