@@ -208,6 +208,9 @@ class Completion(unittest.TestCase):
             # A partition has no queue; a name typed whole is its own completion.
             self.assertNotIn("queue/", attrs("get", "sda1", ""))
             self.assertEqual(attrs("get", "sda", "queue/scheduler"), ["queue/scheduler"])
+            # OBJECT in any form Resolve takes, a /dev path and MAJ:MIN too.
+            for form in ("/dev/sda", "8:0", bt.path_of("block", "sda")):
+                self.assertEqual(attrs("set", form, "queue/read"), ["queue/read_ahead_kb"], form)
 
     def test_devices_on_a_bus_named_by_address(self):
         """--address=ADDR: bash breaks the address into words at '=' and
