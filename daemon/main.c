@@ -221,6 +221,7 @@ int main(int argc, char *argv[])
                         .event_log_size = 4096,
                         .poll_interval_ms = 2000,
         };
+        _cleanup_(freep) char *socket_path = NULL, *cwd = NULL;
         uv_loop_t loop;
         Manager *m = NULL;
         LoopWatch watch;
@@ -230,6 +231,17 @@ int main(int argc, char *argv[])
         r = parse_argv(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? 0 : 2;
+        /* Absolute, as UeventSource shows it: one place whatever the caller's directory, and never
+         * "none", which is --no-uevents. */
+        if (o.uevent_socket && o.uevent_socket[0] != '/') {
+                cwd = getcwd(NULL, 0);
+                socket_path = cwd ? path_join(cwd, o.uevent_socket) : NULL;
+                if (!socket_path) {
+                        log_error("Cannot make --uevent-socket=%s absolute: %m", o.uevent_socket);
+                        return 1;
+                }
+                o.uevent_socket = socket_path;
+        }
 
         /* A client that disappears mid-reply must not kill us. */
         signal(SIGPIPE, SIG_IGN);

@@ -37,6 +37,17 @@ class Smoke(unittest.TestCase):
         with bt.Daemon(d + "//sys/") as dm:
             self.assertEqual(dm.manager_prop("SysfsRoot"), os.path.join(d, "sys"))
 
+    def test_a_relative_uevent_socket_is_published_absolute(self):
+        """Even one named "none": UeventSource says "none" for --no-uevents
+        only (blkmodelctl trigger --settle refuses such a daemon)."""
+        d = bt.make_fixture()
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(d)
+        with bt.Daemon("sys", uevent_socket="none") as dm:
+            self.assertEqual(dm.manager_prop("UeventSource"), os.path.join(d, "none"))
+        with bt.Daemon("sys", no_uevents=True) as dm:
+            self.assertEqual(dm.manager_prop("UeventSource"), "none")
+
     def run_daemon(self, *args, env=None):
         return subprocess.run([bt.BLKMODELD, *args], capture_output=True,
                               text=True, timeout=30, env=env)
