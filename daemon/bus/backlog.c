@@ -30,7 +30,7 @@
 #define BACKLOG_LOW 16
 /* Past HIGH and not down to LOW again this long: the bus reads from us too slowly to let uevents go
  * on, or not at all. */
-#define BACKLOG_STUCK_MS 2000
+#define BACKLOG_STUCK_MS BUS_STUCK_MSEC
 /* Whatever the time: well below sd-bus's ~393k, where a method reply would be lost. */
 #define BACKLOG_HARD_MAX 65536
 #define BACKLOG_TICK_MS 250

@@ -26,10 +26,6 @@
  */
 #define BUS_SNDBUF (64 * 1024)
 
-/* At exit, how long the bus may take none of our messages before we stop waiting for it: the time
- * after which the back-pressure calls a subscriber stuck (bus/backlog.c). */
-#define FLUSH_STUCK_USEC (2 * USEC_PER_SEC)
-
 struct BusLoop {
         uv_loop_t *loop;
         sd_bus *bus;
@@ -219,9 +215,9 @@ void bus_flush_bounded(sd_bus *bus)
                 if (queued < least) {
                         least = queued;
                         moved = now_usec();
-                } else if (now_usec() - moved >= FLUSH_STUCK_USEC) {
-                        log_warning("The bus took none of our messages for %" PRIu64 " s; %" PRIu64
-                                    " not sent.", FLUSH_STUCK_USEC / USEC_PER_SEC, queued);
+                } else if (now_usec() - moved >= BUS_STUCK_MSEC * USEC_PER_MSEC) {
+                        log_warning("The bus took none of our messages for %d s; %" PRIu64 " not sent.",
+                                    BUS_STUCK_MSEC / 1000, queued);
                         return;
                 }
                 /* Writes what the socket takes and reads one message; 0 when there was nothing to do. */

@@ -20,10 +20,14 @@ int bus_loop_attach(uv_loop_t *loop, sd_bus *bus, BusLoopDisconnected on_disconn
 /* Detaches; the memory goes in the handles' close callbacks. NULL is fine. */
 void bus_loop_free(BusLoop *l);
 
+/* How long a bus may take none of our messages before it is called stuck: the back-pressure then
+ * sends no signals (bus/backlog.c), and the exit stops waiting for it. */
+#define BUS_STUCK_MSEC 2000
+
 /*
  * At exit: sends what is queued for as long as the bus takes some of it.  sd_bus_flush() waits for
  * ever on a bus that has stopped reading from us (a subscriber that does not read holds it): the
- * daemon ignored SIGTERM until systemd killed it.  Incoming messages are dispatched meanwhile, to
- * whatever is still registered.
+ * daemon ignored SIGTERM until systemd killed it.  A call that comes meanwhile is answered
+ * ServiceUnknown, "blkmodeld is exiting".
  */
 void bus_flush_bounded(sd_bus *bus);

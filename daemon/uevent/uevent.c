@@ -193,9 +193,11 @@ const char *uevent_get(const Uevent *u, const char *key)
  *     SYNTH_ARG_foo=bar), and it accepts only alphanumeric keys there.  The
  *     value may be empty and may hold any byte: what D-Bus cannot carry is
  *     escaped as \\xNN, as in attribute values.  dm takes any byte but '/'
- *     in a name, and DM_NAME brings it: refused, such an event was lost.
+ *     in a name, and DM_NAME brings it (such an event was refused once, and
+ *     so lost).
  *  6. At most UEVENT_VARS_MAX variables (the kernel sends at most 64).  A
- *     key given twice keeps its last value, as sd-device keeps it: the
+ *     key given twice keeps its first place and its last value, as
+ *     sd-device keeps it: the
  *     kernel passes a synthetic uevent's arguments through unchecked
  *     (`echo "change UUID A=1 A=2"` sends SYNTH_ARG_A twice), and the a{ss}
  *     we emit must be a map.  The bound keeps the duplicate check cheap.

@@ -44,8 +44,10 @@ typedef struct Uevent {
         char *devpath_old;      /* a move's DEVPATH_OLD (a synthetic move has none); else NULL */
         uint64_t kernel_seqnum; /* SEQNUM, or 0 if absent */
         size_t n_env;           /* number of variables; always >= 2 (ACTION, DEVPATH) */
-        char **env_keys;        /* all KEY=VALUE variables in wire order, */
-        char **env_values;      /* including ACTION, DEVPATH, SUBSYSTEM, SEQNUM */
+        /* All KEY=VALUE variables in wire order, ACTION, DEVPATH, SUBSYSTEM and SEQNUM included; a
+         * repeated key once, at its first place with its last value. */
+        char **env_keys;
+        char **env_values;
 } Uevent;
 
 /*
