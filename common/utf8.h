@@ -12,6 +12,9 @@
 
 /* Does s (len bytes) start with one valid sequence?  Its length in *ret_len. */
 bool utf8_valid_prefix(const unsigned char *s, size_t len, size_t *ret_len);
+/* The length of the character at s (len bytes at most), noncharacters too; 0 where the bytes are
+ * no well-formed sequence. */
+size_t utf8_char_length(const char *s, size_t len);
 /* Are the n bytes at s valid UTF-8 throughout? */
 bool utf8_is_valid_n(const char *s, size_t n);
 /* The whole NUL-terminated string. */

@@ -59,8 +59,7 @@ int member_name_from_file(const char *name, char **ret)
                 else {
                         /* One "_" a character (SPEC): a multibyte one too, and each byte that is
                          * none. */
-                        if (!utf8_valid_prefix((const unsigned char *) name + i, n - i, &k))
-                                k = 1;
+                        k = utf8_char_length(name + i, n - i) ?: 1;
                         *q++ = '_';
                 }
         }

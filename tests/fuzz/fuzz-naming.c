@@ -51,9 +51,8 @@ static void check_member(const char *name)
         int r;
 
         /* One character of the member a character of the name; a byte that is none counts one. */
-        for (size_t i = 0, k; i < n; i += k, want++)
-                if (!utf8_valid_prefix((const unsigned char *) name + i, n - i, &k))
-                        k = 1;
+        for (size_t i = 0; i < n; want++)
+                i += utf8_char_length(name + i, n - i) ?: 1;
 
         r = member_name_from_file(name, &member);
         if (want > MEMBER_NAME_MAX) {

@@ -439,10 +439,8 @@ SPECIAL_DIRS = {"disk": ("queue", "holders", "slaves", "mq"),
 
 def member_name(filename):
     """A file name as a D-Bus member: [A-Za-z0-9_] kept, the rest '_' a
-    character (a byte that is none, and each byte of a noncharacter, one),
-    '_' before a leading digit."""
-    s = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else
-                "_" * len(c.encode()) if _NONCHARACTERS.match(c) else "_"
+    character (a byte that is none, one), '_' before a leading digit."""
+    s = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_"
                 for c in filename)
     if s[:1].isdigit():
         s = "_" + s
