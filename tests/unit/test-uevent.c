@@ -63,17 +63,6 @@ static int parse_entries(const char *first, ...)
         return r;
 }
 
-static Msg msgv_of(const char *first, ...)
-{
-        va_list ap;
-        Msg m;
-
-        va_start(ap, first);
-        m = msgv(first, ap);
-        va_end(ap);
-        return m;
-}
-
 /* The value of key once the entries are parsed; "" when the parse failed or has no such key. */
 static char parsed_value[64];
 static const char *parse_value(const char *key, const char *first, ...)
@@ -327,7 +316,7 @@ static void test_entries(void)
         {
                 /* Its first place, its last value: as udevadm shows it. */
                 Uevent *u = NULL;
-                Msg m = msgv_of("change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0, "A=1", "B=x", "A=2", NULL);
+                Msg m = msg("change@" LOOP0, "ACTION=change", "DEVPATH=" LOOP0, "A=1", "B=x", "A=2", NULL);
 
                 CHECK(uevent_parse(m.buf, m.len, &u) == 0);
                 if (u) {
