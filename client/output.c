@@ -9,6 +9,7 @@
 
 #include "output.h"
 
+#include "common/utf8.h"
 #include "common/util.h"
 
 bool output_want_colour(int fd)
@@ -116,11 +117,9 @@ Table *table_free(Table *t)
 /* A control character, C0, DEL or C1 (two bytes in UTF-8): its length in bytes, else 0. */
 static size_t control_length(const char *p)
 {
-        unsigned char c = p[0];
-
-        if (c < 0x20 || c == 0x7f)
+        if (char_is_control(p[0]))
                 return 1;
-        if (c == 0xc2 && (unsigned char) p[1] >= 0x80 && (unsigned char) p[1] <= 0x9f)
+        if ((unsigned char) p[0] == 0xc2 && (unsigned char) p[1] >= 0x80 && (unsigned char) p[1] <= 0x9f)
                 return 2;
         return 0;
 }

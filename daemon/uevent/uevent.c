@@ -197,10 +197,10 @@ const char *uevent_get(const Uevent *u, const char *key)
  *     so lost).
  *  6. At most UEVENT_VARS_MAX variables (the kernel sends at most 64).  A
  *     key given twice keeps its first place and its last value, as
- *     sd-device keeps it: the
- *     kernel passes a synthetic uevent's arguments through unchecked
- *     (`echo "change UUID A=1 A=2"` sends SYNTH_ARG_A twice), and the a{ss}
- *     we emit must be a map.  The bound keeps the duplicate check cheap.
+ *     sd-device keeps it: the kernel passes a synthetic uevent's arguments
+ *     through unchecked (`echo "change UUID A=1 A=2"` sends SYNTH_ARG_A
+ *     twice), and the a{ss} we emit must be a map.  The bound keeps the
+ *     duplicate check cheap.
  *  7. ACTION and DEVPATH variables are present and equal to the header's
  *     action and devpath: the header is what sd-device matches on, the
  *     variables are what we forward, and they must not tell two stories.
