@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -126,9 +129,110 @@ static void run_one_in(uv_loop_t *loop, uv_timer_cb cb, uint64_t *work_usec, uin
         (void) uv_run(loop, UV_RUN_DEFAULT);
 }
 
+/* The test's own steps between two runs of the loop (a fork, a wait for a child) are in the next
+ * turn the watch measures, as the daemon's work would be: run that turn now, with no work, so that
+ * the turn a check looks at holds the loop's work alone. */
+static void settle_between_turns(uv_loop_t *loop)
+{
+        uint64_t none = 0;
+
+        run_one_in(loop, on_work, &none, 0);
+}
+
 static void run_one(uv_loop_t *loop, uv_timer_cb cb, uint64_t *work_usec)
 {
         run_one_in(loop, cb, work_usec, 1);
+}
+
+/*
+ * The VM's host takes a CPU away now and then without telling the guest (no steal time in
+ * /proc/stat on this kind of machine; bench/hiccup has seen one CPU gone for 20 to 77 ms): the loop
+ * thread then neither runs nor waits on a runqueue, and the watch counts that time as held, as it
+ * counts a sleep in a system call, which it cannot tell apart.  A real-time thread on the loop's
+ * CPU, due every millisecond, preempts every ordinary process there at once: only a CPU that is gone
+ * makes it late by more than PAUSE_USEC.
+ */
+#define PAUSE_USEC 2000
+#define HOG_TRIES 5
+
+typedef struct PauseWatch {
+        int cpu;
+        pthread_t thread;
+        atomic_bool stop;
+        _Atomic uint64_t late_usec; /* the latest wake-up since the last pause_watch_take() */
+} PauseWatch;
+
+static void *watch_pauses(void *userdata)
+{
+        PauseWatch *pw = userdata;
+        uint64_t due = now_usec();
+
+        while (!atomic_load(&pw->stop)) {
+                due += 1000;
+                (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+                                       &(struct timespec){.tv_sec = due / 1000000, .tv_nsec = due % 1000000 * 1000},
+                                       NULL);
+                uint64_t now = now_usec(), late = now > due ? now - due : 0;
+                if (late > atomic_load(&pw->late_usec))
+                        atomic_store(&pw->late_usec, late);
+                due = now;
+        }
+        return NULL;
+}
+
+/* False where the thread may not be real-time: then a pause cannot be told from the loop's work. */
+static bool pause_watch_start(PauseWatch *pw)
+{
+        pthread_attr_t attr;
+        cpu_set_t one;
+        bool ok;
+
+        CPU_ZERO(&one);
+        CPU_SET(pw->cpu, &one);
+        CHECK(pthread_attr_init(&attr) == 0);
+        CHECK(pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED) == 0);
+        CHECK(pthread_attr_setschedpolicy(&attr, SCHED_FIFO) == 0);
+        CHECK(pthread_attr_setschedparam(&attr, &(struct sched_param){.sched_priority = 1}) == 0);
+        CHECK(pthread_attr_setaffinity_np(&attr, sizeof(one), &one) == 0);
+        ok = pthread_create(&pw->thread, &attr, watch_pauses, pw) == 0;
+        (void) pthread_attr_destroy(&attr);
+        if (!ok)
+                printf("# no real-time thread here: a pause of the machine reads as the loop's work\n");
+        return ok;
+}
+
+static void pause_watch_stop(PauseWatch *pw)
+{
+        atomic_store(&pw->stop, true);
+        CHECK(pthread_join(pw->thread, NULL) == 0);
+}
+
+typedef struct HogTry {
+        LoopTurn longest;
+        uint64_t n_long, n_waited; /* the watch's counts before the try */
+        uint64_t late_usec;        /* the CPU's longest pause during the try */
+} HogTry;
+
+/* One turn of 12 ms of work while a process spins on the same CPU. */
+static HogTry try_beside_a_hog(uv_loop_t *loop, LoopWatch *w, PauseWatch *pw)
+{
+        uint64_t work = 12 * 1000;
+
+        pid_t hog = fork();
+        CHECK(hog >= 0);
+        if (hog == 0)
+                for (;;)
+                        ;
+        settle_between_turns(loop);
+        HogTry t = {.n_long = w->n_long, .n_waited = w->n_waited};
+        w->longest = w->most_waiting = (LoopTurn){};
+        atomic_store(&pw->late_usec, 0);
+        run_one(loop, on_work, &work);
+        t.late_usec = atomic_load(&pw->late_usec);
+        (void) kill(hog, SIGKILL);
+        (void) waitpid(hog, NULL, 0);
+        t.longest = w->longest;
+        return t;
 }
 
 /*
@@ -289,34 +393,39 @@ int main(void)
                 CHECK(w.longest.held_usec >= 35 * 1000 && w.longest.cpu_usec < 10 * 1000);
         } else
                 CHECK(w.n_long == 4);
-        uint64_t n_long = w.n_long;
 
         /* 12 ms of work while another process keeps the same CPU busy: the turn takes about twice
-         * that, half of it waiting to run, which is the machine's doing, not the loop's: told apart. */
+         * that, half of it waiting to run, which is the machine's doing, not the loop's: told apart.
+         * A try that the host paused is measured again (see PauseWatch): the pause is held time, as
+         * the watch must count it, and a watch that did not tell the waits apart reads at least
+         * 24 ms in every try. */
         cpu_set_t one;
         CPU_ZERO(&one);
-        CHECK(sched_getcpu() >= 0);
-        CPU_SET(sched_getcpu(), &one);
+        int cpu = sched_getcpu();
+        CHECK(cpu >= 0);
+        CPU_SET(cpu, &one);
         CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
-        pid_t hog = fork();
-        CHECK(hog >= 0);
-        if (hog == 0)
-                for (;;)
-                        ;
-        w.longest = w.most_waiting = (LoopTurn){};
-        uint64_t n_waited = w.n_waited; /* an earlier turn may have waited too, on a busy machine */
-        work = 12 * 1000;
-        run_one(&loop, on_work, &work);
-        (void) kill(hog, SIGKILL);
-        (void) waitpid(hog, NULL, 0);
-        CHECK(w.longest.cpu_usec >= 12 * 1000);
-        if (w.schedstat_fd >= 0) {
-                CHECK(w.longest.waiting_usec > 0);
-                CHECK(w.longest.busy_usec < 20 * 1000 ||
-                      (w.n_waited > n_waited && w.most_waiting.waiting_usec >= w.longest.waiting_usec));
+        PauseWatch pauses = {.cpu = cpu};
+        bool pauses_seen = pause_watch_start(&pauses);
+        HogTry hogged;
+        for (unsigned try = 1;; try++) {
+                hogged = try_beside_a_hog(&loop, &w, &pauses);
+                if (hogged.longest.held_usec < 20 * 1000 || !pauses_seen || hogged.late_usec < PAUSE_USEC ||
+                    try == HOG_TRIES)
+                        break;
+                printf("# try %u: held %" PRIu64 " ms, the CPU taken away for %" PRIu64 " ms meanwhile\n", try,
+                       hogged.longest.held_usec / 1000, hogged.late_usec / 1000);
         }
-        CHECK(w.longest.held_usec < 20 * 1000);
-        CHECK(w.n_long == n_long);
+        pause_watch_stop(&pauses);
+        CHECK(hogged.longest.cpu_usec >= 12 * 1000);
+        if (w.schedstat_fd >= 0) {
+                CHECK(hogged.longest.waiting_usec > 0);
+                CHECK(hogged.longest.busy_usec < 20 * 1000 ||
+                      (w.n_waited > hogged.n_waited && w.most_waiting.waiting_usec >= hogged.longest.waiting_usec));
+        }
+        CHECK(hogged.longest.held_usec < 20 * 1000);
+        CHECK(w.n_long == hogged.n_long);
+        uint64_t n_long = w.n_long, n_waited;
 
         /* A wake-up that waits: the loop's timer is due while a real-time process holds its CPU.  No
          * work of the loop's, but a caller would have waited as long. */
@@ -330,6 +439,8 @@ int main(void)
          * parallel test suite) would spin as an ordinary process and take the CPU only in turns. */
         char c;
         CHECK(read(ready[0], &c, 1) == 1);
+        settle_between_turns(&loop);
+        n_long = w.n_long;
         n_waited = w.n_waited;
         w.most_waiting = (LoopTurn){}; /* the hog's turn above waited too, maybe longer */
         CHECK(write(go[1], "x", 1) == 1);
