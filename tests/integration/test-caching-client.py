@@ -48,8 +48,7 @@ class FixtureCaching(unittest.TestCase, Steps):
         self.dm.stop()
 
     def write(self, rel, value):
-        with open(os.path.join(self.sys, rel), "w") as f:
-            f.write(value + "\n")
+        bt.write_attr(self.sys, rel, value + "\n")
 
     def test_every_change(self):
         self.exact("start")
@@ -80,8 +79,8 @@ class FixtureCaching(unittest.TestCase, Steps):
                    "none [mq-deadline]")
         os.mkdir(os.path.join(qdir, "iosched"))
         for n, v in mksysfs.IOSCHED["mq-deadline"].items():
-            with open(os.path.join(qdir, "iosched", n), "w") as f:
-                f.write("%s\n" % (v[0] if isinstance(v, tuple) else v))
+            bt.write_attr(self.sys, os.path.join(qdir, "iosched", n),
+                          "%s\n" % (v[0] if isinstance(v, tuple) else v))
         self.exact("a scheduler switch with echo")
 
         self.write(os.path.join(rel, "size"), "262144")
@@ -103,8 +102,7 @@ class FixtureCaching(unittest.TestCase, Steps):
         with open(os.path.join(port, "uevent")) as f:
             env = [l for l in f.read().splitlines()
                    if not l.startswith("DRIVER=")]
-        with open(os.path.join(port, "uevent"), "w") as f:
-            f.write("\n".join(env) + "\n")
+        bt.write_attr(self.sys, os.path.join(port, "uevent"), "\n".join(env) + "\n")
         self.exact("pcieport unbound")
 
         self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block",
@@ -147,8 +145,8 @@ class FirstReading(unittest.TestCase):
             for n in reversed(disks):  # the warm-up reads them last
                 props = dm.get_all(bt.path_of("block", n, "queue"), bt.IFACE + "Queue")
                 sent[n] = props["read_ahead_kb"]
-                with open(os.path.join(queue_of[n], "read_ahead_kb"), "w") as f:
-                    f.write("%d\n" % (int(sent[n]) + 4))
+                bt.write_attr(sys_, os.path.join(queue_of[n], "read_ahead_kb"),
+                              "%d\n" % (int(sent[n]) + 4))
             rec = bt.SignalRecorder()
             self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
             dm.manager("Rescan")
@@ -181,9 +179,7 @@ class FirstReading(unittest.TestCase):
                 size = dm.get_all(path, bt.IFACE + "Disk")["size"]
                 # A file of its own (the synthetic tree hard-links equal files).
                 real = os.path.realpath(os.path.join(sys_, "block", read, "size"))
-                os.unlink(real)
-                with open(real, "w") as f:
-                    f.write("%d\n" % (int(size) + 8))
+                bt.write_attr(sys_, real, "%d\n" % (int(size) + 8))
                 for n in last:
                     dm.send_uevent("change", "/" + os.path.relpath(
                         os.path.realpath(os.path.join(sys_, "block", n)), sys_),
@@ -254,8 +250,7 @@ class UeventAfterItsChanges(unittest.TestCase):
         self.seen.append((action, os.path.basename(devpath), proxy is not None, size))
 
     def resize(self, rel, sectors):
-        with open(os.path.join(self.sys, rel, "size"), "w") as f:
-            f.write("%d\n" % sectors)
+        bt.write_attr(self.sys, os.path.join(rel, "size"), "%d\n" % sectors)
         self.dm.send_uevent("change", "/" + rel, {"SUBSYSTEM": "block", "RESIZE": "1"})
 
     def test_cache_holds_the_change_at_its_uevent(self):

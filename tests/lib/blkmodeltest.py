@@ -411,6 +411,25 @@ def read_attr(path):
     return data.decode("utf-8", "backslashreplace")
 
 
+def write_attr(sysroot, path, text):
+    """Changes an attribute file of the fixture below sysroot as the kernel's
+    store changes it: a reader sees the old value or the new one, never the
+    empty file that open(path, "w") leaves for a moment (a daemon that read
+    it then published a Size of 0).  The new file is made beside the sysfs
+    root, where no listing of the daemon's sees it, with the old one's mode.
+    """
+    path = os.path.join(sysroot, path)
+    mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o644
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(sysroot)),
+                               prefix=".attr-")
+    try:
+        os.write(fd, text.encode() if isinstance(text, str) else text)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
 def main():
     unittest.main(verbosity=2)
 
