@@ -175,6 +175,17 @@ static void on_read_uevents(void *userdata)
                 uevent_source_drain(m->uevents);
 }
 
+/* The queue was applied in an idle callback: the loop may sleep next, before the check after its I/O
+ * runs, with the calls waiting for what was just applied unanswered (for the poll's next round, or for
+ * ever with --poll-interval=0). */
+static void on_events_applied(void *userdata)
+{
+        Manager *m = userdata;
+
+        if (m->n_settle_waiters > 0)
+                settle_answer(m);
+}
+
 static const LiveOps live_ops = {
                 .object_added = on_object_added,
                 .object_removed = on_object_removed,
@@ -183,6 +194,7 @@ static const LiveOps live_ops = {
                 .event = on_event,
                 .events_lost = on_events_lost,
                 .read_uevents = on_read_uevents,
+                .events_applied = on_events_applied,
 };
 
 /* ---- signals ---- */

@@ -234,7 +234,18 @@ static void apply_event(Live *l, const Uevent *u, uint64_t index);
 
 /* sliced: for a slice of the turn (base/turn.h) at most, as a storm of changes must not stall the
  * callers; else all of them. */
+static void apply_queued_slice(Live *l, bool sliced);
+
 static void apply_queued(Live *l, bool sliced)
+{
+        uint64_t applied = live_events_applied(l);
+
+        apply_queued_slice(l, sliced);
+        if (live_events_applied(l) != applied && l->ops->events_applied)
+                l->ops->events_applied(l->userdata);
+}
+
+static void apply_queued_slice(Live *l, bool sliced)
 {
         uint64_t start = now_usec();
 

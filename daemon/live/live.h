@@ -46,6 +46,9 @@ typedef struct LiveOps {
         /* Read every uevent the source holds now, handing each to live_on_uevent() (a rescan asks,
          * before it makes up a difference an event may be about to tell).  May be NULL. */
         void (*read_uevents)(void *userdata);
+        /* Queued uevents were applied and signalled (live_events_applied() moved), in a turn's idle
+         * phase, after which the loop may sleep: whoever waits for them is told here.  May be NULL. */
+        void (*events_applied)(void *userdata);
 } LiveOps;
 
 typedef struct LiveConfig {

@@ -74,6 +74,41 @@ class Settle(unittest.TestCase):
                     self.assertLess(time.monotonic() - start, 10)
                     time.sleep(0.2)  # the loop asleep again
 
+    def test_answered_when_the_queue_empties_and_the_loop_sleeps(self):
+        """A change event and Settle() read in one turn: the change waits in
+        the queue for the turn's end, Settle() for it, and the queue is
+        applied in the next turn's idle phase, after which nothing wakes the
+        loop (the Uevent went out at once, nothing polls).  The answer must
+        not wait for the next thing that wakes it (for ever with
+        --poll-interval=0, up to a poll interval without)."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        loop0 = "/devices/virtual/block/loop0"
+        raw = ("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0DEVTYPE=disk\0"
+               % (loop0, loop0)).encode()
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--poll-interval=0"]) as dm:
+            first = dm.manager_prop("LastSeqnum")
+            for i in range(1, 6):
+                with self.subTest(call=i):
+                    answers = []
+                    dm.proc.send_signal(signal.SIGSTOP)
+                    try:
+                        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                        s.sendto(raw, dm.uevent_socket)
+                        s.close()
+                        dm.object(bt.MANAGER_PATH).get_dbus_method(
+                            "Settle", bt.IFACE + "Manager")(
+                                reply_handler=lambda v: answers.append(int(v)),
+                                error_handler=answers.append, timeout=30)
+                        bt.SignalRecorder(dm.bus).close()  # the call is on the bus
+                    finally:
+                        dm.proc.send_signal(signal.SIGCONT)
+                    ctx = bt.GLib.MainContext.default()
+                    deadline = time.monotonic() + 10
+                    while not answers and time.monotonic() < deadline:
+                        ctx.iteration(False) or time.sleep(0.005)
+                    self.assertEqual(answers, [first + i])
+
     def test_calls_answered_while_settling(self):
         """Settle() waits for the queue without holding the loop: a call made
         after it is answered while the queued events are still being applied,
