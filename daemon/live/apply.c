@@ -234,17 +234,6 @@ static void apply_event(Live *l, const Uevent *u, uint64_t index);
 
 /* sliced: for a slice of the turn (base/turn.h) at most, as a storm of changes must not stall the
  * callers; else all of them. */
-static void apply_queued_slice(Live *l, bool sliced);
-
-static void apply_queued(Live *l, bool sliced)
-{
-        uint64_t applied = live_events_applied(l);
-
-        apply_queued_slice(l, sliced);
-        if (live_events_applied(l) != applied && l->ops->events_applied)
-                l->ops->events_applied(l->userdata);
-}
-
 static void apply_queued_slice(Live *l, bool sliced)
 {
         uint64_t start = now_usec();
@@ -273,6 +262,17 @@ static void apply_queued_slice(Live *l, bool sliced)
         /* What comes next is queued after every reading: no mark can spare it one. */
         forget_read_marks(l);
         (void) uv_idle_stop(&l->queue_idle);
+}
+
+/* What it applied is told to whoever waits for it (Settle): from an idle callback the loop may sleep
+ * next, before any later phase of the turn could tell them. */
+static void apply_queued(Live *l, bool sliced)
+{
+        uint64_t applied = live_events_applied(l);
+
+        apply_queued_slice(l, sliced);
+        if (live_events_applied(l) != applied && l->ops->events_applied)
+                l->ops->events_applied(l->userdata);
 }
 
 static void on_queue_idle(uv_idle_t *h)
