@@ -254,7 +254,8 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
 
         /* The key includes the kind (which names are reserved depends on it), a group's directory
          * (its files' modes may differ from another group's of the same names), and what each
-         * file's mode makes of it, a digit a file. */
+         * file's mode makes of it, a digit a file.  Its parts are joined by '/', the one character
+         * no name has: with ':' the group x:y's file a and the group x's file y:a made one key. */
         modes = malloc(n + 1);
         if (!mode_flags || !modes)
                 return -ENOMEM;
@@ -265,7 +266,7 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
         }
         modes[n] = '\0';
         names = join(files, n, "/");
-        if (!names || asprintf(&key, "%s:%s:%s:%s", kind, strempty(dir), names, modes) < 0)
+        if (!names || asprintf(&key, "%s/%s/%s/%s", kind, strempty(dir), names, modes) < 0)
                 return -ENOMEM;
 
         s = hashmap_get(&r->attr_sets, key);

@@ -650,6 +650,21 @@ class OddTrees(unittest.TestCase):
         log = self.run_daemon(check)
         self.assertIn("group directory name '%s' is too long for D-Bus" % over, log)
 
+    def test_groups_whose_names_hold_a_colon(self):
+        """The group x's file y:a and the group x:y's file a: two groups,
+        each with its own file and value (they once shared one set of
+        attributes, read from the wrong directory)."""
+        for d, f, v in (("x", "y:a", "AAA"), ("x:y", "a", "BBB")):
+            os.mkdir(self.p(SDA + "/" + d))
+            self.write(SDA + "/" + d + "/" + f, v + "\n")
+
+        def check(dm, objs):
+            ifaces = objs[P("block", "sda")]
+            self.assertEqual(ifaces[bt.IFACE + "Group.x"], {"y_a": "AAA"})
+            self.assertEqual(ifaces[bt.IFACE + "Group.x_y"], {"a": "BBB"})
+
+        self.run_daemon(check)
+
     def write_bytes_name(self, reldir, name, data):
         path = os.path.join(self.root.encode(), reldir.encode(), name)
         with open(path, "wb") as f:
