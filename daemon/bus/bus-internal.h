@@ -45,6 +45,7 @@ struct Publisher {
         uv_idle_t *members_idle; /* as gmo_idle */
         unsigned n_authorizations;
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
+        size_t introspect_sweep_at; /* its size at which the XML of shapes no object has goes */
         /* introspect.c: the child nodes' XML of objects with hundreds of children or more, four at most */
         struct KeptChildren {
                 const Kobject *k; /* not referenced: tree_changes tells whether it is the same object */

@@ -188,6 +188,29 @@ static void cache_free_one(Publisher *p, void *entry)
         free(c);
 }
 
+/* The XML of shapes the cache alone holds goes once the cache has doubled since the last sweep: the
+ * cache stays within twice the shapes in use, however many a long life of changing directories made
+ * (the code review's loop: 12 KB more a shape, each introspected once, kept to the exit). */
+#define INTROSPECT_SWEEP_MIN 64
+
+static void cache_sweep(Publisher *p)
+{
+        CachedXml *c;
+        size_t i = 0, dropped = 0;
+
+        if (hashmap_size(&p->introspect_cache) < MAX(p->introspect_sweep_at, INTROSPECT_SWEEP_MIN))
+                return;
+        while ((c = hashmap_iterate(&p->introspect_cache, &i)))
+                if (c->shape->n_ref == 1) {
+                        (void) hashmap_remove(&p->introspect_cache, c);
+                        cache_free_one(p, c);
+                        dropped++;
+                }
+        p->introspect_sweep_at = 2 * hashmap_size(&p->introspect_cache);
+        log_debug("Dropped the introspection XML of %zu shapes no object has, kept %zu.", dropped,
+                  hashmap_size(&p->introspect_cache));
+}
+
 static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
 {
         _cleanup_(freep) char *key = NULL;
@@ -198,6 +221,7 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
         c = hashmap_get(&p->introspect_cache, key);
         if (c)
                 return c->xml;
+        cache_sweep(p);
         c = calloc(1, sizeof(CachedXml));
         if (!c || interfaces_xml(k, &c->xml) < 0) {
                 free(c);

@@ -332,6 +332,34 @@ def manager_methods():
             for m in i.findall("method")]
 
 
+class ShapesGone(unittest.TestCase):
+    def test_xml_of_shapes_no_object_has_goes(self):
+        """Each Introspect of a directory shape never seen before caches its
+        XML; a long life of directories that change (files that come and go)
+        must not keep each one's to the exit (12 KB a shape, before): once
+        the cache has doubled, the XML of shapes no object has goes."""
+        sys_ = bt.make_fixture() + "/sys"
+        sda = os.path.join(sys_, bt.SDA_DEV.lstrip("/"), "block", "sda")
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--log-level=debug"]) as dm:
+            disk = bt.path_of("block", "sda")
+            for i in range(150):
+                name = "blkmodel_shape_%d" % i
+                with open(os.path.join(sda, name), "w") as f:
+                    f.write("%d\n" % i)
+                dm.send_uevent("change", bt.SDA_DEV + "/block/sda",
+                               {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+                dm.manager("Settle")
+                self.assertIn(name, dm.introspect(disk))
+                os.unlink(os.path.join(sda, name))
+            sweeps = [(int(d), int(k)) for d, k in re.findall(
+                r"Dropped the introspection XML of (\d+) shapes no object "
+                r"has, kept (\d+)", dm.output())]
+        self.assertTrue(sweeps, "the cache was never swept")
+        self.assertGreaterEqual(sum(d for d, _ in sweeps), 100, sweeps)
+        self.assertLessEqual(max(k for _, k in sweeps), 4, sweeps)
+
+
 class BusPolicy(unittest.TestCase):
     conf = os.path.join(DBUS_DIR, "org.blkmodel1.conf")
 
