@@ -5,6 +5,7 @@
 #include "base/turn.h"
 #include "live/live-internal.h"
 #include "sysfs/scan.h"
+#include "sysfs/shape-check.h"
 
 /* One event's effect on the model, for what follows it. */
 typedef struct Applied {
@@ -205,7 +206,7 @@ static void read_changed(Live *l, Kobject *k, uint64_t index, bool plain)
         before = stacking_neighbours(l, k);
         /* A plain change re-reads what such an event alters, and lists the directory; only when that
          * moved is the rest read, with what follows the disk. */
-        whole = !plain || !scan_shape_unchanged(l->sysfs, k) || changes_refresh(l, k, REFRESH_EVENT) != 0;
+        whole = !plain || !shape_check_unchanged(l->sysfs, k) || changes_refresh(l, k, REFRESH_EVENT) != 0;
         if (whole)
                 reread_with_followers(l, k);
         mark_read(l, k, whole);

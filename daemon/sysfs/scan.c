@@ -449,51 +449,6 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         return scan_add_partition(s, m, disk, path_basename(devpath), ret);
 }
 
-static bool attr_set_has_file(const AttrSet *a, const char *file)
-{
-        for (size_t i = 0; a && i < a->n_attrs; i++)
-                if (streq(a->attrs[i].file, file))
-                        return true;
-        return false;
-}
-
-bool scan_shape_unchanged(const Sysfs *s, const Kobject *k)
-{
-        _cleanup_(closep) int fd = -1;
-        SysfsEntry *e = NULL;
-        size_t n = 0, files = 0, dirs = 0, expected_dirs;
-        bool same = true;
-
-        if (!k->shape)
-                return false;
-        fd = sysfs_open_dir(s, k->devpath);
-        if (fd < 0 || sysfs_list(fd, &e, &n) < 0)
-                return false;
-        expected_dirs = k->shape->n_groups;
-        for (Kobject *c = k->first_child; c; c = c->next_sibling)
-                if (!listing_kind_handles(k->ktype->id, c->name))
-                        expected_dirs++;
-        for (size_t i = 0; same && i < n; i++) {
-                const char *name = e[i].name;
-                if (e[i].type == SYSFS_ENTRY_FILE) {
-                        if (streq(name, "uevent"))
-                                continue;
-                        same = attr_set_has_file(k->shape->attrs, name);
-                        files++;
-                } else if (e[i].type == SYSFS_ENTRY_DIR) {
-                        if (listing_kind_handles(k->ktype->id, name))
-                                continue;
-                        bool group = false;
-                        for (size_t g = 0; g < k->shape->n_groups && !group; g++)
-                                group = streq(k->shape->groups[g].dir, name);
-                        same = group || kobject_find_child(k, name);
-                        dirs++;
-                }
-        }
-        sysfs_entries_free(e, n);
-        return same && files == (k->shape->attrs ? k->shape->attrs->n_attrs : 0) && dirs == expected_dirs;
-}
-
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret)
 {
         DirListing l;

@@ -18,9 +18,6 @@ int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk
 /* Enumerates every block device under class/block; returns the number of disks added. */
 int scan_all(const Sysfs *s, Model *m);
 
-/* Does the object's directory hold the files, groups and child directories its shape and the model
- * say, by one listing (what changed inside a group's directory is not looked at)? */
-bool scan_shape_unchanged(const Sysfs *s, const Kobject *k);
 /* Reads an object's directory again: the shape it has now, its files' modes read too, with a new
  * reference. */
 int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret);

@@ -393,6 +393,25 @@ class LiveModel(unittest.TestCase):
                 if s[1] == "PropertiesChanged" and s[2] == upper]
         self.assertEqual(told, [{"Slaves": []}])
 
+    def test_files_a_change_adds_to_a_group(self):
+        """md's array start adds files to md/ and sends a change of its disk
+        (do_md_run()): the disk's directory lists as before, its group's does
+        not.  The files are published at the event, and told."""
+        md0 = os.path.join(VIRT, "md0")
+        path = bt.path_of("block", "md0")
+        group = bt.IFACE + "Group.md"
+        self.assertNotIn("stripe_cache_size", self.dm.get_all(path, group))
+        self.fx.write(os.path.join(md0, "md", "stripe_cache_size"), "256")
+        os.unlink(os.path.join(self.sys, md0, "md", "resync_start"))
+        self.send("change", md0, DEVTYPE="disk", MAJOR=9, MINOR=0, DEVNAME="md0")
+        self.wait_uevents(1)
+        props = self.dm.get_all(path, group)
+        self.assertEqual(props["stripe_cache_size"], "256")
+        self.assertNotIn("resync_start", props)
+        added = [s[3][1] for s in members(self.rec, "InterfacesAdded")
+                 if s[3][0] == path and group in s[3][1]]
+        self.assertEqual([a[group]["stripe_cache_size"] for a in added], ["256"])
+
     def test_add_of_existing_is_harmless(self):
         before = self.dm.managed_objects()
         sda = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/" \
