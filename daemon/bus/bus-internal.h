@@ -67,6 +67,14 @@ static inline size_t bus_reply_body_max(const Publisher *p)
         return MIN(p->message_max, BUS_ARRAY_MAX) - 1024;
 }
 
+/* ---- object.c ---- */
+
+/* A reply the bus would drop the daemon for is not sent (D-Bus has no way to ask the limit:
+ * --max-message-size says it): LimitsExceeded, saying what was asked (a property, an interface, a
+ * method), how large it was, and what to call instead; with a log line. */
+int bus_refuse_reply(Publisher *p, const char *what, const char *path, size_t bytes, const char *instead,
+                     sd_bus_error *error);
+
 /* ---- backlog.c ---- */
 
 /* Registers the SignalsDropped signal on the Manager; the timer runs on loop. */

@@ -118,3 +118,15 @@ int bus_error_errno(sd_bus_error *error, int r, const char *what)
 {
         return sd_bus_error_set_errnof(error, r, "%s: %s", what, strerror(-r));
 }
+
+/* "about 33 MiB, more than one message may carry (32 MiB)": in the limit's unit, a limit set with
+ * --max-message-size may be KiB; the size rounded up and the limit down, so the first is the larger. */
+void bus_sizes_text(size_t bytes, size_t limit, char *buf, size_t n)
+{
+        unsigned shift = limit >= ((size_t) 1 << 20) ? 20 : limit >= 1024 ? 10 : 0;
+        const char *unit = shift == 20 ? "MiB" : shift == 10 ? "KiB" : "bytes";
+        size_t one = (size_t) 1 << shift;
+
+        snprintf(buf, n, "about %zu %s, more than one message may carry (%zu %s)",
+                 (bytes + one - 1) >> shift, unit, limit >> shift, unit);
+}

@@ -19,6 +19,8 @@ int bus_error_access_denied(sd_bus_error *error, const char *fmt, ...) _sd_print
 int bus_error_interactive_authorization_required(sd_bus_error *error, const char *fmt, ...)
                 _sd_printf_(2, 3);
 int bus_error_limits_exceeded(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
+/* "about 33 MiB, more than one message may carry (32 MiB)", for a LimitsExceeded message. */
+void bus_sizes_text(size_t bytes, size_t limit, char *buf, size_t n);
 /* blkmodel's own (SPEC §3): org.blkmodel1.Error.<Name> */
 int bus_error_no_such_object(sd_bus_error *error, const char *spec);
 int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest);

@@ -248,24 +248,12 @@ static int append_manager(Publisher *p, Reply *reply)
         return r;
 }
 
-/* "about 33 MiB, more than one message may carry (32 MiB)": in the limit's unit, a limit set with
- * --max-message-size may be KiB; the size rounded up and the limit down, so the first is the larger. */
-static void sizes_text(size_t bytes, size_t limit, char *buf, size_t n)
-{
-        unsigned shift = limit >= ((size_t) 1 << 20) ? 20 : limit >= 1024 ? 10 : 0;
-        const char *unit = shift == 20 ? "MiB" : shift == 10 ? "KiB" : "bytes";
-        size_t one = (size_t) 1 << shift;
-
-        snprintf(buf, n, "about %zu %s, more than one message may carry (%zu %s)",
-                 (bytes + one - 1) >> shift, unit, limit >> shift, unit);
-}
-
 static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus_error *error)
 {
         const char *where = top ? top->path : BLKMODEL_ROOT_PATH;
         char sizes[128];
 
-        sizes_text(bytes, limit, sizes, sizeof(sizes));
+        bus_sizes_text(bytes, limit, sizes, sizeof(sizes));
         log_warning("GetManagedObjects on %s refused: %s.", where, sizes);
         if (!top)
                 return bus_error_limits_exceeded(

@@ -23,7 +23,7 @@ struct BusMembers {
         sd_bus_message *call, *reply;
         Kobject *kset;
         MembersSnapshot *members;
-        size_t pos;
+        size_t pos, bound; /* bound: of the paths appended, as the bus marshals them */
         bool whole_interface; /* GetAll: Members is one entry of a{sv}; Get: the variant alone */
         bool privileged;
         BusMembers *next;
@@ -115,7 +115,17 @@ static void on_members_idle(uv_idle_t *h)
                 (void) uv_idle_stop(h);
                 return;
         }
-        r = bus_members_append(b->reply, b->members, &b->pos, turn_slice_end(now_usec()), NULL);
+        r = bus_members_append(b->reply, b->members, &b->pos, turn_slice_end(now_usec()), &b->bound);
+        if (r >= 0 && b->bound > bus_reply_body_max(p)) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+                r = bus_refuse_reply(p, BLKMODEL_PROP_MEMBERS, b->kset->path, b->bound,
+                                     "Introspect lists the kset's children.", &error);
+                (void) sd_bus_reply_method_error(b->call, &error);
+                p->members = b->next;
+                members_free(p, b);
+                return;
+        }
         if (r == 0)
                 return;
         if (r > 0)

@@ -8,6 +8,16 @@
 /* Values are at most a page: kernfs takes nothing longer in one write. */
 #define VALUE_MAX 4095
 
+int bus_refuse_reply(Publisher *p, const char *what, const char *path, size_t bytes, const char *instead,
+                     sd_bus_error *error)
+{
+        char sizes[128];
+
+        bus_sizes_text(bytes, bus_reply_body_max(p), sizes, sizeof(sizes));
+        log_warning("%s of %s refused: %s.", what, path, sizes);
+        return bus_error_limits_exceeded(error, "%s of %s is %s: %s", what, path, sizes, instead);
+}
+
 /*
  * Appended as an iovec: sd_bus_message_append_basic() checks a string's UTF-8 byte by byte, three
  * quarters of an Introspect's CPU for 5 KiB of XML.  The XML is made of the cached part (checked
@@ -23,6 +33,9 @@ static int method_introspect(Publisher *p, sd_bus_message *msg, Kobject *k, sd_b
         r = bus_introspect(p, sd_bus_message_get_path(msg), k, &xml, &iov.iov_len);
         if (r < 0)
                 return r;
+        if (4 + iov.iov_len + 1 > bus_reply_body_max(p))
+                return bus_refuse_reply(p, "Introspect", k->path, 4 + iov.iov_len + 1,
+                                        "GetManagedObjects (in parts) lists its children.", error);
         iov.iov_base = xml;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -75,6 +88,7 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
         const Attr *a;
+        size_t bound = 0;
         Iface iface;
         int r;
 
@@ -88,13 +102,15 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = bus_append_property(p, &d, &iface, property, reply, false, NULL, error);
+        r = bus_append_property(p, &d, &iface, property, reply, false, &bound, error);
         if (r < 0 && sd_bus_error_is_set(error))
                 attr_failed(p, k, &d, &iface, property);
         if (r < 0)
                 return r;
         if (r == 0)
                 return bus_error_unknown_property(error, interface, property);
+        if (bound > bus_reply_body_max(p))
+                return bus_refuse_reply(p, property, k->path, bound, "no message can carry it.", error);
         /* Before the warm-up has read an object, the values a Get or GetAll sends are its first
          * reading, as GetManagedObjects' are: a change made between this reading and the warm-up's
          * would otherwise be what the warm-up records, and never told to a client that keeps what it
@@ -146,6 +162,7 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
+        size_t bound = 0;
         Iface iface;
         int r;
 
@@ -155,9 +172,12 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
                 return bus_reply_members(p, msg, k, true, privileged);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = bus_append_iface_properties(p, &d, &iface, reply, privileged, NULL);
+                r = bus_append_iface_properties(p, &d, &iface, reply, privileged, &bound);
         if (r < 0)
                 return r;
+        if (bound > bus_reply_body_max(p))
+                return bus_refuse_reply(p, interface, k->path, bound, "Get its properties one by one.",
+                                        error);
         live_record_reading(p->live, k, &d); /* as get_property() does */
         return sd_bus_send(NULL, reply, NULL);
 }

@@ -100,6 +100,38 @@ class SmallBus(unittest.TestCase):
             self.assertGreater(pages, 2)
             self.assertEqual(dm.proc.poll(), None, dm.output())
 
+    def test_other_replies_that_would_not_fit_are_refused(self):
+        """Not only GetManagedObjects: a GetAll, an Introspect or a kset's
+        Members (a Get; in a GetAll) past the bus's limit are refused with
+        LimitsExceeded (the bus dropped the daemon for each, and it exited),
+        and what fits is still answered."""
+        # 4,200 members: Members is appended in slices (daemon/bus/members-reply.c).
+        sys_ = os.path.join(bt.make_fixture(disks=1400, partitions=2), "sys")
+        sda = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+               if r.endswith("/block/sda")][0]
+        os.mkdir(os.path.join(sda, "big"))
+        # 700 files: an Introspect of 40 KiB.
+        for i in range(700):
+            with open(os.path.join(sda, "big", "f%03d" % i), "w") as f:
+                f.write("%s\n" % ("v" * 100))
+        disk, group = bt.path_of("block", "sda"), bt.IFACE + "Group.big"
+        with bt.Daemon(sys_, extra_args=["--max-message-size=32768"]) as dm:
+            for call in (lambda: dm.get_all(disk, group),
+                         lambda: dm.introspect(disk),
+                         lambda: dm.get(bt.path_of("block"), bt.IFACE + "Kset",
+                                        "Members"),
+                         lambda: dm.get_all(bt.path_of("block"), bt.IFACE + "Kset"),
+                         lambda: dm.get(bt.path_of("devices"), bt.IFACE + "Kset",
+                                        "Members")):
+                with self.assertRaises(bt.dbus.DBusException) as cm:
+                    call()
+                self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
+                self.assertIn("more than one message may carry (31 KiB)",
+                              str(cm.exception))
+            self.assertEqual(dm.get(disk, group, "f007"), "v" * 100)
+            self.assertEqual(dm.proc.poll(), None, dm.output())
+            self.assertGreater(dm.manager_prop("ObjectCount"), 0)
+
     @staticmethod
     def children(dm, path):
         import xml.etree.ElementTree as ET
