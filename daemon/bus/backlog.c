@@ -56,12 +56,12 @@ static uint64_t now_ms(void)
         return uv_hrtime() / 1000000;
 }
 
-static void emit_marker(Backlog *b)
+static void emit_marker(Backlog *b, uint64_t dropped, uint64_t first_seqnum, uint64_t last_seqnum)
 {
         int r;
 
         r = sd_bus_emit_signal(b->p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "SignalsDropped",
-                               "ttt", b->dropped, b->first_seqnum, b->last_seqnum);
+                               "ttt", dropped, first_seqnum, last_seqnum);
         if (r < 0)
                 log_warning_errno(r, "Cannot send SignalsDropped: %m");
 }
@@ -113,7 +113,7 @@ static void shed_stop(Backlog *b, uint64_t queued)
                  " signals were not sent, Uevents %" PRIu64 "..%" PRIu64 ".",
                  queued, b->state.peak, b->dropped, b->first_seqnum, b->last_seqnum);
         /* Before anything else goes out: a subscriber learns of the gap before it sees newer signals. */
-        emit_marker(b);
+        emit_marker(b, b->dropped, b->first_seqnum, b->last_seqnum);
 }
 
 static void backlog_tick(uv_timer_t *t);
@@ -159,6 +159,12 @@ bool backlog_admit(Backlog *b, const EventRecord *e)
                 b->last_seqnum = e->seqnum;
         }
         return false;
+}
+
+void backlog_oversized(Backlog *b, const EventRecord *e)
+{
+        /* Admitted, so not shedding: the bus reads, and a subscriber learns of the gap now. */
+        emit_marker(b, 1, e ? e->seqnum : 0, e ? e->seqnum : 0);
 }
 
 bool backlog_congested(Backlog *b, bool paused)

@@ -67,6 +67,13 @@ static inline size_t bus_reply_body_max(const Publisher *p)
         return MIN(p->message_max, BUS_ARRAY_MAX) - 1024;
 }
 
+/* ---- signals.c ---- */
+
+/* Sends a signal built (r: how building it went) unless its body, bound bytes at most, is larger than
+ * the bus takes: then SignalsDropped (e: its Uevent, if any), with a log line; a failure is logged. */
+void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const EventRecord *e,
+                     const char *what, const char *path);
+
 /* ---- object.c ---- */
 
 /* A reply the bus would drop the daemon for is not sent (D-Bus has no way to ask the limit:
@@ -84,6 +91,9 @@ void backlog_free(Backlog *b);
 /* Call before sending any signal (e: the Uevent's event, else NULL): false while the bus has stopped
  * reading from us, and the signal is counted instead of sent. */
 bool backlog_admit(Backlog *b, const EventRecord *e);
+/* A signal admitted but larger than the bus takes, so not sent (e: its Uevent, or NULL): told at once
+ * with SignalsDropped. */
+void backlog_oversized(Backlog *b, const EventRecord *e);
 bool backlog_congested(Backlog *b, bool paused);
 
 /* The decision alone, apart from the bus and the clock (tests/unit/test-backlog.c): one look at the
@@ -161,7 +171,7 @@ int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bo
 /* Adds to b the object and the files bus_append_object() will read of it. */
 int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged);
 /* as: the names of k's interfaces. */
-int bus_append_interface_names(sd_bus_message *m, Kobject *k);
+int bus_append_interface_names(sd_bus_message *m, Kobject *k, size_t *bound);
 
 /* ---- managed-objects.c ---- */
 
@@ -226,6 +236,8 @@ extern const sd_bus_vtable bus_manager_vtable[];
 int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound);
 /* The tssoa{ss} of one event: the Uevent signal's arguments, one item of GetEvents. */
 int bus_append_event(sd_bus_message *m, const EventRecord *e);
+/* What bus_append_event() appends at most, alignment included. */
+size_t bus_event_bound(const EventRecord *e);
 
 /* ---- authorize.c ---- */
 

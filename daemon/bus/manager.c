@@ -134,7 +134,7 @@ int bus_append_event(sd_bus_message *m, const EventRecord *e)
 
 /* What one event takes in a message at most: the struct's alignment, the strings with their length
  * and NUL, each env entry aligned to 8. */
-static size_t event_bound(const EventRecord *e)
+size_t bus_event_bound(const EventRecord *e)
 {
         size_t n = 8 + 8 + 3 * 5 + strlen(e->action) + strlen(e->devpath) + strlen(e->object_path) + 8;
 
@@ -168,9 +168,17 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         for (size_t i = 0, bytes = 0; r >= 0 && i < n; i++) {
                 const EventRecord *e = eventlog_get(p->events, first + i);
 
-                bytes += event_bound(e);
-                if (i > 0 && bytes > max)
+                bytes += bus_event_bound(e);
+                if (bytes > max && i > 0)
                         break;
+                if (bytes > max) {
+                        char what[64];
+
+                        (void) snprintf(what, sizeof(what), "Event %" PRIu64, e->seqnum);
+                        return bus_refuse_reply(p, what, e->devpath, bytes,
+                                                "GetEvents after it goes on, GetManagedObjects has the model.",
+                                                error);
+                }
                 r = sd_bus_message_open_container(reply, 'r', "tssoa{ss}");
                 if (r >= 0)
                         r = bus_append_event(reply, e);

@@ -246,7 +246,7 @@ int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged)
         return r;
 }
 
-int bus_append_interface_names(sd_bus_message *m, Kobject *k)
+int bus_append_interface_names(sd_bus_message *m, Kobject *k, size_t *bound)
 {
         Iface iface;
         int r;
@@ -255,6 +255,8 @@ int bus_append_interface_names(sd_bus_message *m, Kobject *k)
         for (size_t i = 0; r >= 0 && i < kobject_n_ifaces(k); i++) {
                 kobject_iface(k, i, &iface);
                 r = sd_bus_message_append(m, "s", iface.name);
+                if (bound)
+                        *bound = wire_string_end(*bound, iface.name);
         }
         return r < 0 ? r : sd_bus_message_close_container(m);
 }

@@ -9,6 +9,7 @@ import re
 import unittest
 
 import blkmodeltest as bt
+import mksysfs
 
 LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
 # --max-message-size less what the daemon keeps for the reply's header.
@@ -131,6 +132,46 @@ class SmallBus(unittest.TestCase):
             self.assertEqual(dm.get(disk, group, "f007"), "v" * 100)
             self.assertEqual(dm.proc.poll(), None, dm.output())
             self.assertGreater(dm.manager_prop("ObjectCount"), 0)
+
+    def test_signals_that_would_not_fit_are_not_sent(self):
+        """A signal past the limit is not sent (the bus dropped the daemon for
+        it): SignalsDropped tells subscribers to resync, naming the Uevent if
+        it was one, and GetEvents refuses that event rather than send it."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        # 16 KiB: below the bus's own 32, so that a Uevent can pass it.
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--max-message-size=16384"]) as dm:
+            b = mksysfs.Builder(mksysfs.Tree(sys_))
+            rel = b.disk("devices/virtual/block/loop9", "loop9", (7, 144), 131072,
+                         49, "[none] mq-deadline", None, diskseq=49)
+            os.mkdir(os.path.join(sys_, rel, "big"))
+            for i in range(700):
+                with open(os.path.join(sys_, rel, "big", "f%03d" % i), "w") as f:
+                    f.write("%s\n" % ("v" * 100))
+            rec = bt.SignalRecorder()
+            dm.send_uevent("add", "/" + rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+            # 4,000 bytes that are no text: each escaped as \xNN, 16,000.
+            dm.send_uevent("change", "/" + rel, raw=b"change@/" + rel.encode() +
+                           b"\0ACTION=change\0DEVPATH=/" + rel.encode() +
+                           b"\0SUBSYSTEM=block\0BIG=" + b"\xff" * 4000 + b"\0")
+            dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            got = rec.wait_for(lambda ss: len(rec.of("SignalsDropped")) >= 2)
+            self.assertEqual([x[3] for x in rec.of("SignalsDropped")],
+                             [[1, 0, 0], [1, 2, 2]])
+            self.assertEqual([x[3][1] for x in rec.of("Uevent")], ["add"])
+            # The disk's is not sent; its queue's fits.
+            self.assertEqual(sorted(x[3][0] for x in rec.of("InterfacesAdded")),
+                             [bt.path_of("block", "loop9", "queue")], got)
+            with self.assertRaises(bt.dbus.DBusException) as cm:
+                dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents", bt.dbus.UInt64(1))
+            self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
+            self.assertIn("Event 2 of /" + rel, str(cm.exception))
+            self.assertEqual(len(dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents",
+                                         bt.dbus.UInt64(0))), 1)
+            self.assertEqual(dm.get(bt.path_of("block", "loop9"),
+                                    bt.IFACE + "Group.big", "f001"), "v" * 100)
+            self.assertEqual(dm.proc.poll(), None, dm.output())
+            rec.close()
 
     @staticmethod
     def children(dm, path):
