@@ -148,10 +148,11 @@ int model_link(Model *m, Kobject *k)
         k->linked = true;
         m->n_objects++;
         m->tree_changes++;
-        if (k->device) {
-                assert(k->device->n_users < UINT16_MAX);
+        /* Saturates, rather than every object carry a wider count: a Device that once had 65,535
+         * disks (an NVMe controller's namespaces) leaves with the last reference they held, when
+         * whatever still holds the last disk lets it go, not when it is unlinked. */
+        if (k->device && k->device->n_users < UINT16_MAX)
                 k->device->n_users++;
-        }
         if (!k->ktype->held_by_dependents)
                 kobject_ref(k);
         if (m->observer && m->observer->added)
@@ -212,7 +213,8 @@ void model_unlink(Model *m, Kobject *k)
         m->n_objects--;
         m->tree_changes++;
         if (k->device) {
-                k->device->n_users--;
+                if (k->device->n_users < UINT16_MAX)
+                        k->device->n_users--;
                 unlink_if_unused(m, k->device);
         }
         if (k->parent)

@@ -526,6 +526,42 @@ static void test_devices(void)
         journal_clear(&j);
 }
 
+/* More disks on one Device than its count holds (an NVMe controller with 65,536 namespaces): no
+ * abort, and the Device goes when the last disk has. */
+static void test_device_of_many_disks(void)
+{
+        Model *m = NULL;
+        Kobject *ctrl, **disks;
+        enum { N = UINT16_MAX + 1 };
+
+        CHECK(model_new(&m) == 0);
+        disks = calloc(N, sizeof(Kobject *));
+        CHECK(disks);
+        if (!m || !disks)
+                return;
+        ctrl = add(m, &ktype_device, "nvme0", m->devices_kset, m->devices_kset, "/devices/nvme0");
+        for (unsigned i = 0; i < N; i++) {
+                char name[32], devpath[64];
+
+                (void) snprintf(name, sizeof(name), "nvme0n%u", i + 1);
+                (void) snprintf(devpath, sizeof(devpath), "/devices/nvme0/%s", name);
+                /* As the scan links a disk: its device set first. */
+                CHECK(kobject_new(m, &ktype_disk, name, m->block_kset, m->block_kset, devpath, &disks[i]) == 0);
+                if (!disks[i])
+                        abort();
+                disks[i]->device = kobject_ref(ctrl);
+                CHECK(model_link(m, disks[i]) == 0);
+                kobject_unref(m, disks[i]);
+        }
+        kobject_unref(m, ctrl);
+        for (unsigned i = 0; i < N; i++)
+                model_unlink(m, disks[i]);
+        /* Its count saturated, it went with the last reference its disks held. */
+        CHECK(model_find_devpath(m, "/devices/nvme0") == NULL);
+        free(disks);
+        model_free(m);
+}
+
 static void test_names(void)
 {
         Model *m = NULL;
@@ -1063,6 +1099,7 @@ int main(void)
         test_link_unlink();
         test_members_order();
         test_devices();
+        test_device_of_many_disks();
         test_names();
         test_shapes();
         test_ifaces();
