@@ -49,19 +49,31 @@ class CachingClients:
         # falls between the snapshot and the signals.
         self.violations = []
         self.pending = []
+        self.strict = None  # until the snapshot
         self.sub = self.conn.signal_subscribe(
             bt.BUS_NAME, None, None, None, None, Gio.DBusSignalFlags.NONE,
             self._on_signal)
         self.glib = Gio.DBusObjectManagerClient.new_sync(
             self.conn, Gio.DBusObjectManagerClientFlags.NONE, bt.BUS_NAME,
             bt.ROOT, None, None, None)
-        reply = self.conn.call_sync(
+        # Asked on the context the signals are dispatched on, as GDBus
+        # dispatches a connection's messages in the order they came.  The
+        # signals that came before the reply are applied after it, as
+        # org.blkmodel1(5) says (a reply built in slices holds what there was
+        # when the call came), but a value they tell that the reply has
+        # already is no violation: the reply read it after the change.
+        replies = []
+        self.conn.call(
             bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
-            Gio.DBusCallFlags.NONE, -1, None)
+            Gio.DBusCallFlags.NONE, -1, None,
+            lambda conn, res: replies.append(conn.call_finish(res)))
+        ctx = GLib.MainContext.default()
+        while not replies:
+            ctx.iteration(True)
         self.strict = {p: {i: dict(props) for i, props in ifaces.items()}
-                       for p, ifaces in reply.unpack()[0].items()}
+                       for p, ifaces in replies[0].unpack()[0].items()}
         self.announce = {}  # (path, iface) -> {prop: emits}
-        self.pending.clear()
+        self._apply(during_the_call=True)
 
     def close(self):
         self.conn.signal_unsubscribe(self.sub)
@@ -71,9 +83,10 @@ class CachingClients:
 
     def _on_signal(self, conn, sender, path, iface, member, params):
         self.pending.append((path, iface, member, params.unpack()))
-        self._apply()
+        if self.strict is not None:
+            self._apply()
 
-    def _apply(self):
+    def _apply(self, during_the_call=False):
         for path, iface, member, args in self.pending:
             if member == "InterfacesAdded":
                 obj = self.strict.setdefault(args[0], {})
@@ -93,7 +106,7 @@ class CachingClients:
                         "InterfacesAdded announced" % (path, args[0]))
                     continue
                 for name, value in args[1].items():
-                    if name in cached and cached[name] == value:
+                    if name in cached and cached[name] == value and not during_the_call:
                         self.violations.append(
                             "PropertiesChanged %s %s.%s = %r: unchanged"
                             % (path, args[0], name, value))
