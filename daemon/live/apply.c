@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/turn.h"
 #include "live/live-internal.h"
+#include "sysfs/listing.h"
 #include "sysfs/scan.h"
 #include "sysfs/shape-check.h"
 
@@ -44,6 +47,39 @@ static Kobject *add_from_sysfs(Live *l, const char *devpath, Applied *a)
         if (k->ktype->id == KTYPE_PARTITION && !a->disk)
                 a->disk = kobject_ref(k->parent);
         return k;
+}
+
+/*
+ * A disk there already when a rename's old object goes was added while that object held the names of
+ * its partitions (renames read late: the soak audit's sda, sda-mv, sda), and its partitions were
+ * refused (EEXIST): they come now that the names are free.
+ */
+static void add_partitions_freed(Live *l, Kobject *disk, Applied *a)
+{
+        _cleanup_(closep) int fd = -1;
+        SysfsEntry *e = NULL;
+        size_t n = 0;
+
+        if (disk->ktype->id != KTYPE_DISK)
+                return;
+        fd = sysfs_open_dir(l->sysfs, disk->devpath);
+        if (fd < 0 || sysfs_list(fd, &e, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                const char *name = e[i].name;
+                _cleanup_(freep) char *devpath = NULL, *partition = NULL;
+
+                if (e[i].type != SYSFS_ENTRY_DIR || listing_kind_handles(KTYPE_DISK, name) ||
+                    kobject_find_child(disk, name) || model_find_name(l->model, name))
+                        continue;
+                partition = path_join(name, "partition");
+                if (!partition || faccessat(fd, partition, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                devpath = path_join(disk->devpath, name);
+                if (devpath)
+                        (void) add_from_sysfs(l, devpath, a);
+        }
+        sysfs_entries_free(e, n);
 }
 
 /*
@@ -374,6 +410,8 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
                         (void) remove_object(l, old, a, false);
                 /* What the event names may have gone with the old one: the same devpath, or below it. */
                 k = model_find_devpath(l->model, u->devpath);
+                if (k && old)
+                        add_partitions_freed(l, k, a);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
                 return;
         }

@@ -209,6 +209,60 @@ class LiveModel(unittest.TestCase):
         self.assertEqual(uevents(self.rec)[0][1], "move")
         self.assertEqual(uevents(self.rec)[0][4]["DEVPATH_OLD"], devpath(rel))
 
+    def test_renames_read_late_keep_the_partitions(self):
+        """A disk renamed and renamed back faster than the daemon reads (the
+        soak audit's replay): a change read while an object under the old
+        name still holds its partitions' names adds the disk without them
+        (EEXIST); the rename that takes that object away brings them."""
+        rel, parts = self.fx.add_loop(4, partitions=2)
+        self.send("add", rel, DEVTYPE="disk")
+        for p in parts:
+            self.send("add", p, DEVTYPE="partition")
+        self.wait_uevents(3)
+        other = os.path.join(VIRT, "loop4-mv")
+
+        def rename(src, dst):
+            name = os.path.basename(dst)
+            self.fx.unlink_farm(src, (7, 64))
+            for n in (1, 2):
+                for link in ("class/block/loop4p%d" % n, "dev/block/7:%d" % (64 + n)):
+                    os.unlink(os.path.join(self.sys, link))
+            os.rename(os.path.join(self.sys, src), os.path.join(self.sys, dst))
+            self.fx.b.farm(dst, name, (7, 64))
+            self.fx.b.t.link(os.path.join("block", name), dst)
+            for n in (1, 2):
+                self.fx.b.farm(os.path.join(dst, "loop4p%d" % n), "loop4p%d" % n, (7, 64 + n))
+
+        def move(src, dst):
+            self.send("move", dst, DEVPATH_OLD=devpath(src), DEVTYPE="disk")
+
+        rename(rel, other)
+        move(rel, other)
+        self.wait_uevents(4)
+        # Renamed back (M2) and again (M3): M2 read while the tree has the new name.
+        rename(other, rel)
+        rename(rel, other)
+        move(other, rel)
+        self.wait_uevents(5)
+        # Back once more (M4); a change of loop4 read before M3 and M4.
+        rename(other, rel)
+        self.send("change", rel, DEVTYPE="disk")
+        self.wait_uevents(6)
+        self.rec.signals.clear()
+        move(rel, other)
+        move(other, rel)
+        self.wait_uevents(2)
+        disk = bt.path_of("block", "loop4")
+        # Told, as a caching client needs it.
+        self.assertEqual(sorted(s[3][0] for s in members(self.rec, "InterfacesAdded")
+                                if s[3][0].startswith(disk + "/loop4p")),
+                         [disk + "/loop4p1", disk + "/loop4p2"])
+        objs = self.dm.managed_objects()
+        self.assertEqual(sorted(objs[disk][bt.DISK]["Partitions"]),
+                         [disk + "/loop4p1", disk + "/loop4p2"])
+        self.assertIn(disk + "/loop4p2", objs)
+        self.assertNotIn(bt.path_of("block", "loop4_2dmv"), objs)
+
     def test_holders_and_slaves_follow_stacking(self):
         rel, parts = self.fx.add_loop(5, partitions=1)
         self.send("add", rel, DEVTYPE="disk")
