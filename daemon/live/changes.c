@@ -554,6 +554,12 @@ static int changes_reshape(Live *l, Kobject *k, Shape *shape)
 
         /* What stays is compared as usual; what goes is announced gone, what comes with its values. */
         changed = refresh(l, k, REFRESH_ALL, shape, &d);
+        /* The reading found k's directory gone: an elevator's queue was read then, and a scheduler
+         * switch it found there replaced k (changes_reread() holds k for us).  Nothing to tell. */
+        if (!k->linked) {
+                shape_unref(&l->model->shapes, shape);
+                return changed;
+        }
         r = ifaces_not_in(k, shape, &gone);
         k->shape = shape;
         if (r >= 0)
@@ -577,6 +583,9 @@ int changes_reread(Live *l, Kobject *k)
         Shape *shape = NULL;
         int r;
 
+        /* Reading an elevator whose directory went reads its queue, which replaces the elevator on a
+         * scheduler switch: k must outlive that, and its callers' loops with it. */
+        kobject_ref(k);
         l->rereading = true;
         r = scan_shape(l->sysfs, l->model, k, &shape);
         if (r < 0) {
@@ -586,5 +595,6 @@ int changes_reread(Live *l, Kobject *k)
                 r = changes_reshape(l, k, shape);
         if (outer)
                 l->rereading = false;
+        kobject_unref(l->model, k);
         return r;
 }

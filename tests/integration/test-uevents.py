@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import socket
+import threading
 import time
 import unittest
 
@@ -465,6 +466,69 @@ class LiveModel(unittest.TestCase):
         added = [s[3][1] for s in members(self.rec, "InterfacesAdded")
                  if s[3][0] == path and group in s[3][1]]
         self.assertEqual([a[group]["stripe_cache_size"] for a in added], ["256"])
+
+    def test_scheduler_switched_while_a_change_is_read(self):
+        # A disk's change is read whole, with its queue and iosched, while the scheduler is
+        # switched (elevator_switch() drops the old iosched, adds the new one): an iosched listed
+        # and then gone makes the reading read the queue, which replaces the iosched object under
+        # the reading of it.  The daemon must outlive that, and end with the kernel's scheduler.
+        rel, _ = self.fx.add_loop(5)
+        q = os.path.join(self.sys, rel, "queue")
+        self.fx.write(os.path.join(rel, "queue", "scheduler"), "none [mq-deadline] bfq ")
+        tree = mksysfs.Tree(self.dir)
+        stage = {}
+        for sched in ("mq-deadline", "bfq"):
+            stage[sched] = tree.dir(os.path.join("stage", sched))
+            tree.attrs(stage[sched], mksysfs.IOSCHED[sched], mksysfs.RW)
+        os.rename(os.path.join(self.dir, stage["mq-deadline"]), os.path.join(q, "iosched"))
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        self.assertNotEqual(self.dm.get(bt.path_of("block", "loop5", "queue"), bt.QUEUE,
+                                        "Elevator"), "/")
+
+        def scheduler(text):
+            tmp = os.path.join(self.dir, "scheduler.tmp")
+            with open(tmp, "w") as f:
+                f.write(text + " \n")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(q, "scheduler"))
+
+        stop = threading.Event()
+
+        def switch():
+            os.rename(os.path.join(q, "iosched"), os.path.join(self.dir, stage["mq-deadline"]))
+            while not stop.is_set():
+                for sched in ("bfq", "mq-deadline"):
+                    scheduler({"bfq": "none mq-deadline [bfq]",
+                               "mq-deadline": "none [mq-deadline] bfq"}[sched])
+                    os.rename(os.path.join(self.dir, stage[sched]), os.path.join(q, "iosched"))
+                    time.sleep(0.0005)
+                    os.rename(os.path.join(q, "iosched"), os.path.join(self.dir, stage[sched]))
+                    scheduler("[none] mq-deadline bfq")
+
+        switcher = threading.Thread(target=switch)
+        switcher.start()
+        try:
+            deadline = time.monotonic() + 3
+            n = 0
+            while time.monotonic() < deadline and self.dm.proc.poll() is None:
+                # Keys beyond a plain change's: the disk is read whole, with what follows it.
+                self.send("change", rel, DEVTYPE="disk", DM_COOKIE=n)
+                n += 1
+                time.sleep(0.002)
+        finally:
+            stop.set()
+            switcher.join()
+        self.assertIsNone(self.dm.proc.poll(), self.dm.output()[-3000:])
+        # Settled on "none": the model says so after the next change.
+        self.rec.signals.clear()
+        self.send("change", rel, DEVTYPE="disk", DM_COOKIE="end")
+        self.rec.wait_for(lambda s: any(x[1] == "Uevent" and x[3][4].get("DM_COOKIE") == "end"
+                                        for x in s))
+        queue = bt.path_of("block", "loop5", "queue")
+        self.assertEqual(self.dm.get(queue, bt.QUEUE, "Scheduler"), "none")
+        self.assertEqual(self.dm.get(queue, bt.QUEUE, "Elevator"), "/")
+        self.assertNotIn(queue + "/iosched", self.dm.managed_objects())
 
     def test_add_of_existing_is_harmless(self):
         before = self.dm.managed_objects()
