@@ -413,6 +413,11 @@ static void apply(Live *l, const Uevent *u, uint64_t index, Applied *a)
                 if (k && old)
                         add_partitions_freed(l, k, a);
                 a->k = k ? k : add_from_sysfs(l, u->devpath, a);
+                /* The event is about the device at its new devpath: gone too by now, it names no
+                 * object, not the old one it removed under another devpath (a client would take that
+                 * for the device).  A move onto itself names what it removed, as a remove does. */
+                if (!a->k && !streq_ptr(u->devpath_old, u->devpath))
+                        a->gone_path = mfree(a->gone_path);
                 return;
         }
 

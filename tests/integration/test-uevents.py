@@ -264,6 +264,27 @@ class LiveModel(unittest.TestCase):
         self.assertIn(disk + "/loop4p2", objs)
         self.assertNotIn(bt.path_of("block", "loop4_2dmv"), objs)
 
+    def test_move_read_after_the_device_went_names_no_object(self):
+        # loop4 renamed to loop9, and loop9 gone too before the daemon reads the move: the move's
+        # Uevent names no object ("/"), not loop4, whose InterfacesRemoved came just before it.
+        rel, _ = self.fx.add_loop(4)
+        self.send("add", rel, DEVTYPE="disk")
+        self.wait_uevents(1)
+        new_rel = os.path.join(VIRT, "loop9")
+        self.fx.unlink_farm(rel, (7, 64))
+        os.rename(os.path.join(self.sys, rel), os.path.join(self.sys, new_rel))
+        self.fx.remove(new_rel, (7, 64))
+        self.rec.signals.clear()
+        self.send("move", new_rel, DEVPATH_OLD=devpath(rel), DEVTYPE="disk")
+        self.wait_uevents(1)
+        removed = [s[3][0] for s in members(self.rec, "InterfacesRemoved")]
+        self.assertIn(bt.path_of("block", "loop4"), removed)
+        ev = uevents(self.rec)[0]
+        self.assertEqual((ev[1], ev[2], ev[3]), ("move", devpath(new_rel), "/"))
+        objs = self.dm.managed_objects()
+        self.assertNotIn(bt.path_of("block", "loop4"), objs)
+        self.assertNotIn(bt.path_of("block", "loop9"), objs)
+
     def test_holders_and_slaves_follow_stacking(self):
         rel, parts = self.fx.add_loop(5, partitions=1)
         self.send("add", rel, DEVTYPE="disk")
