@@ -119,8 +119,8 @@ static void on_members_idle(uv_idle_t *h)
         if (r >= 0 && b->bound > bus_reply_body_max(p)) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
-                r = bus_refuse_reply(p, BLKMODEL_PROP_MEMBERS, b->kset->path, b->bound,
-                                     "Introspect lists the kset's children.", &error);
+                (void) bus_refuse_reply(p, BLKMODEL_PROP_MEMBERS, b->kset->path, b->bound,
+                                        "Introspect lists the kset's children.", &error);
                 (void) sd_bus_reply_method_error(b->call, &error);
                 p->members = b->next;
                 members_free(p, b);
