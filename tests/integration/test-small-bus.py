@@ -16,6 +16,15 @@ LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
 HEADER_ROOM = 1024
 
 
+def big_group(objdir):
+    """The group big/ in an object's directory: 700 files of 100 bytes, a
+    GetAll of 80 KiB and an Introspect of 40 KiB."""
+    os.mkdir(os.path.join(objdir, "big"))
+    for i in range(700):
+        with open(os.path.join(objdir, "big", "f%03d" % i), "w") as f:
+            f.write("%s\n" % ("v" * 100))
+
+
 class SmallBus(unittest.TestCase):
     def test_refused_then_read_in_parts(self):
         sys_ = os.path.join(bt.make_fixture(), "sys")
@@ -110,11 +119,7 @@ class SmallBus(unittest.TestCase):
         sys_ = os.path.join(bt.make_fixture(disks=1400, partitions=2), "sys")
         sda = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
                if r.endswith("/block/sda")][0]
-        os.mkdir(os.path.join(sda, "big"))
-        # 700 files: an Introspect of 40 KiB.
-        for i in range(700):
-            with open(os.path.join(sda, "big", "f%03d" % i), "w") as f:
-                f.write("%s\n" % ("v" * 100))
+        big_group(sda)
         disk, group = bt.path_of("block", "sda"), bt.IFACE + "Group.big"
         with bt.Daemon(sys_, extra_args=["--max-message-size=32768"]) as dm:
             for call in (lambda: dm.get_all(disk, group),
@@ -144,13 +149,10 @@ class SmallBus(unittest.TestCase):
             b = mksysfs.Builder(mksysfs.Tree(sys_))
             rel = b.disk("devices/virtual/block/loop9", "loop9", (7, 144), 131072,
                          49, "[none] mq-deadline", None, diskseq=49)
-            os.mkdir(os.path.join(sys_, rel, "big"))
-            for i in range(700):
-                with open(os.path.join(sys_, rel, "big", "f%03d" % i), "w") as f:
-                    f.write("%s\n" % ("v" * 100))
+            big_group(os.path.join(sys_, rel))
             rec = bt.SignalRecorder()
             dm.send_uevent("add", "/" + rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
-            # 4,000 bytes that are no text: each escaped as \xNN, 16,000.
+            # 4,000 bytes that are not UTF-8, each escaped as \xff: 16,000.
             dm.send_uevent("change", "/" + rel, raw=b"change@/" + rel.encode() +
                            b"\0ACTION=change\0DEVPATH=/" + rel.encode() +
                            b"\0SUBSYSTEM=block\0BIG=" + b"\xff" * 4000 + b"\0")

@@ -59,6 +59,21 @@ class Fixture:
         self.unlink_farm(rel, devnum)
         shutil.rmtree(os.path.join(self.root, rel))
 
+    def rename(self, rel, new_rel, devnum, partitions=()):
+        """As the kernel renames a disk: its links go, its directory moves and
+        its links come back under the new name; its partitions keep theirs,
+        their links following the directory.  partitions: (name, devnum)."""
+        name = os.path.basename(new_rel)
+        self.unlink_farm(rel, devnum)
+        for pname, pdevnum in partitions:
+            for link in ("class/block/" + pname, "dev/block/%d:%d" % pdevnum):
+                os.unlink(os.path.join(self.root, link))
+        os.rename(os.path.join(self.root, rel), os.path.join(self.root, new_rel))
+        self.b.farm(new_rel, name, devnum)
+        self.b.t.link(os.path.join("block", name), new_rel)
+        for pname, pdevnum in partitions:
+            self.b.farm(os.path.join(new_rel, pname), pname, pdevnum)
+
     def write(self, rel, value):
         with open(os.path.join(self.root, rel), "w") as f:
             f.write(value + "\n")
@@ -192,9 +207,7 @@ class LiveModel(unittest.TestCase):
         self.wait_uevents(1)
         # The kernel renames the directory and its links, then sends move.
         new_rel = os.path.join(VIRT, "loop9")
-        self.fx.unlink_farm(rel, (7, 64))
-        os.rename(os.path.join(self.sys, rel), os.path.join(self.sys, new_rel))
-        self.fx.b.farm(new_rel, "loop9", (7, 64))
+        self.fx.rename(rel, new_rel, (7, 64))
         self.rec.signals.clear()
         self.send("move", new_rel, DEVPATH_OLD=devpath(rel), DEVTYPE="disk")
         self.wait_uevents(1)
@@ -223,16 +236,7 @@ class LiveModel(unittest.TestCase):
         other = os.path.join(VIRT, "loop4-mv")
 
         def rename(src, dst):
-            name = os.path.basename(dst)
-            self.fx.unlink_farm(src, (7, 64))
-            for n in (1, 2):
-                for link in ("class/block/loop4p%d" % n, "dev/block/7:%d" % (64 + n)):
-                    os.unlink(os.path.join(self.sys, link))
-            os.rename(os.path.join(self.sys, src), os.path.join(self.sys, dst))
-            self.fx.b.farm(dst, name, (7, 64))
-            self.fx.b.t.link(os.path.join("block", name), dst)
-            for n in (1, 2):
-                self.fx.b.farm(os.path.join(dst, "loop4p%d" % n), "loop4p%d" % n, (7, 64 + n))
+            self.fx.rename(src, dst, (7, 64), [("loop4p%d" % n, (7, 64 + n)) for n in (1, 2)])
 
         def move(src, dst):
             self.send("move", dst, DEVPATH_OLD=devpath(src), DEVTYPE="disk")
@@ -271,8 +275,7 @@ class LiveModel(unittest.TestCase):
         self.send("add", rel, DEVTYPE="disk")
         self.wait_uevents(1)
         new_rel = os.path.join(VIRT, "loop9")
-        self.fx.unlink_farm(rel, (7, 64))
-        os.rename(os.path.join(self.sys, rel), os.path.join(self.sys, new_rel))
+        self.fx.rename(rel, new_rel, (7, 64))
         self.fx.remove(new_rel, (7, 64))
         self.rec.signals.clear()
         self.send("move", new_rel, DEVPATH_OLD=devpath(rel), DEVTYPE="disk")
