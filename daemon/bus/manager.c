@@ -169,11 +169,11 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
                 const EventRecord *e = eventlog_get(p->events, first + i);
 
                 bytes += bus_event_bound(e);
-                if (bytes > max && i > 0)
-                        break;
                 if (bytes > max) {
                         char what[64];
 
+                        if (i > 0)
+                                break;
                         (void) snprintf(what, sizeof(what), "Event %" PRIu64, e->seqnum);
                         return bus_refuse_reply(p, what, e->devpath, bytes,
                                                 "GetEvents after it goes on, GetManagedObjects has the model.",
