@@ -117,9 +117,9 @@ class FixtureCaching(unittest.TestCase, Steps):
                     os.unlink(os.path.join(self.sys, link))
                 except FileNotFoundError:
                     pass
-        shutil.rmtree(os.path.join(self.sys, part))
+        bt.remove_tree(self.sys, part)
         self.dm.send_uevent("remove", "/" + part, {"SUBSYSTEM": "block"})
-        shutil.rmtree(os.path.join(self.sys, rel))
+        bt.remove_tree(self.sys, rel)
         self.dm.send_uevent("remove", "/" + rel, {"SUBSYSTEM": "block"})
         self.exact("a hot-remove")
         self.assertNotIn(bt.path_of("block", name), self.dm.managed_objects())
@@ -269,7 +269,7 @@ class UeventAfterItsChanges(unittest.TestCase):
         self.resize(self.disks["loop11"][1], 4096)
         want.append(("change", "loop11p1", True, 4096 * 512))
         rel, part = self.disks["loop12"]
-        shutil.rmtree(os.path.join(self.sys, rel))
+        bt.remove_tree(self.sys, rel)
         for link in ("class/block/loop12", "class/block/loop12p1", "block/loop12",
                      "dev/block/7:192", "dev/block/7:193"):
             os.unlink(os.path.join(self.sys, link))

@@ -6,7 +6,6 @@ the uevent the kernel would send, and checks the model, the signals and
 their order, and the event log.
 """
 import os
-import shutil
 import signal
 import socket
 import threading
@@ -57,7 +56,7 @@ class Fixture:
 
     def remove(self, rel, devnum):
         self.unlink_farm(rel, devnum)
-        shutil.rmtree(os.path.join(self.root, rel))
+        bt.remove_tree(self.root, rel)
 
     def rename(self, rel, new_rel, devnum, partitions=()):
         """As the kernel renames a disk: its links go, its directory moves and
@@ -747,9 +746,8 @@ class SilentChanges(unittest.TestCase):
                 lambda: "A poll round took" in dm.output(), timeout=30))
             rec = bt.SignalRecorder()
             for f in ro.values():
-                os.unlink(f)  # a file of its own, should the tree share it
-                with open(f, "w") as out:
-                    out.write("1\n")
+                # A file of its own, should the tree share it; never empty.
+                bt.write_attr(sys_, f, "1\n")
             start = time.monotonic()
             rec.wait_for(lambda s: {x[2] for x in s if x[1] == "PropertiesChanged"
                                     and x[3][1].get("ro") == "1"} >= set(ro),

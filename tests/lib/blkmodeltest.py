@@ -430,6 +430,18 @@ def write_attr(sysroot, path, text):
     os.replace(tmp, path)
 
 
+def remove_tree(sysroot, path):
+    """Takes a directory of the fixture below sysroot away at once, as kernfs
+    takes a device's: rmtree() in place deletes its files one by one, and a
+    daemon reading the device then found size gone and published Size 0.
+    Moved beside the sysfs root first, then deleted there."""
+    path = os.path.join(sysroot, path)
+    aside = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(sysroot)),
+                             prefix=".gone-")
+    os.rename(path, os.path.join(aside, "d"))
+    shutil.rmtree(aside)
+
+
 def main():
     unittest.main(verbosity=2)
 
