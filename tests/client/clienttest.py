@@ -12,6 +12,7 @@ import subprocess
 import time
 
 import blkmodeltest as bt
+import dbus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden")
@@ -95,6 +96,33 @@ class Background:
             time.sleep(0.01)
         raise AssertionError("timed out; %s printed so far:\n%s"
                              % (" ".join(self.argv), "\n".join(self.lines)))
+
+    def wait_subscribed(self, n_matches, timeout=30):
+        """Waits until the client has n_matches match rules on the bus: from
+        then on it misses no signal, however long it takes to look (a sleep
+        was not enough for an ASan build on a loaded machine)."""
+        bus = dbus.SessionBus()
+        dbus_obj = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+        names = dbus.Interface(dbus_obj, "org.freedesktop.DBus")
+        stats = dbus.Interface(dbus_obj, "org.freedesktop.DBus.Debug.Stats")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.assertRunning()
+            for name in names.ListNames():
+                try:
+                    if (name.startswith(":")
+                            and names.GetConnectionUnixProcessID(name) == self.proc.pid
+                            and stats.GetConnectionStats(name)["MatchRules"] >= n_matches):
+                        return
+                except dbus.exceptions.DBusException:
+                    pass  # a connection that went meanwhile
+            time.sleep(0.01)
+        raise AssertionError("%s: not subscribed in %d s" % (" ".join(self.argv), timeout))
+
+    def assertRunning(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("%s exited with %d: %s" % (" ".join(self.argv), self.proc.returncode,
+                                                            self.proc.stderr.read()))
 
     def wait(self, timeout=30):
         """Waits for the exit; returns (exit status, stderr)."""

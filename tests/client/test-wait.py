@@ -11,6 +11,10 @@ import unittest
 import blkmodeltest as bt
 import clienttest as ct
 
+# What `wait` subscribes to before it first looks: InterfacesAdded or InterfacesRemoved, and
+# blkmodeld's NameOwnerChanged.
+WAIT_MATCHES = 2
+
 
 class Wait(unittest.TestCase):
     def setUp(self):
@@ -31,9 +35,8 @@ class Wait(unittest.TestCase):
     def test_appears(self):
         with ct.Background("wait", "loop1", "--timeout=30") as by_name, \
                 ct.Background("--json", "wait", "7:1", "-t", "30") as by_num:
-            time.sleep(0.3)      # both are waiting (or the test is weaker)
-            self.assertIsNone(by_name.proc.poll())
-            self.assertIsNone(by_num.proc.poll())
+            by_name.wait_subscribed(WAIT_MATCHES)
+            by_num.wait_subscribed(WAIT_MATCHES)
             self.add(1)
             self.assertEqual(by_name.wait(), (0, ""))
             code, err = by_num.wait()
@@ -46,8 +49,7 @@ class Wait(unittest.TestCase):
         ct.run("wait", "loop2", "--timeout=30", check=0)
         with ct.Background("wait", "--removed", "/dev/loop2",
                            "--timeout=30") as w:
-            time.sleep(0.3)
-            self.assertIsNone(w.proc.poll())
+            w.wait_subscribed(WAIT_MATCHES)
             self.remove(2)
             self.assertEqual(w.wait(), (0, ""))
         p = ct.run("get", "loop2", "Name")
@@ -94,9 +96,8 @@ class Wait(unittest.TestCase):
         for w in waits:
             self.addCleanup(w.proc.kill)
         try:
-            time.sleep(0.5)  # all subscribed and waiting
             for w in waits:
-                self.assertIsNone(w.proc.poll(), w.argv)
+                w.wait_subscribed(WAIT_MATCHES)
                 w.proc.send_signal(signal.SIGSTOP)
             # losetup -d and losetup at once; a loop device set up and
             # detached at once.
@@ -123,8 +124,7 @@ class Wait(unittest.TestCase):
         ct.assert_one_line_failure(self, p, contains=(
             "Timed out", "blkmodeld is not running on this bus"))
         with ct.Background("wait", "sda", "--timeout=60") as w:
-            time.sleep(0.3)
-            self.assertIsNone(w.proc.poll())
+            w.wait_subscribed(WAIT_MATCHES)
             self.dm = bt.Daemon(self.sys, uevent_socket=True)
             self.assertEqual(w.wait(), (0, ""))
 
