@@ -115,6 +115,20 @@ static const char *attr_access(const Attr *a)
         return a->flags & ATTR_WRITABLE ? "readwrite" : "read";
 }
 
+/* Scheduler is written through the queue's scheduler file, which a bio-based device's queue (md, zram)
+ * has not: there a Set is refused, and busctl and GDBus are told so beforehand. */
+static const char *typed_access(const Iface *iface, const PropertyInfo *p)
+{
+        const Attr *file;
+
+        if (!p->writable)
+                return "read";
+        if (!streq(p->name, BLKMODEL_PROP_SCHEDULER))
+                return "readwrite";
+        file = iface->attrs ? attr_set_find(iface->attrs, "scheduler") : NULL;
+        return file && (file->flags & ATTR_WRITABLE) ? "readwrite" : "read";
+}
+
 static void xml_iface(FILE *f, const Iface *iface)
 {
         fprintf(f, "<interface name=\"%s\">", iface->name);
@@ -122,7 +136,7 @@ static void xml_iface(FILE *f, const Iface *iface)
             xml_file_annotated(startswith(iface->name, BLKMODEL_IFACE_GROUP_PREFIX), iface->attr_dir))
                 xml_file_annotation(f, iface->attr_dir);
         for (const PropertyInfo *p = iface->properties; p->name; p++)
-                xml_property(f, p->name, p->signature, p->writable ? "readwrite" : "read", p->emits, NULL);
+                xml_property(f, p->name, p->signature, typed_access(iface, p), p->emits, NULL);
         for (size_t i = 0; iface->attrs && i < iface->attrs->n_attrs; i++) {
                 const Attr *a = &iface->attrs->attrs[i];
                 /* Only root may read a privileged one: its changes are announced by name only. */

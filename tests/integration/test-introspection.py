@@ -211,6 +211,11 @@ class Introspection(unittest.TestCase):
     def test_queue(self):
         live = self.check_object("Queue", self.objects["Queue"])
         self.assertIn(("property", "scheduler"), live)
+        self.assertEqual(live[("property", "Scheduler")]["access"], "readwrite")
+        # md0's queue is bio-based: no scheduler file, nothing to choose.
+        md_queue = parse_interfaces(self.daemon.introspect(bt.path_of("block", "md0", "queue")))
+        scheduler = interface_members(md_queue[bt.IFACE + "Queue"])[("property", "Scheduler")]
+        self.assertEqual(scheduler["access"], "read")
 
     def test_elevator(self):
         self.check_object("Elevator", self.objects["Elevator"])
