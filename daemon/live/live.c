@@ -240,10 +240,14 @@ uint64_t live_events_lost(const Live *l)
 
 void live_object_before_write(Live *l, Kobject *k)
 {
+        /* Reading the disk's queued changes may replace k: an iosched object whose queue's scheduler
+         * was switched meanwhile goes with the reading of the queue.  k must outlive that. */
+        kobject_ref(k);
         live_read_queued_changes_of(l, k);
         /* Without a reading from before, the announcement after would have to list everything. */
-        if (!changes_recorded(k))
+        if (k->linked && !changes_recorded(k))
                 (void) changes_refresh(l, k, REFRESH_RECORD);
+        kobject_unref(l->model, k);
 }
 
 void live_object_after_write(Live *l, Kobject *k)

@@ -691,6 +691,37 @@ static void test_scheduler_write(Live *l, const Fixture *f, Model *m)
         CHECK(rec.n == 0);
 }
 
+/* A write to an iosched attribute while a change event of its disk waits in the queue, and the scheduler
+ * was switched meanwhile (by echo, a udev rule): reading the queued change before the write replaces the
+ * iosched object the write is for.  Under ASan, a use of the old object after that is a failure. */
+static void test_elevator_write_while_queued(Live *l, const Fixture *f, Model *m)
+{
+        Kobject *q = model_find_devpath(m, FIXTURE_SDA "/queue"), *e, *now;
+
+        CHECK(q != NULL);
+        if (!q)
+                return;
+        e = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(e != NULL);
+        if (!e)
+                return;
+        /* Queued: a change event waits for the end of the turn it came in. */
+        live_on_uevent(NULL,
+                       uevent("change", FIXTURE_SDA, "block", (const char *const[]){"DM_COOKIE=1", NULL}),
+                       l);
+        CHECK(live_events_applied(l) < live_events_queued(l));
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "none [mq-deadline] kyber bfq \n") == 0);
+        CHECK(fixture_remove(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/iosched/read_expire", "500\n") == 0);
+        live_object_before_write(l, e); /* e may be gone after this */
+        now = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(now != NULL);
+        CHECK(now && now->shape && attr_set_find(now->shape->attrs, "read_expire") != NULL);
+        run_until_applied(l);
+        recorded_clear();
+}
+
 /* A rename changes the object path: the old object goes, the new one comes, the event names the new. */
 static void test_move(Live *l, const Fixture *f, Model *m)
 {
@@ -1148,6 +1179,7 @@ static void test_live(void)
         test_shape_changes(l, f);
         test_read_once(l, f);
         test_scheduler_write(l, f, m);
+        test_elevator_write_while_queued(l, f, m);
         test_move(l, f, m);
         test_move_onto_itself(l, f, m);
         test_rescan(l, f, m, loop);
