@@ -88,6 +88,11 @@ int bus_error_read_only(sd_bus_error *error, const char *what)
         return setf(error, SD_BUS_ERROR_PROPERTY_READ_ONLY, "%s is read-only.", what);
 }
 
+int bus_error_exiting(sd_bus_error *error)
+{
+        return setf(error, SD_BUS_ERROR_SERVICE_UNKNOWN, "blkmodeld is exiting.");
+}
+
 int bus_error_no_such_object(sd_bus_error *error, const char *spec)
 {
         return setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);

@@ -14,6 +14,8 @@ int bus_error_unknown_object(sd_bus_error *error, const char *path);
 int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface);
 int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property);
 int bus_error_read_only(sd_bus_error *error, const char *what);
+/* What a call still unanswered when the daemon exits gets, as one that comes then. */
+int bus_error_exiting(sd_bus_error *error);
 int bus_error_access_denied(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
 /* polkit would ask for a password, but the caller did not allow interactive authorization. */
 int bus_error_interactive_authorization_required(sd_bus_error *error, const char *fmt, ...)

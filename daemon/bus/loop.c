@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/turn.h"
+#include "bus/errors.h"
 #include "bus/loop.h"
 #include "common/time-util.h"
 #include "common/util.h"
@@ -196,9 +197,12 @@ void bus_loop_free(BusLoop *l)
 /* What a call that comes while we exit gets, rather than UnknownObject for an object that was there. */
 static int refuse_call(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
+        _cleanup_(sd_bus_error_free) sd_bus_error exiting = SD_BUS_ERROR_NULL;
+
         if (!sd_bus_message_is_method_call(m, NULL, NULL))
                 return 0;
-        (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_SERVICE_UNKNOWN, "blkmodeld is exiting.");
+        (void) bus_error_exiting(&exiting);
+        (void) sd_bus_reply_method_error(m, &exiting);
         return 1;
 }
 

@@ -95,7 +95,11 @@ static void rescan_done(int result, void *userdata)
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         if (result < 0) {
-                (void) bus_error_errno(&error, result, "Rescan failed");
+                /* Cancelled: the daemon exits. */
+                if (result == -ECANCELED)
+                        (void) bus_error_exiting(&error);
+                else
+                        (void) bus_error_errno(&error, result, "Rescan failed");
                 (void) sd_bus_reply_method_error(msg, &error);
                 return;
         }

@@ -35,6 +35,28 @@ def disks(sys_):
             if os.path.basename(os.path.dirname(r)) == "block"
             and "size" in files and "partition" not in files]
 
+# N calls at once; prints "sent" once they are on their way, then each answer: "ok" or the error's
+# name and message.
+CALLER = r"""
+import dbus, sys
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+bus = dbus.SessionBus(mainloop=DBusGMainLoop())
+loop, answers, n = GLib.MainLoop(), [], int(sys.argv[5])
+def answered(text):
+    answers.append(text)
+    if len(answers) == n:
+        loop.quit()
+for _ in range(n):
+    bus.call_async(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], "", [],
+                   lambda *a: answered("ok"),
+                   lambda e: answered("%s %s" % (e.get_dbus_name(), e.get_dbus_message())), timeout=60)
+bus.flush()
+print("sent", flush=True)
+loop.run()
+print("\n".join(answers))
+"""
+
 
 class Storm:
     """Two processes sending change events for every disk as fast as the
@@ -92,6 +114,27 @@ class Exit(unittest.TestCase):
         match.remove()
         self.assertIn("Asked to stop during the start; exiting without taking the name.", out)
         self.assertEqual(owners, [])
+
+    def test_sigterm_with_rescans_waiting(self):
+        """Rescans still running or waiting their turn when SIGTERM comes
+        are answered as any call that comes then, not with the errno of
+        their cancelling (System.Error.ECANCELED)."""
+        sys_ = bt.make_fixture(disks=1000, partitions=2) + "/sys"
+        with bt.Daemon(sys_, extra_args=["--log-level=info"]) as dm:
+            caller = subprocess.Popen([sys.executable, "-c", CALLER, bt.BUS_NAME, bt.MANAGER_PATH,
+                                       bt.MANAGER, "Rescan", "4"], stdout=subprocess.PIPE, text=True)
+            self.assertEqual(caller.stdout.readline(), "sent\n")
+            # Each takes a while on 1,000 disks: once the first is done, the others run or wait.
+            deadline = time.monotonic() + 60
+            while "Rescan: " not in dm.output():
+                self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
+                time.sleep(0.01)
+            dm.stop(timeout=60)
+            answers = caller.communicate(timeout=60)[0].splitlines()
+        refused = [a for a in answers if a != "ok"]
+        self.assertTrue(refused, "every Rescan was done before the exit: %s" % answers)
+        for a in refused:
+            self.assertEqual(a, "org.freedesktop.DBus.Error.ServiceUnknown blkmodeld is exiting.", answers)
 
     def test_bus_killed_with_a_backlog(self):
         bus = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1",
