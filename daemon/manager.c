@@ -382,8 +382,10 @@ void manager_free(Manager *m)
         };
         uevent_source_free(m->uevents);
         m->uevents = NULL;
-        for (size_t i = 0; i < m->n_settle_waiters; i++)
+        for (size_t i = 0; i < m->n_settle_waiters; i++) {
+                publisher_refuse_exiting(m->settle_waiters[i].msg);
                 sd_bus_message_unref(m->settle_waiters[i].msg);
+        }
         m->settle_waiters = mfree(m->settle_waiters);
         m->n_settle_waiters = m->n_settle_waiters_allocated = 0;
         m->publisher = publisher_free(m->publisher);

@@ -57,9 +57,10 @@ static Authorization *authorization_free(Authorization *a)
 
 void bus_authorizations_cancel(Publisher *p)
 {
-        /* At exit: the callers get the bus's NoReply when the connection closes. */
-        while (p->authorizations)
+        while (p->authorizations) {
+                bus_reply_exiting(p->authorizations->request);
                 authorization_free(p->authorizations);
+        }
 }
 
 /* Who passes without polkit, for the error texts: they must say exactly that. */

@@ -181,7 +181,7 @@ bool bus_object_is_manager(const Kobject *k);
 /* ObjectManager.GetManagedObjects on the root (top NULL) or below an object. */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error);
-/* At exit: replies being built are dropped, unanswered. */
+/* At exit: replies being built are dropped, their callers told bus_reply_exiting(). */
 void bus_gmo_cancel(Publisher *p);
 
 /* ---- members-reply.c ---- */
@@ -193,7 +193,7 @@ bool bus_members_in_slices(const Kobject *k, const Iface *iface, const char *pro
  * 1 (answered later), or a negative errno. */
 int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool whole_interface,
                       bool privileged);
-/* At exit: replies being built are dropped, unanswered. */
+/* At exit: replies being built are dropped, their callers told bus_reply_exiting(). */
 void bus_members_cancel(Publisher *p);
 /*
  * The parts of such a reply, for GetManagedObjects too: bus_members_open() takes a snapshot of kset's
@@ -254,7 +254,7 @@ typedef int (*BusAuthorized)(Publisher *p, sd_bus_message *msg, sd_bus_error *er
  */
 int bus_authorize(Publisher *p, sd_bus_message *msg, const char *action, const char *const *details,
                   BusAuthorized authorized, sd_bus_error *error);
-/* Drops the calls still waiting, unanswered: at exit. */
+/* At exit: drops the calls still waiting, their callers told bus_reply_exiting(). */
 void bus_authorizations_cancel(Publisher *p);
 
 /* A read that depends on who asks: known(p, msg, privileged, error) runs once the caller's uid is
@@ -272,7 +272,8 @@ void bus_uids_forget(Publisher *p);
  * what the kernel stored, announces it and answers msg.  1 (answered later), or negative errno. */
 int bus_write_start(Publisher *p, sd_bus_message *msg, Kobject *k, int dirfd, const char *rel,
                     const char *value);
-/* At exit: writes still in flight answer nobody. */
+/* At exit: writes still in flight answer nobody (the bus tells NoReply): whether the write landed is
+ * not known. */
 void bus_writes_orphan(Publisher *p);
 
 /* ---- access.c ---- */

@@ -93,6 +93,14 @@ int bus_error_exiting(sd_bus_error *error)
         return setf(error, SD_BUS_ERROR_SERVICE_UNKNOWN, "blkmodeld is exiting.");
 }
 
+void bus_reply_exiting(sd_bus_message *call)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        (void) bus_error_exiting(&error);
+        (void) sd_bus_reply_method_error(call, &error);
+}
+
 int bus_error_no_such_object(sd_bus_error *error, const char *spec)
 {
         return setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);

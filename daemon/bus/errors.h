@@ -14,8 +14,10 @@ int bus_error_unknown_object(sd_bus_error *error, const char *path);
 int bus_error_unknown_interface(sd_bus_error *error, const char *path, const char *interface);
 int bus_error_unknown_property(sd_bus_error *error, const char *interface, const char *property);
 int bus_error_read_only(sd_bus_error *error, const char *what);
-/* What a call still unanswered when the daemon exits gets, as one that comes then. */
+/* What a call still unanswered when the daemon exits gets, as one that comes then: ServiceUnknown,
+ * "blkmodeld is exiting.", rather than the bus's NoReply once the connection closes. */
 int bus_error_exiting(sd_bus_error *error);
+void bus_reply_exiting(sd_bus_message *call);
 int bus_error_access_denied(sd_bus_error *error, const char *fmt, ...) _sd_printf_(2, 3);
 /* polkit would ask for a password, but the caller did not allow interactive authorization. */
 int bus_error_interactive_authorization_required(sd_bus_error *error, const char *fmt, ...)

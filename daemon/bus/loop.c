@@ -197,12 +197,9 @@ void bus_loop_free(BusLoop *l)
 /* What a call that comes while we exit gets, rather than UnknownObject for an object that was there. */
 static int refuse_call(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-        _cleanup_(sd_bus_error_free) sd_bus_error exiting = SD_BUS_ERROR_NULL;
-
         if (!sd_bus_message_is_method_call(m, NULL, NULL))
                 return 0;
-        (void) bus_error_exiting(&exiting);
-        (void) sd_bus_reply_method_error(m, &exiting);
+        bus_reply_exiting(m);
         return 1;
 }
 

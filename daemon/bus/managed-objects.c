@@ -539,6 +539,7 @@ void bus_gmo_cancel(Publisher *p)
         while (p->gmos) {
                 BusGmo *g = p->gmos;
                 p->gmos = g->next;
+                bus_reply_exiting(g->call);
                 gmo_free(p, g);
                 live_warmup_release(p->live);
         }

@@ -176,6 +176,7 @@ void bus_members_cancel(Publisher *p)
         while (p->members) {
                 BusMembers *b = p->members;
                 p->members = b->next;
+                bus_reply_exiting(b->call);
                 members_free(p, b);
         }
 }

@@ -2,6 +2,7 @@
 #include "base/log.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
+#include "bus/errors.h"
 #include "model/order.h"
 
 static void on_disconnected(BusLoop *loop, void *userdata)
@@ -217,6 +218,11 @@ void publisher_settled(Publisher *p, sd_bus_message *msg)
         int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
         if (r < 0)
                 log_warning_errno(r, "Cannot answer Settle(): %m");
+}
+
+void publisher_refuse_exiting(sd_bus_message *msg)
+{
+        bus_reply_exiting(msg);
 }
 
 void publisher_events_lost(Publisher *p)

@@ -70,4 +70,6 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
 void publisher_uevent(Publisher *p, const EventRecord *e);
 /* The answer to a Settle(): the last seqnum, sent after every signal queued before it. */
 void publisher_settled(Publisher *p, sd_bus_message *msg);
+/* A Settle() still waiting when the daemon exits: told so. */
+void publisher_refuse_exiting(sd_bus_message *msg);
 void publisher_events_lost(Publisher *p);

@@ -35,21 +35,20 @@ def disks(sys_):
             if os.path.basename(os.path.dirname(r)) == "block"
             and "size" in files and "partition" not in files]
 
-# N calls at once; prints "sent" once they are on their way, then each answer: "ok" or the error's
-# name and message.
+# Calls at once, each argument "PATH INTERFACE METHOD" of org.blkmodel1's; prints "sent" once they
+# are on their way, then each answer: "ok" or the error's name and message.
 CALLER = r"""
 import dbus, sys
 from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 bus = dbus.SessionBus(mainloop=DBusGMainLoop())
-loop, answers, n = GLib.MainLoop(), [], int(sys.argv[5])
+loop, answers, calls = GLib.MainLoop(), [], sys.argv[1:]
 def answered(text):
     answers.append(text)
-    if len(answers) == n:
+    if len(answers) == len(calls):
         loop.quit()
-for _ in range(n):
-    bus.call_async(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], "", [],
-                   lambda *a: answered("ok"),
+for call in calls:
+    bus.call_async("org.blkmodel1", *call.split(), "", [], lambda *a: answered("ok"),
                    lambda e: answered("%s %s" % (e.get_dbus_name(), e.get_dbus_message())), timeout=60)
 bus.flush()
 print("sent", flush=True)
@@ -84,10 +83,18 @@ class Exit(unittest.TestCase):
     def test_sigterm_with_a_backlog(self):
         with bt.Daemon(self.sys, uevent_socket=True, extra_args=["--log-level=info"]) as dm:
             with Storm(dm, self.sys):
+                # Settle() waits for the backlog: told that the daemon exits, as any call then.
+                settle = subprocess.Popen([sys.executable, "-c", CALLER,
+                                           "%s %s Settle" % (bt.MANAGER_PATH, bt.MANAGER)],
+                                          stdout=subprocess.PIPE, text=True)
+                self.assertEqual(settle.stdout.readline(), "sent\n")
+                time.sleep(0.1)     # read by the daemon
                 asked = time.monotonic()
                 out = dm.stop(timeout=60)
                 took = time.monotonic() - asked
+            answer = settle.communicate(timeout=60)[0].strip()
         self.assertLess(took, EXIT_BOUND, out[-2000:])
+        self.assertIn(answer, ("ok", "org.freedesktop.DBus.Error.ServiceUnknown blkmodeld is exiting."))
         left = re.search(r"Exiting with (\d+) uevents read but not applied; a start reads sysfs "
                          r"afresh\.", out)
         if not left:
@@ -115,26 +122,38 @@ class Exit(unittest.TestCase):
         self.assertIn("Asked to stop during the start; exiting without taking the name.", out)
         self.assertEqual(owners, [])
 
-    def test_sigterm_with_rescans_waiting(self):
-        """Rescans still running or waiting their turn when SIGTERM comes
-        are answered as any call that comes then, not with the errno of
-        their cancelling (System.Error.ECANCELED)."""
+    def test_sigterm_with_calls_waiting(self):
+        """Calls still unanswered when SIGTERM comes (Rescans running or
+        waiting their turn, GetManagedObjects being built in slices) are
+        answered as any call that comes then: not with the errno of their
+        cancelling (System.Error.ECANCELED), nor left to the bus's NoReply."""
         sys_ = bt.make_fixture(disks=1000, partitions=2) + "/sys"
+        rescan = "%s %s Rescan" % (bt.MANAGER_PATH, bt.MANAGER)
+        gmo = "%s org.freedesktop.DBus.ObjectManager GetManagedObjects" % bt.ROOT
         with bt.Daemon(sys_, extra_args=["--log-level=info"]) as dm:
-            caller = subprocess.Popen([sys.executable, "-c", CALLER, bt.BUS_NAME, bt.MANAGER_PATH,
-                                       bt.MANAGER, "Rescan", "4"], stdout=subprocess.PIPE, text=True)
-            self.assertEqual(caller.stdout.readline(), "sent\n")
-            # Each takes a while on 1,000 disks: once the first is done, the others run or wait.
+            rescans = subprocess.Popen([sys.executable, "-c", CALLER] + [rescan] * 4,
+                                       stdout=subprocess.PIPE, text=True)
+            self.assertEqual(rescans.stdout.readline(), "sent\n")
+            # Each Rescan takes a while on 1,000 disks: once the first is done, another runs.
             deadline = time.monotonic() + 60
             while "Rescan: " not in dm.output():
                 self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
                 time.sleep(0.01)
+            # And each GetManagedObjects of its 9,000 objects takes tens of ms: some are still built.
+            gmos = subprocess.Popen([sys.executable, "-c", CALLER] + [gmo] * 8,
+                                    stdout=subprocess.PIPE, text=True)
+            self.assertEqual(gmos.stdout.readline(), "sent\n")
+            time.sleep(0.1)     # read by the daemon
             dm.stop(timeout=60)
-            answers = caller.communicate(timeout=60)[0].splitlines()
-        refused = [a for a in answers if a != "ok"]
-        self.assertTrue(refused, "every Rescan was done before the exit: %s" % answers)
-        for a in refused:
-            self.assertEqual(a, "org.freedesktop.DBus.Error.ServiceUnknown blkmodeld is exiting.", answers)
+            answers = {what: c.communicate(timeout=60)[0].splitlines()
+                       for what, c in (("Rescan", rescans), ("GetManagedObjects", gmos))}
+        self.assertEqual([len(a) for a in answers.values()], [4, 8], answers)
+        for what, got in answers.items():
+            refused = [a for a in got if a != "ok"]
+            self.assertTrue(refused, "every %s was answered before the exit" % what)
+            for a in refused:
+                self.assertEqual(a, "org.freedesktop.DBus.Error.ServiceUnknown blkmodeld is exiting.",
+                                 answers)
 
     def test_bus_killed_with_a_backlog(self):
         bus = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1",
