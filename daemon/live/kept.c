@@ -83,6 +83,7 @@ void changes_keep(Live *l, Kobject *k, const ChangeRecord *old, const ChangeReco
                 return;
         l->n_keeps++;
         changes_forget(k);
+        k->observer_changed = l->n_keeps;
         /* Without memory for it, no reading: the next one announces everything rather than compare
          * with a stale one. */
         if (record_pack(now, template_for(l, k, now), &p) < 0) {

@@ -223,6 +223,11 @@ uint64_t live_records_changed(const Live *l)
         return l->n_keeps;
 }
 
+bool live_record_changed_since(const Kobject *k, uint64_t n)
+{
+        return k->observer_changed > n;
+}
+
 uint64_t live_events_queued(const Live *l)
 {
         return l->n_queued;

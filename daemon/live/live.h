@@ -132,5 +132,8 @@ uint64_t live_events_lost(const Live *l);
 /* How many times an object's recorded values changed so far (an event's reading, the poll's, a
  * reply's): values read ahead before another reading changed a record may be older than it. */
 uint64_t live_records_changed(const Live *l);
+/* Has k's record changed since live_records_changed() was n?  What was read of k before then may
+ * be older than the record; what another object's change moved says nothing of k's. */
+bool live_record_changed_since(const Kobject *k, uint64_t n);
 /* The bytes the object's property values took at its last reading, 0 if never read. */
 size_t live_object_value_bytes(const Kobject *k);

@@ -39,10 +39,14 @@ struct Kobject {
         Shape *shape;
 
         /* The observer's own record of the object (the live layer's change record): set
-         * and freed by the observer only, at the latest in its removed(); and a mark of its own
-         * (the live layer's: the values a reply last found equal to that record). */
+         * and freed by the observer only, at the latest in its removed(); a mark of its own
+         * (the live layer's: the values a reply last found equal to that record); and when it
+         * last changed. */
         void *observer_data;
         uint64_t observer_mark;
+        /* The observer's count of changed records when this one's last changed (0: not since the
+         * start): what was read of it before that may be older than its record. */
+        uint64_t observer_changed;
 
         /* The tree, for children lookups and introspection. */
         Kobject *first_child, *next_sibling, *prev_sibling;
