@@ -36,6 +36,9 @@ typedef struct RoundReader {
         Kobject **objects; /* the batch's, referenced */
         size_t n, n_max, applied;
         uint64_t spent; /* µs of the batch so far: taking, reading, comparing */
+        /* Of the objects compared, those whose values were read ahead, and those read again as their
+         * records changed meanwhile: for the debug log, then zeroed. */
+        size_t n_ahead, n_again;
 } RoundReader;
 
 typedef struct QueuedEvent {

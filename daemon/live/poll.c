@@ -74,7 +74,9 @@ static void on_warmup(uv_idle_t *h)
         else if (r < 0)
                 (void) reader_compare(l, rr, start);
         else if (!model_round_active(&l->warm)) {
-                log_debug("Recorded the values of %zu objects.", l->warm.n);
+                log_debug("Recorded the values of %zu objects; %zu read ahead, %zu read again as their records "
+                          "changed meanwhile.",
+                          l->warm.n, l->warm_reader.n_ahead, l->warm_reader.n_again);
                 poll_warmup_stop(l);
         }
 }
@@ -168,7 +170,10 @@ static void poll_rest(Live *l)
          * there, 4.76-4.80 %.  A finished round waits for its interval. */
         if (!model_round_active(&l->polled)) {
                 uint64_t round = now_usec() - l->poll_round_start;
-                log_debug("A poll round took %" PRIu64 " ms.", round / 1000);
+                log_debug("A poll round took %" PRIu64 " ms; %zu objects read ahead, %zu read again as their "
+                          "records changed meanwhile.",
+                          round / 1000, l->poll_reader.n_ahead, l->poll_reader.n_again);
+                l->poll_reader.n_ahead = l->poll_reader.n_again = 0;
                 if (round < interval)
                         next = MAX(next, interval - round);
                 /* A round with every object whole takes up to POLL_WHOLE_EVERY times one with a third

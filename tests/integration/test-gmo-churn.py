@@ -138,5 +138,39 @@ class GmoChurn(unittest.TestCase):
             self.fail("after the churn:\n%s" % why)
 
 
+POLL_LINE = re.compile(r"A poll round took \d+ ms; (\d+) objects read ahead, (\d+) read again")
+
+
+class PollChurn(unittest.TestCase):
+    """The poll reads ahead as GetManagedObjects does, and by the same rule:
+    an object is read again only if its own record changed after its batch
+    began."""
+
+    def test_a_change_elsewhere_keeps_the_values_read_ahead(self):
+        sys_ = os.path.join(bt.make_fixture(disks=DISKS, partitions=PARTITIONS), "sys")
+        with bt.Daemon(sys_, uevent_socket=True, extra_args=["--poll-interval=50"]) as dm:
+            self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in dm.output()))
+            rounds_before = len(POLL_LINE.findall(dm.output()))
+            churn = Churn(dm, sys_)
+            churn.start()
+            try:
+                deadline = time.monotonic() + 60
+                while len(POLL_LINE.findall(dm.output())) < rounds_before + 4:
+                    self.assertLess(time.monotonic(), deadline, dm.output()[-3000:])
+                    time.sleep(0.05)
+            finally:
+                churn.stop.set()
+                churn.join()
+            out = dm.output()
+        # The first round may have begun before the churn.
+        rounds = [tuple(map(int, r)) for r in POLL_LINE.findall(out)][rounds_before + 1:]
+        ahead = sum(r[0] for r in rounds)
+        again = sum(r[1] for r in rounds)
+        self.assertTrue(rounds, out[-3000:])
+        self.assertGreater(churn.sent, 10 * len(rounds), "too few events during the rounds to test")
+        # Only the resized disks' own objects: a few of each round, never most of it.
+        self.assertLessEqual(again, (ahead + again) // 10, rounds)
+
+
 if __name__ == "__main__":
     bt.main()
