@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include <blkmodel/names.h>
 
+#include "blkmodelctl.h"
 #include "bus-events.h"
 #include "bus-json.h"
 #include "json-util.h"
@@ -96,6 +99,21 @@ static int get_events_page(sd_bus *bus, uint64_t after, BusEventCallback cb, voi
         return r < 0 ? r : 0;
 }
 
+/* An event larger than one message on this bus may carry is refused when it would come first: the
+ * refusal names it ("Event N of DEVPATH is ..."), and asking after it goes on (org.blkmodel1(5)). */
+static bool refused_as_too_large(const sd_bus_error *error, uint64_t after, uint64_t *ret_seqnum)
+{
+        uint64_t seqnum;
+        int end = 0;
+
+        if (!sd_bus_error_has_name(error, SD_BUS_ERROR_LIMITS_EXCEEDED) || !error->message ||
+            sscanf(error->message, "Event %" SCNu64 " of %n", &seqnum, &end) != 1 || end == 0 ||
+            seqnum <= after)
+                return false;
+        *ret_seqnum = seqnum;
+        return true;
+}
+
 int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
                    sd_bus_error *error)
 {
@@ -110,6 +128,13 @@ int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback
                 uint64_t last = 0;
 
                 r = get_events_page(bus, after, cb, userdata, &last, error);
+                if (r < 0 && refused_as_too_large(error, after, &last)) {
+                        (void) ctl_warn("warning: event %" PRIu64 " is skipped, too large for this bus: %s",
+                                        last, error->message);
+                        sd_bus_error_free(error);
+                        after = last;
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 if (last == 0)

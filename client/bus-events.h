@@ -25,7 +25,8 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret);
  * Manager.GetEvents, page by page: the daemon answers with as many events as fit in one message, so
  * this asks again after the last seqnum it got until it has every event up to until (UINT64_MAX:
  * LastSeqnum, read first), or a reply comes back empty.  Calls cb for each event in order.
- * EventsExpired comes back as the error, whichever page it answered.
+ * EventsExpired comes back as the error, whichever page it answered.  An event larger than the bus
+ * carries is skipped with a warning.
  */
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);
 int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,

@@ -4,6 +4,7 @@ here): told so with --max-message-size, the daemon refuses a
 GetManagedObjects that would not fit with LimitsExceeded rather than send
 it and be dropped off the bus; the parts fit, and blkmodelctl reads the
 model in them by itself."""
+import json
 import os
 import re
 import unittest
@@ -170,6 +171,14 @@ class SmallBus(unittest.TestCase):
             self.assertIn("Event 2 of /" + rel, str(cm.exception))
             self.assertEqual(len(dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents",
                                          bt.dbus.UInt64(0))), 1)
+            # blkmodelctl steps over it, saying so, and goes on.
+            dm.send_uevent("change", "/" + rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+            dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            p = bt.ctl("--json", "events", check=0)
+            self.assertEqual([e["seqnum"] for e in json.loads(p.stdout)], [1, 3], p.stdout)
+            self.assertRegex(p.stderr, r"^blkmodelctl: warning: event 2 is skipped, too large for "
+                             r"this bus: Event 2 of /%s is about \d+ KiB" % re.escape(rel))
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
             self.assertEqual(dm.get(bt.path_of("block", "loop9"),
                                     bt.IFACE + "Group.big", "f001"), "v" * 100)
             self.assertEqual(dm.proc.poll(), None, dm.output())
