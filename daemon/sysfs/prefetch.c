@@ -210,9 +210,14 @@ void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
         if (!b->read)
                 return; /* d reads for itself */
         o = &b->objects[i];
-        /* A directory that would not open is tried again by whatever reads next: as without this. */
-        if (o->fd >= 0)
-                d->fd = TAKE_FD(o->fd);
+        /* A directory that would not open is tried again by whatever reads next: as without this.
+         * Its files' errors stay here too: the directory may be back by now (a device gone and
+         * another of its name come, its remove not applied yet), and d, looking for itself, then
+         * finds the files there.  Handed over, every value read "" (a Size of 0) while no file was
+         * gone from a directory that was there: a change the reading announced, and the reply sent. */
+        if (o->fd < 0)
+                return;
+        d->fd = TAKE_FD(o->fd);
         d->values = TAKE_PTR(o->values);
         d->n_values = d->n_borrowed = o->n_values;
         d->n_allocated = o->n_allocated;

@@ -51,5 +51,6 @@ const PrefetchMode *prefetch_modes(const Prefetch *b, size_t i, size_t *ret_n);
 void prefetch_read(Prefetch *b);
 
 /* Moves object i's open directory and values into d, which has read nothing yet; nothing if
- * prefetch_read() never ran.  The strings stay b's: free b only after d is done. */
+ * prefetch_read() never ran or the directory would not open (d then reads for itself, finding
+ * what is there now).  The strings stay b's: free b only after d is done. */
 void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d);

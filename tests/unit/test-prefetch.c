@@ -90,6 +90,40 @@ static void test_read_ahead(const Fixture *f)
         sysfs_close(&s);
 }
 
+/* A directory away while the worker read (a device gone, another of its name come since, its remove
+ * not applied yet): the values handed over are not its files' errors, as if every file read "" (a
+ * Size of 0, announced as a change and sent in a reply), but what d finds there now. */
+static void test_directory_back(const Fixture *f)
+{
+        _cleanup_(prefetch_freep) Prefetch *b = NULL;
+        _cleanup_(freep) char *dir = NULL, *aside = NULL;
+        Kobject loop0 = {.devpath = (char *) FIXTURE_LOOP0};
+        Sysfs s;
+        pthread_t t;
+
+        CHECK(asprintf(&dir, "%s%s", f->root, FIXTURE_LOOP0) >= 0);
+        CHECK(asprintf(&aside, "%s/loop0-aside", f->dir) >= 0);
+        CHECK(sysfs_open(f->root, &s) == 0);
+        CHECK(prefetch_new(&s, &b) == 0);
+        CHECK(prefetch_add_object(b, loop0.devpath) == 0);
+        CHECK(prefetch_add_file(b, "ro") == 0);
+        CHECK(prefetch_add_file(b, "size") == 0);
+
+        CHECK(rename(dir, aside) == 0);
+        CHECK(pthread_create(&t, NULL, read_on_a_thread, b) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+        CHECK(rename(aside, dir) == 0);
+        {
+                _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(&s, &loop0);
+                prefetch_hand_over(b, 0, &d);
+                CHECK(d.n_values == 0);
+                check_read(&d, "ro", "0");
+                check_read(&d, "size", "2097152");
+                CHECK(d.fd >= 0);
+        }
+        sysfs_close(&s);
+}
+
 static void test_never_read(const Fixture *f)
 {
         _cleanup_(prefetch_freep) Prefetch *b = NULL;
@@ -152,6 +186,7 @@ int main(void)
 
         CHECK(fixture_new(&f) == 0);
         test_read_ahead(&f);
+        test_directory_back(&f);
         test_never_read(&f);
         test_many_files(&f);
         fixture_done(&f);
