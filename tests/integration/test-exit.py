@@ -127,19 +127,19 @@ class Exit(unittest.TestCase):
         waiting their turn, GetManagedObjects being built in slices) are
         answered as any call that comes then: not with the errno of their
         cancelling (System.Error.ECANCELED), nor left to the bus's NoReply."""
-        sys_ = bt.make_fixture(disks=1000, partitions=2) + "/sys"
+        sys_ = bt.make_fixture(disks=500, partitions=2) + "/sys"
         rescan = "%s %s Rescan" % (bt.MANAGER_PATH, bt.MANAGER)
         gmo = "%s org.freedesktop.DBus.ObjectManager GetManagedObjects" % bt.ROOT
         with bt.Daemon(sys_, extra_args=["--log-level=info"]) as dm:
             rescans = subprocess.Popen([sys.executable, "-c", CALLER] + [rescan] * 4,
                                        stdout=subprocess.PIPE, text=True)
             self.assertEqual(rescans.stdout.readline(), "sent\n")
-            # Each Rescan takes a while on 1,000 disks: once the first is done, another runs.
+            # Each Rescan takes a while on 500 disks: once the first is done, another runs.
             deadline = time.monotonic() + 60
             while "Rescan: " not in dm.output():
                 self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
                 time.sleep(0.01)
-            # And each GetManagedObjects of its 9,000 objects takes tens of ms: some are still built.
+            # And each GetManagedObjects of its 4,500 objects takes tens of ms: some are still built.
             gmos = subprocess.Popen([sys.executable, "-c", CALLER] + [gmo] * 8,
                                     stdout=subprocess.PIPE, text=True)
             self.assertEqual(gmos.stdout.readline(), "sent\n")

@@ -155,7 +155,7 @@ class PollChurn(unittest.TestCase):
             churn.start()
             try:
                 deadline = time.monotonic() + 60
-                while len(POLL_LINE.findall(dm.output())) < rounds_before + 4:
+                while len(POLL_LINE.findall(dm.output())) < rounds_before + 3:
                     self.assertLess(time.monotonic(), deadline, dm.output()[-3000:])
                     time.sleep(0.05)
             finally:
