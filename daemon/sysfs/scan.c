@@ -10,6 +10,19 @@
 /* A device hierarchy deeper than this is a loop or a broken tree, not hardware. */
 #define DEVICE_DEPTH_MAX 64
 
+/* How far below /devices a device directory is (/devices/pci0000:00: 0).  Counted from /devices,
+ * not from the nearest device published already: else whether a deep directory is published would
+ * depend on the order its disks came in (a disk on a shallower part of the chain first), and a
+ * fresh start would disagree with the live model. */
+static unsigned device_depth(const char *devpath)
+{
+        unsigned slashes = 0;
+
+        for (const char *p = devpath; *p; p++)
+                slashes += *p == '/';
+        return slashes >= 2 ? slashes - 2 : 0;
+}
+
 /* uevent is the Uevent property, never an attribute (SPEC §4). */
 static int builder_add_files(ShapeBuilder *b, const SysfsEntry *e, size_t n, bool group)
 {
@@ -119,7 +132,7 @@ static int kobject_add_listed(const Sysfs *s, Model *m, const Ktype *t, const ch
 /* Returns a new reference to the Device object for devpath, creating it and its ancestors, from
  * the listings of them that came with the disk where there are (a listing helper got there first),
  * else listed here. */
-static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned depth, const DirListing *disk,
+static int device_get(const Sysfs *s, Model *m, const char *devpath, const DirListing *disk,
                       Kobject **ret)
 {
         _cleanup_(freep) char *parent_devpath = NULL;
@@ -135,7 +148,7 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
                 *ret = kobject_ref(k);
                 return 0;
         }
-        if (depth > DEVICE_DEPTH_MAX || !startswith(devpath, "/devices/"))
+        if (device_depth(devpath) > DEVICE_DEPTH_MAX || !startswith(devpath, "/devices/"))
                 return -EINVAL;
 
         parent_devpath = path_dirname(devpath);
@@ -144,7 +157,7 @@ static int device_get(const Sysfs *s, Model *m, const char *devpath, unsigned de
         if (streq(parent_devpath, "/devices"))
                 parent = kobject_ref(m->devices_kset);
         else {
-                r = device_get(s, m, parent_devpath, depth + 1, disk, &parent);
+                r = device_get(s, m, parent_devpath, disk, &parent);
                 if (r < 0)
                         return r;
         }
@@ -279,7 +292,7 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, const DirL
         const char *rest = startswith(resolved, devpath);
         if (rest && (*rest == 0 || *rest == '/'))
                 return -ELOOP;
-        return device_get(s, m, resolved, 0, l, ret);
+        return device_get(s, m, resolved, l, ret);
 }
 
 /* Would device_get() publish devpath as hardware, or find it published?  The same checks, nothing
@@ -290,13 +303,15 @@ static bool device_followable(const Sysfs *s, const Model *m, const char *devpat
 
         if (!p)
                 return false;
-        for (unsigned depth = 0; !streq(p, "/devices"); depth++) {
+        if (device_depth(p) > DEVICE_DEPTH_MAX)
+                return false;
+        while (!streq(p, "/devices")) {
                 Kobject *k = model_find_devpath(m, p);
                 int fd;
 
                 if (k)
                         return k->ktype->id == KTYPE_DEVICE;
-                if (depth > DEVICE_DEPTH_MAX || !startswith(p, "/devices/") || !utf8_is_valid(p))
+                if (!startswith(p, "/devices/") || !utf8_is_valid(p))
                         return false;
                 if (class_block_lists(s, p))
                         return false;
