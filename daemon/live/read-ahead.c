@@ -23,8 +23,7 @@ struct ReadBatch {
         uint64_t read_usec; /* the process's CPU time while the worker read it */
         uint64_t n_keeps;   /* the live layer's count of changed records when the reading began */
         bool read;          /* back from the worker */
-        bool worked;        /* the worker ran it (not cancelled): the modes are read */
-        bool usable;        /* what it read may be handed over */
+        bool worked;        /* the worker ran it (not cancelled): the modes and values are read */
 };
 
 static ReadBatch *batch_free(ReadBatch *b)
@@ -101,13 +100,13 @@ bool reader_compare(Live *l, RoundReader *rr, uint64_t start)
         ReadBatch *b = rr->batch;
 
         assert(!reader_busy(rr));
-        bool ahead = b && b->usable;
+        bool ahead = b && b->worked;
 
         while (rr->applied < rr->n && !turn_slice_over(start)) {
                 size_t i = rr->applied++;
                 Kobject *k = rr->objects[i];
 
-                if (k->linked && rr->check_modes && b && b->worked && !modes_as_shaped(k, b->prefetch, i)) {
+                if (k->linked && rr->check_modes && ahead && !modes_as_shaped(k, b->prefetch, i)) {
                         log_debug("%s: file modes other than its shape's, read anew.", k->devpath);
                         (void) changes_reread(l, k);
                 } else if (rr->wants(k)) {
@@ -164,7 +163,7 @@ static void on_batch_read(uv_work_t *w, int status)
         }
         /* Also when cancelled: then nothing was read, and the loop reads for itself. */
         b->read = true;
-        b->worked = b->usable = status >= 0;
+        b->worked = status >= 0;
         b->reader->spent += b->read_usec;
         b->reader->on_read(b->live);
 }
