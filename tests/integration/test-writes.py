@@ -6,6 +6,7 @@ on the real kernel (a loop device) the kernel's own checks and rounding
 come back.
 """
 import os
+import socket
 import subprocess
 import tempfile
 import unittest
@@ -98,6 +99,41 @@ class FixtureWrites(unittest.TestCase):
         self.assertEqual(told, [("InterfacesRemoved", iosched),
                                 {"Elevator": "/", "Scheduler": "none",
                                  "Schedulers": ["none"], "scheduler": "none"}])
+
+    def test_iosched_write_while_its_disk_has_a_change_queued(self):
+        """A Set of an iosched tunable reads the disk's queued changes first;
+        the scheduler was switched meanwhile (a udev rule), so that reading
+        replaces the iosched object the Set is for.  The daemon read the
+        freed object (ASan: heap-use-after-free, the caller NoReply)."""
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, uevent_socket=True, extra_args=["--poll-interval=0"])
+        # A recorder of this daemon's signals: setUp's followed the name's first owner.
+        self.rec.close()
+        self.rec = bt.SignalRecorder()
+        # The scheduler as the daemon first read it, or the switch is no change to tell.
+        self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in self.dm.output()))
+        sda = self.qdir[len(self.sys):-len("/queue")]
+        nvme = os.path.realpath(os.path.join(self.sys, "block", "nvme0n1"))[len(self.sys):]
+        bt.write_attr(self.sys, os.path.relpath(self.qdir + "/scheduler", self.sys),
+                      "none mq-deadline kyber [bfq]\n")
+        # Changes enough, as fast as one socket sends them, that sda's (not a plain one) still
+        # waits when the Set comes.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for i in range(3000):
+            s.sendto(("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0N=%d\0"
+                      % (nvme, nvme, i)).encode(), self.dm.uevent_socket)
+        s.sendto(("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0DM_COOKIE=1\0"
+                  % (sda, sda)).encode(), self.dm.uevent_socket)
+        s.close()
+        self.set(self.queue + "/iosched", bt.IFACE + "Elevator", "read_expire", "400")
+        self.assertIsNone(self.dm.proc.poll(), self.dm.output()[-2000:])
+        self.assertEqual(self.dm.get(self.queue, QUEUE, "Scheduler"), "bfq")
+        self.assertEqual(bt.read_attr(self.qdir + "/iosched/read_expire"), "400")
+        # The switch was told; and every signal of the storm read here, none left to the next test.
+        self.assertEqual(self.dm.manager("Settle"), 3001)
+        self.rec.wait_for(lambda s: any(x[1] == "PropertiesChanged" and x[2] == self.queue
+                                        and x[3][1].get("Scheduler") == "bfq" for x in s))
+        self.rec.pump(0.5)
 
     def test_refusals(self):
         cases = [
