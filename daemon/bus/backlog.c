@@ -109,6 +109,14 @@ static void shed_start(Backlog *b, uint64_t queued, uint64_t now)
 
 static void shed_stop(Backlog *b, uint64_t queued)
 {
+        /* Shedding started by the timer or the drain check, and the queue drained before any signal
+         * came: no gap, and a SignalsDropped(0, 0, 0) would send subscribers to resync for nothing. */
+        if (b->dropped == 0) {
+                log_info("The bus takes our messages again (%" PRIu64 " queued, %" PRIu64
+                         " at most); no signal came meanwhile.",
+                         queued, b->state.peak);
+                return;
+        }
         log_info("The bus takes our messages again (%" PRIu64 " queued, %" PRIu64 " at most); %" PRIu64
                  " signals were not sent, Uevents %" PRIu64 "..%" PRIu64 ".",
                  queued, b->state.peak, b->dropped, b->first_seqnum, b->last_seqnum);

@@ -18,6 +18,7 @@ included, until the subscriber goes.  What the daemon must do about it:
   returns all of them.
 """
 
+import fcntl
 import os
 import socket
 import subprocess
@@ -27,6 +28,7 @@ import unittest
 
 import blkmodeltest as bt
 import dbus
+import dbus.lowlevel
 
 # ~12 MB of Uevent signals: well past the bus's 1 MB and our socket's 64 KiB, so that
 # sd-bus's own queue grows.
@@ -34,6 +36,13 @@ N = 40000
 STORM_BOUND = 30          # s: the daemon keeps reading uevents while stuck
 ANSWER_BOUND = 10.0       # s from the stuck subscriber's end to an answer
 EXIT_BOUND = 10           # s from SIGTERM to the exit, the subscriber still stuck
+
+# Ping()s in flight whose answers the bus does not take: more than the socket's buffer holds and
+# the backlog's high mark (64).  A connection may have 128 calls waiting for answers at once
+# (dbus-daemon's built-in limit: small-limits-bus.conf sets none), so many connections share them.
+N_PINGERS = 12
+PINGS_EACH = 100
+SIOCOUTQ = 0x5411
 
 STUCK = r"""
 import dbus, sys, time
@@ -256,6 +265,106 @@ class SlowSubscriber(unittest.TestCase):
         rec.close()
         self.assertEqual(answers, [first + sent])
         return "they wait for the bus" in line
+
+    def test_shedding_with_nothing_dropped(self):
+        """The bus stops taking our messages and the write queue passes
+        the high mark by the last signal before it: the backlog sheds 2 s
+        on, from its timer, with no signal left to drop; once the bus reads
+        again there is no gap and no SignalsDropped (it was once
+        SignalsDropped(0, 0, 0), which sent subscribers to resync for
+        nothing).  The queue is measured only before and after a signal and
+        by the backlog's own timer, never for a method reply: Ping()s pile
+        up answers unseen, and one uevent then finds the queue past the mark,
+        its signal the last before the bus is called stuck.  Uevents the
+        daemon had not read by then would be read once it sheds, and
+        dropped: each one is read before the next goes."""
+        sys_, queue = fixture_queue()
+        with bt.Daemon(sys_, uevent_socket=True, extra_args=["--log-level=debug"]) as dm:
+            rec = bt.SignalRecorder()
+            stuck = stuck_subscriber(self)
+            pingers = []
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.settimeout(STORM_BOUND)
+
+                def send(seqnum):
+                    s.sendto(queue_change(queue, seqnum), dm.uevent_socket)
+
+                def read_all():
+                    """Until the daemon has read every uevent sent (the datagrams it has not read
+                    count against our socket)."""
+                    deadline = time.monotonic() + 10
+                    while fcntl.ioctl(s.fileno(), SIOCOUTQ, b"\0" * 4) != b"\0" * 4:
+                        self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
+                        time.sleep(0.01)
+
+                # Uevents until the bus takes nothing from us (our answer to a Ping() does not come,
+                # twice: not a slow turn): the socket's buffer has room still, sd-bus's queue is
+                # short, nothing waits.
+                seqnum, start = 0, time.monotonic()
+                while answers_within(dm, 1.0) or answers_within(dm, 3.0):
+                    self.assertLess(time.monotonic() - start, STORM_BOUND, dm.output()[-2000:])
+                    for _ in range(20):
+                        seqnum += 1
+                        send(seqnum)
+                    read_all()
+                    rec.pump()
+                read_all()
+                time.sleep(0.5)
+                log = dm.output()
+                self.assertNotIn("Sending no signals", log)
+                self.assertLessEqual(log.rfind("uevents and rescans wait"),
+                                     log.rfind("uevents and rescans go on"), log[-2000:])
+
+                # Answers that fill the socket and pass the mark, unseen by the backlog.
+                for _ in range(N_PINGERS):
+                    c = dbus.bus.BusConnection(os.environ["DBUS_SESSION_BUS_ADDRESS"])
+                    for _ in range(PINGS_EACH):
+                        c.send_message(dbus.lowlevel.MethodCallMessage(
+                            bt.BUS_NAME, bt.MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping"))
+                    c.flush()
+                    pingers.append(c)
+                time.sleep(1.0)
+                self.assertNotIn("uevents and rescans wait", dm.output()[len(log):])
+
+                # One uevent: its signal goes, and the queue it leaves makes uevents wait.
+                mark = len(dm.output())
+                seqnum += 1
+                send(seqnum)
+                read_all()
+                deadline = time.monotonic() + 10
+                while "Sending no signals" not in dm.output()[mark:]:
+                    self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
+                    time.sleep(0.05)
+                self.assertIn("uevents and rescans wait", dm.output()[mark:])
+                s.close()
+            finally:
+                stuck.kill()
+                stuck.wait()
+                stuck.stdout.close()
+
+            deadline = time.monotonic() + 30
+            while "The bus takes our messages again" not in dm.output()[mark:]:
+                self.assertLess(time.monotonic(), deadline, dm.output()[-2000:])
+                rec.pump(0.1)
+            self.assertEqual(dm.manager("Settle"), seqnum)
+            rec.pump(0.5)
+            self.assertEqual([x[3] for x in rec.of("SignalsDropped")], [])
+            # Nothing was dropped indeed: every Uevent came, in order.
+            self.assertEqual([x[3][0] for x in rec.of("Uevent")], list(range(1, seqnum + 1)))
+            self.assertEqual(dm.manager_prop("EventsLost"), 0)
+            for c in pingers:
+                c.close()
+            rec.close()
+
+
+def answers_within(dm, timeout):
+    try:
+        ping(dm, timeout)
+        return True
+    except dbus.exceptions.DBusException:
+        return False
+
 
 if __name__ == "__main__":
     bt.main()

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "tests.h"
 
@@ -7,7 +12,8 @@
  * lengths and times.  The marks are 64 (uevents and a rescan wait above it) and 16 (they go on at or
  * below it); stuck means 2 s without getting from one to the other.  tests/integration/
  * test-slow-subscriber.py has the whole thing against a real dbus-daemon, where a queue that stops
- * between the marks cannot be made to happen on purpose.
+ * between the marks cannot be made to happen on purpose; the last tests here have the backlog itself
+ * on a connection whose peer reads only when told to.
  */
 
 /* Feeds (time, queued) pairs; returns the time of the first step that is not STEADY, with *step. */
@@ -107,6 +113,190 @@ static void test_hard_max_at_once(void)
         CHECK(backlog_state_update(&s, 65537, 1001) == BACKLOG_SHED_START);
 }
 
+/*
+ * The backlog on a real connection: a socket pair, the publisher's end with a small send buffer, the
+ * peer reading only when told to, so that the publisher's write queue is exactly as long as the test
+ * makes it.  The timer runs on a loop of the test's own.
+ */
+typedef struct Conn {
+        uv_loop_t loop;
+        sd_bus *ours, *peer;
+        Publisher p;
+        Backlog *b;
+        unsigned n_markers;
+        uint64_t marker[3]; /* the last SignalsDropped's arguments */
+} Conn;
+
+static int on_peer_message(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        Conn *c = userdata;
+
+        if (sd_bus_message_is_signal(m, BLKMODEL_IFACE_MANAGER, "SignalsDropped") &&
+            sd_bus_message_read(m, "ttt", &c->marker[0], &c->marker[1], &c->marker[2]) >= 0)
+                c->n_markers++;
+        return 0;
+}
+
+static uint64_t queued(Conn *c)
+{
+        return publisher_queued(&c->p);
+}
+
+static int conn_open(Conn *c, sd_bus_slot **filter)
+{
+        sd_id128_t id;
+        int fds[2];
+
+        *c = (Conn){};
+        if (uv_loop_init(&c->loop) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) < 0)
+                return -1;
+        /* The kernel's least: a few signals fill it, the rest waits in sd-bus's write queue. */
+        (void) setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &(int){4096}, sizeof(int));
+        if (sd_bus_new(&c->ours) < 0 || sd_bus_set_fd(c->ours, fds[0], fds[0]) < 0 ||
+            sd_bus_start(c->ours) < 0)
+                return -1;
+        if (sd_id128_randomize(&id) < 0 || sd_bus_new(&c->peer) < 0 ||
+            sd_bus_set_fd(c->peer, fds[1], fds[1]) < 0 || sd_bus_set_server(c->peer, 1, id) < 0 ||
+            sd_bus_start(c->peer) < 0)
+                return -1;
+        for (unsigned i = 0; i < 1000 && !(sd_bus_is_ready(c->ours) > 0 && sd_bus_is_ready(c->peer) > 0);
+             i++) {
+                (void) sd_bus_process(c->ours, NULL);
+                (void) sd_bus_process(c->peer, NULL);
+        }
+        if (sd_bus_is_ready(c->ours) <= 0 || sd_bus_is_ready(c->peer) <= 0)
+                return -1;
+        if (sd_bus_add_filter(c->peer, filter, on_peer_message, c) < 0)
+                return -1;
+        c->p.bus = c->ours;
+        return backlog_new(&c->p, &c->loop, &c->b);
+}
+
+static void conn_close(Conn *c, sd_bus_slot *filter)
+{
+        backlog_free(c->b);
+        (void) uv_run(&c->loop, UV_RUN_DEFAULT);
+        (void) uv_loop_close(&c->loop);
+        sd_bus_slot_unref(filter);
+        sd_bus_flush_close_unref(c->peer);
+        sd_bus_close_unref(c->ours);
+}
+
+static void on_enough(uv_timer_t *t)
+{
+        uv_stop(t->loop);
+}
+
+/* Runs the loop, with the backlog's timer, for ms. */
+static void run_for(Conn *c, uint64_t ms)
+{
+        uv_timer_t t;
+
+        /* The loop's clock is as old as its last turn: the backlog's timer, started since, counts from
+         * there too. */
+        uv_update_time(&c->loop);
+        (void) uv_timer_init(&c->loop, &t);
+        (void) uv_timer_start(&t, on_enough, ms, 0);
+        (void) uv_run(&c->loop, UV_RUN_DEFAULT);
+        uv_close((uv_handle_t *) &t, NULL);
+        (void) uv_run(&c->loop, UV_RUN_NOWAIT);
+}
+
+/* Signals, as signals.c sends them, until the write queue is longer than HIGH; whether all went. */
+static bool fill(Conn *c)
+{
+        static const char filler[1024] = {[0 ... 1022] = 'x'};
+
+        while (queued(c) <= 64) {
+                if (!backlog_admit(c->b, NULL) ||
+                    sd_bus_emit_signal(c->ours, "/test", "org.blkmodel1.Test", "Filler", "s", filler) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/* The peer reads everything; the publisher writes what it had queued. */
+static void drain(Conn *c)
+{
+        for (unsigned i = 0; i < 100000 && (queued(c) > 0 || sd_bus_process(c->peer, NULL) > 0); i++) {
+                (void) sd_bus_process(c->ours, NULL);
+                while (sd_bus_process(c->peer, NULL) > 0)
+                        ;
+        }
+}
+
+/* Shedding started by the timer while the queue stood still; whether it did. */
+static bool shed(Conn *c)
+{
+        if (!fill(c))
+                return false;
+        /* The look right after a send (manager.c's check_backpressure): uevents would wait now. */
+        if (!backlog_congested(c->b, false))
+                return false;
+        /* As the drain check asks while uevents wait: congested until it sheds 2 s on, then not,
+         * although the queue is as long (uevents are read and not told). */
+        for (unsigned i = 0; i < 40; i++) {
+                run_for(c, 250);
+                if (!backlog_congested(c->b, true))
+                        return queued(c) > 64;
+        }
+        return false;
+}
+
+static void test_marker_says_what_was_dropped(void)
+{
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *filter = NULL;
+        EventRecord e1 = {.seqnum = 7}, e2 = {.seqnum = 9};
+        Conn c;
+
+        if (conn_open(&c, &filter) < 0) {
+                CHECK(!"cannot open a connection pair");
+                return;
+        }
+        CHECK(shed(&c));
+        CHECK(!backlog_admit(c.b, NULL));
+        CHECK(!backlog_admit(c.b, &e1));
+        CHECK(!backlog_admit(c.b, NULL));
+        CHECK(!backlog_admit(c.b, &e2));
+        drain(&c);
+        CHECK(queued(&c) == 0);
+        /* The timer sees the drain; the marker goes, then signals again. */
+        run_for(&c, 400);
+        CHECK(backlog_admit(c.b, NULL));
+        drain(&c);
+        CHECK(c.n_markers == 1);
+        CHECK(c.marker[0] == 4 && c.marker[1] == 7 && c.marker[2] == 9);
+        conn_close(&c, filter);
+        filter = NULL;
+}
+
+static void test_nothing_dropped_no_marker(void)
+{
+        /* Shedding started, then the bus took everything before a signal came: nothing was dropped,
+         * and a SignalsDropped(0, 0, 0) would only send subscribers to resync for nothing. */
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *filter = NULL;
+        Conn c;
+
+        if (conn_open(&c, &filter) < 0) {
+                CHECK(!"cannot open a connection pair");
+                return;
+        }
+        CHECK(shed(&c));
+        drain(&c);
+        CHECK(queued(&c) == 0);
+        run_for(&c, 400);
+        /* Not shedding any more. */
+        CHECK(backlog_admit(c.b, NULL));
+        drain(&c);
+        CHECK(c.n_markers == 0);
+        if (c.n_markers > 0)
+                fprintf(stderr, "SignalsDropped(%lu, %lu, %lu)\n", (unsigned long) c.marker[0],
+                        (unsigned long) c.marker[1], (unsigned long) c.marker[2]);
+        conn_close(&c, filter);
+        filter = NULL;
+}
+
 int main(void)
 {
         test_a_bus_that_reads();
@@ -115,5 +305,7 @@ int main(void)
         test_between_the_marks_without_passing_high();
         test_shedding_ends_at_low();
         test_hard_max_at_once();
+        test_marker_says_what_was_dropped();
+        test_nothing_dropped_no_marker();
         return tests_summary();
 }
