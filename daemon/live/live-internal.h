@@ -158,12 +158,20 @@ int live_publish_event(Live *l, const char *action, const char *devpath, const c
 int changes_refresh(Live *l, Kobject *k, Refresh how);
 /* The same, with what d read already (read ahead: sysfs/prefetch.h); d reads the rest. */
 int changes_refresh_in(Live *l, Kobject *k, Refresh how, ObjDir *d);
+/* Re-reads the directory and what changed in it, shape and values. */
+int changes_reread(Live *l, Kobject *k);
+
+/* ---- reads.c: which of an object's values each kind of refresh reads ---- */
+
+/* Does a refresh `how` read the typed property p (else it keeps the last reading's value)?  d: what
+ * a reply read (REFRESH_SENT); NULL for the others. */
+bool reads_typed(const Kobject *k, const Iface *iface, const PropertyInfo *p, Refresh how, ObjDir *d);
+/* … the attribute a of iface? */
+bool reads_attr(const Kobject *k, const Iface *iface, const Attr *a, Refresh how, ObjDir *d);
 /* Adds k and the files changes_refresh(how) reads of it to b; how many files, or -ENOMEM. */
 int changes_read_ahead(Prefetch *b, Kobject *k, Refresh how);
 /* Has k anything the poll must re-read? */
 bool changes_watched(const Kobject *k);
-/* Re-reads the directory and what changed in it, shape and values. */
-int changes_reread(Live *l, Kobject *k);
 
 /* ---- kept.c: what an object keeps of its last reading ---- */
 
