@@ -271,15 +271,22 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
 
         /* Read after its directory went, an object's files are gone, which is no change of its values
          * (a detached loop's partitions, read with their disk's change before their removes come): its
-         * removal tells it, by its event, its disk's, or a Rescan.  A scheduler switch removes the
-         * iosched directory before the queue's scheduler file says so: the queue's reading tells the
-         * switch once there is one, and replaces the object. */
+         * removal tells it, by its event, its disk's, or a Rescan.  What derives from the model did
+         * change, and is told as when the directory is there: a disk torn down loses its partitions
+         * first, whose removes, read late, find its directory gone too.  A scheduler switch removes
+         * the iosched directory before the queue's scheduler file says so: the queue's reading tells
+         * the switch once there is one, and replaces the object. */
         if (old && how != REFRESH_RECORD && (!have_old || !record_equal(old, now.record)) &&
             directory_gone(l, k)) {
                 reading_done(&now);
                 if (k->ktype->id == KTYPE_ELEVATOR && k->parent->linked)
                         return refresh(l, k->parent, REFRESH_WATCHED, NULL, NULL);
-                return 0;
+                if (!have_old)
+                        return 0;
+                how = REFRESH_DERIVED;
+                r = read_slots(l, k, how, old, d, &now);
+                if (r < 0)
+                        return r;
         }
 
         /* A file gone from a directory that stays changed the object's shape, not a value to "": the

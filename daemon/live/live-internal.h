@@ -17,8 +17,9 @@ typedef enum Refresh {
         REFRESH_STRUCTURE, /* only what the model's structure and the link directories decide */
         REFRESH_WATCHED,   /* only what changes without an event (a scheduler set with echo, ro) */
         REFRESH_TUNABLES,  /* of that, what a write or a udev rule changes: the poll's most rounds */
-        REFRESH_EVENT, /* only what a change event of the object's own can alter (size, ro, uevent …) */
-        REFRESH_SENT,  /* only what a reply just read and sent (its ObjDir holds it) */
+        REFRESH_EVENT,   /* only what a change event of the object's own can alter (size, ro, uevent …) */
+        REFRESH_SENT,    /* only what a reply just read and sent (its ObjDir holds it) */
+        REFRESH_DERIVED, /* only what derives from the model (Partitions, Elevator), no file */
 } Refresh;
 
 /*

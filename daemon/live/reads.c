@@ -85,6 +85,8 @@ bool reads_typed(const Kobject *k, const Iface *iface, const PropertyInfo *p, Re
         case REFRESH_SENT:
                 /* What derives from the model costs no reading; the rest, if the reply read its file. */
                 return !p->source || objdir_has(d, p->source);
+        case REFRESH_DERIVED:
+                return !p->source;
         case REFRESH_RECORD:
         case REFRESH_ALL:
                 return true;
@@ -122,6 +124,7 @@ bool reads_attr(const Kobject *k, const Iface *iface, const Attr *a, Refresh how
         case REFRESH_ALL:
                 return true;
         case REFRESH_STRUCTURE:
+        case REFRESH_DERIVED:
                 return false;
         case REFRESH_WATCHED:
                 return attr_watched(a);

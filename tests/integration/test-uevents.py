@@ -385,6 +385,42 @@ class LiveModel(unittest.TestCase):
                                        and s[3][0] in paths))]
         self.assertEqual(told, [("InterfacesRemoved", p) for p in paths])
 
+    def test_a_disk_torn_down_never_lists_a_partition_gone(self):
+        """A disk torn down: the kernel sends each partition's remove and
+        then the disk's, each just before it deletes the directory.  Read
+        late, a partition's remove finds the disk's directory gone too; its
+        Partitions, which the model decides, is told all the same, before
+        the Uevent, as when the directory is still there: a client that
+        follows the signals never holds a disk listing a partition that
+        went."""
+        rel, parts = self.fx.add_loop(8, partitions=2)
+        self.send("add", rel, DEVTYPE="disk")
+        for i, p in enumerate(parts, 1):
+            self.send("add", p, DEVTYPE="partition", PARTN=i)
+        self.wait_uevents(3)
+        disk = bt.path_of("block", "loop8")
+        paths = [bt.path_of("block", "loop8", "loop8p%d" % i) for i in (1, 2)]
+        listed = self.dm.get_all(disk, DISK)["Partitions"]
+        self.assertEqual(listed, paths)
+        self.rec.signals.clear()
+        for i, p in enumerate(parts, 1):
+            self.fx.unlink_farm(p, (7, 128 + i))
+        self.fx.remove(rel, (7, 128))
+        for p in parts:
+            self.send("remove", p, DEVTYPE="partition")
+        self.send("remove", rel, DEVTYPE="disk")
+        self.wait_uevents(3)
+        gone = set()
+        for s in self.rec.signals:
+            if s[1] == "PropertiesChanged" and s[2] == disk:
+                self.assertEqual(s[3][1], {"Partitions": listed[1:]})
+                listed = s[3][1]["Partitions"]
+            elif s[1] == "InterfacesRemoved" and s[3][0] in paths:
+                gone.add(s[3][0])
+            elif s[1] == "Uevent" and s[3][3] in paths:
+                self.assertEqual(gone & set(listed), set(), s[3][2])
+        self.assertEqual(listed, [])
+
     def stack_dm_over(self, n_loops):
         """dm-1 over the first of n_loops new loop disks' partitions."""
         lowers = []

@@ -13,7 +13,8 @@
  * The live layer around its start, each case on a live layer of its own over the standard fixture:
  * what the clients read at the name is what a change is told against, not a reading taken before
  * it; a rescan before the warm-up has read an object tells every value; a directory gone before its
- * remove event changes no value that was "" already.  The calls are kept as lines, as test-live
+ * remove event changes no value that was "" already, but a partition's remove read after its disk's
+ * directory went still tells the disk's Partitions.  The calls are kept as lines, as test-live
  * keeps them.
  */
 
@@ -110,6 +111,31 @@ static bool said(const char *path, const char *interface, const char *property)
                         return true;
         }
         return false;
+}
+
+/* Where a line was kept, exactly as given; -1 if it was not (the lines are then printed). */
+static ssize_t line_at(const char *expected)
+{
+        for (size_t i = 0; i < n_lines; i++)
+                if (streq(lines[i], expected))
+                        return (ssize_t) i;
+        fprintf(stderr, "  no line \"%s\" in:\n", expected);
+        for (size_t i = 0; i < n_lines; i++)
+                fprintf(stderr, "    %s\n", lines[i]);
+        return -1;
+}
+
+/* How many lines of properties of path were kept. */
+static size_t properties_of(const char *path)
+{
+        _cleanup_(freep) char *head = NULL;
+        size_t n = 0;
+
+        if (asprintf(&head, "properties %s ", path) < 0)
+                abort();
+        for (size_t i = 0; i < n_lines; i++)
+                n += !!startswith(lines[i], head);
+        return n;
 }
 
 typedef struct Instance {
@@ -276,6 +302,49 @@ out:
         instance_free(&in);
 }
 
+/*
+ * A disk torn down (an NVMe namespace detached, a USB disk pulled): the kernel removes each partition
+ * and then the disk, each directory just after its remove event, so a partition's remove read late
+ * finds its disk's directory gone as well.  The disk's Partitions comes from the model, not from its
+ * files: it is told as when the directory is still there, between the partition's removal and its
+ * Uevent, and no client holds a partition that went; its files, read as nothing, tell nothing.
+ */
+static void test_partitions_removed_after_their_disk_went(const Fixture *f, uv_loop_t *loop)
+{
+        static const char *const told = "properties " NVME0N1_PATH " org.blkmodel1.Disk ,Partitions,";
+        Instance in;
+        ssize_t gone, changed, event;
+
+        if (!instance_new(&in, f, loop))
+                goto out;
+        CHECK(live_start(in.live) == 0);
+        settle(loop);
+        CHECK(fixture_remove_block_device(f, FIXTURE_NVME0N1 "/nvme0n1p1", 259, 1) == 0);
+        CHECK(fixture_remove_block_device(f, FIXTURE_NVME0N1 "/nvme0n1p2", 259, 2) == 0);
+        CHECK(fixture_remove_block_device(f, FIXTURE_NVME0N1, 259, 0) == 0);
+        for (unsigned p = 1; p <= 2; p++) {
+                _cleanup_(freep) char *devpath = NULL, *object = NULL, *uevent = NULL;
+
+                if (asprintf(&devpath, FIXTURE_NVME0N1 "/nvme0n1p%u", p) < 0 ||
+                    asprintf(&object, "object " NVME0N1_PATH "/nvme0n1p%u", p) < 0 ||
+                    asprintf(&uevent, "event remove %s", devpath) < 0)
+                        abort();
+                lines_clear();
+                feed(&in, "remove", devpath);
+                gone = line_at(object);
+                changed = line_at(told);
+                event = line_at(uevent);
+                CHECK(gone >= 0 && changed > gone && event > changed);
+                CHECK(properties_of(NVME0N1_PATH) == 1);
+        }
+        lines_clear();
+        feed(&in, "remove", FIXTURE_NVME0N1);
+        CHECK(line_at("object " NVME0N1_PATH) >= 0);
+        CHECK(properties_of(NVME0N1_PATH) == 0);
+out:
+        instance_free(&in);
+}
+
 int main(void)
 {
         Fixture f = {};
@@ -287,6 +356,8 @@ int main(void)
                 test_rescan_before_the_warm_up(&f, &loop);
                 test_readings_before_the_start(&f, &loop);
                 test_warm_up_waits_for_a_reading(&f, &loop);
+                /* It takes nvme0n1 away. */
+                test_partitions_removed_after_their_disk_went(&f, &loop);
                 /* Last: it takes sda away. */
                 test_gone_before_its_remove(&f, &loop);
         }
