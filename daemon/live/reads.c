@@ -98,9 +98,11 @@ bool reads_typed(const Kobject *k, const Iface *iface, const PropertyInfo *p, Re
                  * comes at all. */
                 if (source_is_links(p))
                         return true;
-                /* A hardware device's uevent names its driver, which bind and unbind change with
-                 * events of its own subsystem only (a PCIe port's pcieport). */
-                if (k->ktype->id == KTYPE_DEVICE && p->source && streq(p->source, PROPERTY_SOURCE_UEVENT))
+                /* The uevent file: a hardware device's names its driver (bind, unbind: events of its
+                 * own subsystem); a block device's (DISKSEQ, PARTNAME) moves with its own events, but
+                 * Uevent and Number promise any change within the poll interval. */
+                if (p->source && streq(p->source, PROPERTY_SOURCE_UEVENT) &&
+                    (k->ktype->id == KTYPE_DEVICE || how == REFRESH_WATCHED))
                         return true;
                 const Attr *a = source_attr(iface, p);
                 return a && (how == REFRESH_WATCHED ? attr_watched(a) : attr_tunable(k, iface, a));

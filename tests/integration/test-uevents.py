@@ -793,6 +793,35 @@ class SilentChanges(unittest.TestCase):
             self.assertLess(time.monotonic() - start, 2.2)
             rec.close()
 
+    def test_uevent_file_found_within_the_poll_interval(self):
+        """Kobject.Uevent and Partition.Number emit changes, so a disk's and
+        a partition's uevent file changed without an event is told by the
+        poll too, not only a hardware device's (it read only those)."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        with bt.Daemon(sys_, extra_args=["--poll-interval=500"]) as dm:
+            objs = dm.managed_objects()
+            sda, sda1 = bt.path_of("block", "sda"), bt.path_of("block", "sda", "sda1")
+            files = {p: os.path.join(sys_, objs[p][bt.KOBJ]["DevPath"].lstrip("/"), "uevent")
+                     for p in (sda, sda1)}
+            self.assertTrue(bt.wait_until(
+                lambda: "A poll round took" in dm.output(), timeout=30))
+            rec = bt.SignalRecorder()
+            for p, f in files.items():
+                text = bt.read_attr(f)
+                if p == sda1:
+                    text = text.replace("PARTN=1", "PARTN=7")
+                bt.write_attr(sys_, f, text + "\nPARTNAME=boot\n")
+            told = rec.wait_for(lambda s: {x[2] for x in s if x[1] == "PropertiesChanged"
+                                           and x[3][0] == bt.KOBJ} >= set(files), timeout=30)
+            uevents = {x[2]: x[3][1]["Uevent"] for x in told
+                       if x[1] == "PropertiesChanged" and x[3][0] == bt.KOBJ}
+            self.assertEqual({p: u.get("PARTNAME") for p, u in uevents.items()},
+                             {sda: "boot", sda1: "boot"})
+            self.assertEqual(dm.get(sda1, bt.IFACE + "Partition", "Number"), 7)
+            self.assertTrue(any(x[1] == "PropertiesChanged" and x[2] == sda1
+                                and x[3][1].get("Number") == 7 for x in rec.signals))
+            rec.close()
+
 
 class StartUp(unittest.TestCase):
     def test_events_during_the_scan_are_in_the_model_before_the_name(self):
