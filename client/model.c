@@ -160,7 +160,10 @@ json_object *model_ordered_properties(const char *iface, json_object *props)
         for (const PropertyInfo *p = interface_properties(iface); p && p->name; p++)
                 if (json_object_object_get_ex(props, p->name, NULL) && copy_key(out, props, p->name) < 0)
                         return NULL;
-        qsort(keys, n, sizeof(char *), compare_strings);
+        /* The Manager's properties are in no table, and it has no attribute files: in the order the
+         * daemon sends them, its introspection's. */
+        if (!streq(iface, BLKMODEL_IFACE_MANAGER))
+                qsort(keys, n, sizeof(char *), compare_strings);
         for (size_t i = 0; i < n; i++)
                 if (!interface_find_property(iface, keys[i]) && copy_key(out, props, keys[i]) < 0)
                         return NULL;

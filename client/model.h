@@ -30,7 +30,8 @@ int model_interface_rank(const char *iface);
 
 /*
  * A copy of an interface's { prop: value } in model order: the typed properties as the model
- * defines them (common/interfaces.c), then the raw attributes by name.  NULL when out of memory.
+ * defines them (common/interfaces.c), then the raw attributes by name; the Manager's as the daemon
+ * sends them.  NULL when out of memory.
  */
 json_object *model_ordered_properties(const char *iface, json_object *props);
 
