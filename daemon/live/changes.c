@@ -8,6 +8,7 @@
 #include "model/iface.h"
 #include "sysfs/scan.h"
 #include "sysfs/typed-value.h"
+#include "sysfs/values.h"
 
 /*
  * Which properties did an event change?  Each object's record (live/record.h) has one slot per
@@ -213,9 +214,50 @@ static int announce(Live *l, Kobject *k, const ChangeRecord *old, const ChangeRe
         return count;
 }
 
+/*
+ * Is there an iosched, by the queue's scheduler file as this reading read it?  1 yes (a scheduler is
+ * active), 0 no ("none"), -1 the reading does not say (it read no scheduler file, or one that brackets
+ * no name).
+ */
+static int elevator_wanted(const Kobject *queue, ObjDir *d)
+{
+        _cleanup_(freep) char *active = NULL;
+        const char *text;
+
+        if (queue->ktype->id != KTYPE_QUEUE || !(text = objdir_value(d, "scheduler")) ||
+            parse_scheduler(text, NULL, &active) < 0 || isempty(active))
+                return -1;
+        return !streq(active, "none");
+}
+
+/*
+ * Is the model's iosched object not the directory's, where the scheduler file this reading read says
+ * it may not be?  The kernel switches a scheduler in steps (elevator_switch() changes what `scheduler`
+ * says; elv_change_done() then removes the old iosched directory and adds the new one), and a reading
+ * of the file and a listing of the directory are two moments: a switch between them leaves the object
+ * and the file telling two states, and the next switch may be back to what the record holds.  Every
+ * reading of the file must put that right, not only one that finds the file changed, or Elevator
+ * names a removed iosched (or none) until a Rescan.  The directory decides, as at a scan; it is
+ * looked at only when the file and the object disagree.
+ */
+static bool elevator_astray(Live *l, const Kobject *queue, int wanted)
+{
+        bool have = kobject_find_child_type(queue, KTYPE_ELEVATOR) != NULL;
+        _cleanup_(freep) char *devpath = NULL;
+
+        if (wanted < 0 || wanted == have)
+                return false;
+        devpath = path_join(queue->devpath, "iosched");
+        if (!devpath)
+                return false;
+        _cleanup_(closep) int fd = sysfs_open_dir(l->sysfs, devpath);
+        return (fd >= 0) != have;
+}
+
 /* The kernel replaced the directory: a new kobject, even when the same name comes back.  Announced at
- * once, so that the queue's Elevator, told next, never names an object not yet added. */
-static void replace_elevator(Live *l, Kobject *queue)
+ * once, so that the queue's Elevator, told next, never names an object not yet added.  Whether the
+ * model changed. */
+static bool replace_elevator(Live *l, Kobject *queue)
 {
         Kobject *old = kobject_find_child_type(queue, KTYPE_ELEVATOR), *now = NULL;
         int r;
@@ -226,6 +268,7 @@ static void replace_elevator(Live *l, Kobject *queue)
         if (r < 0)
                 log_warning_errno(r, "%s/iosched: cannot read the new scheduler: %m", queue->devpath);
         live_flush(l);
+        return old || now;
 }
 
 static bool directory_gone(Live *l, const Kobject *k)
@@ -305,13 +348,20 @@ static int refresh(Live *l, Kobject *k, Refresh how, const Shape *only_same_in, 
         }
 
         /* A scheduler switch: the iosched object is replaced first, then the queue read again whole,
-         * so that one signal tells Scheduler, scheduler and Elevator together. */
-        if (have_old && how != REFRESH_RECORD && scheduler_changed(k, old, now.record)) {
-                replace_elevator(l, k);
-                reading_done(&now);
-                r = read_slots(l, k, REFRESH_ALL, old, d, &now);
-                if (r < 0)
-                        return r;
+         * so that one signal tells Scheduler, scheduler and Elevator together.  So too when the
+         * object is astray (a switch between the two readings of an earlier one); not at a reply's
+         * reading, whose reply holds the Elevator it read: the next reading does it. */
+        if (have_old && how != REFRESH_RECORD) {
+                bool switched = scheduler_changed(k, old, now.record);
+                bool astray = !switched && how != REFRESH_SENT &&
+                              elevator_astray(l, k, elevator_wanted(k, d));
+
+                if ((switched || astray) && (replace_elevator(l, k) || switched)) {
+                        reading_done(&now);
+                        r = read_slots(l, k, REFRESH_ALL, old, d, &now);
+                        if (r < 0)
+                                return r;
+                }
         }
 
         /* Without a reading of before, no client holds a value of k (every reply and InterfacesAdded

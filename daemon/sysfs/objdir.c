@@ -147,6 +147,12 @@ bool objdir_has(ObjDir *d, const char *relpath)
         return objdir_find(d, relpath) != NULL;
 }
 
+const char *objdir_value(ObjDir *d, const char *relpath)
+{
+        const ObjDirValue *v = objdir_find(d, relpath);
+        return v ? v->value : NULL;
+}
+
 bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a)
 {
         char buf[IFACE_RELPATH_MAX];

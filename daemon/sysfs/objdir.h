@@ -57,6 +57,9 @@ int objdir_read(ObjDir *d, const char *relpath, const char **ret);
 int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **ret);
 /* Has d read that file (or link, or link directory) already? */
 bool objdir_has(ObjDir *d, const char *relpath);
+/* The value d read of that file, if it did and the read succeeded (else NULL): no read, and no part of
+ * the mark. */
+const char *objdir_value(ObjDir *d, const char *relpath);
 bool objdir_has_attr(ObjDir *d, const Iface *iface, const Attr *a);
 /* Is the attribute's file (or its group's directory) gone from the object's directory?  Not a read
  * that failed with ENOENT: some show() callbacks answer that for a file that is there. */

@@ -722,6 +722,87 @@ static void test_elevator_write_while_queued(Live *l, const Fixture *f, Model *m
         recorded_clear();
 }
 
+/* A change of sda that reads it whole, with its queue and iosched (keys beyond a plain change's). */
+static void feed_whole_change(Live *l)
+{
+        feed(l, "change", FIXTURE_SDA, "block", (const char *const[]){"DM_COOKIE=1", NULL});
+}
+
+/*
+ * The iosched object is the one the queue's reading of its scheduler file says there is, whenever the
+ * directory was listed.  A scheduler switch is no one step: the kernel changes what `scheduler` says,
+ * then removes the old iosched directory and adds the new one (elv_change_done()), so a reading can
+ * find the file and the directory of two different moments.  The next reading of the queue must put
+ * the object right, even when the file reads as before (test-uevents.py's switcher: Elevator left
+ * naming a removed iosched under Scheduler "none").
+ */
+static void test_elevator_follows_scheduler(Live *l, const Fixture *f, Model *m, const Sysfs *s)
+{
+        Kobject *q = model_find_devpath(m, FIXTURE_SDA "/queue"), *e;
+        ObjDir d;
+        const char *v;
+
+        CHECK(q != NULL);
+        if (!q)
+                return;
+        CHECK(kobject_find_child_type(q, KTYPE_ELEVATOR) != NULL);
+        recorded_clear();
+
+        /* A reply read "none"; the kernel switched to bfq before its reading was recorded: the
+         * scheduler switch it tells finds bfq's iosched, which is the kernel's. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "[none] mq-deadline kyber bfq \n") == 0);
+        CHECK(fixture_remove(f, FIXTURE_SDA "/queue/iosched") == 0);
+        d = OBJDIR_INIT(s, q);
+        CHECK(objdir_read(&d, "scheduler", &v) == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "none mq-deadline kyber [bfq] \n") == 0);
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/iosched/low_latency", "1\n") == 0);
+        live_record_reading(l, q, &d);
+        objdir_done(&d);
+        CHECK(recorded((const char *const[]){
+                        "removed " SDA_PATH "/queue/iosched",
+                        "added " SDA_PATH "/queue/iosched",
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,scheduler invalidated=",
+                        NULL,
+        }));
+        /* Switched back to "none", as the record has it: the next change's reading of the queue finds
+         * the file as before, and the iosched gone. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "[none] mq-deadline kyber bfq \n") == 0);
+        CHECK(fixture_remove(f, FIXTURE_SDA "/queue/iosched") == 0);
+        feed_whole_change(l);
+        CHECK(kobject_find_child_type(q, KTYPE_ELEVATOR) == NULL);
+        CHECK(recorded((const char *const[]){
+                        "removed " SDA_PATH "/queue/iosched",
+                        "properties " SDA_PATH "/queue org.blkmodel1.Queue changed=Elevator invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+
+        /* The kernel's order: `scheduler` says mq-deadline before its iosched directory is added.  A
+         * reading between the two finds no directory; the next one, the file unchanged, adds it. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/scheduler", "none [mq-deadline] kyber bfq \n") == 0);
+        feed_whole_change(l);
+        CHECK(kobject_find_child_type(q, KTYPE_ELEVATOR) == NULL);
+        CHECK(recorded((const char *const[]){
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,scheduler invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+        CHECK(fixture_mkdir(f, FIXTURE_SDA "/queue/iosched") == 0);
+        CHECK(fixture_write(f, FIXTURE_SDA "/queue/iosched/read_expire", "500\n") == 0);
+        feed_whole_change(l);
+        e = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(e && e->shape && attr_set_find(e->shape->attrs, "read_expire") != NULL);
+        CHECK(recorded((const char *const[]){
+                        "added " SDA_PATH "/queue/iosched",
+                        "properties " SDA_PATH "/queue org.blkmodel1.Queue changed=Elevator invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+}
+
 /* A rename changes the object path: the old object goes, the new one comes, the event names the new. */
 static void test_move(Live *l, const Fixture *f, Model *m)
 {
@@ -1180,6 +1261,7 @@ static void test_live(void)
         test_read_once(l, f);
         test_scheduler_write(l, f, m);
         test_elevator_write_while_queued(l, f, m);
+        test_elevator_follows_scheduler(l, f, m, s);
         test_move(l, f, m);
         test_move_onto_itself(l, f, m);
         test_rescan(l, f, m, loop);
