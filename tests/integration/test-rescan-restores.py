@@ -93,17 +93,25 @@ class RescanRestores(unittest.TestCase):
         self.dm.manager("Rescan")
         why = self.clients.exact()
         self.assertIsNone(why, why)
-        self.model_is_fresh()
+        # What exact() read last is the model now: nothing changes it any more (no events, no
+        # poll), and reading every object's every interface again took 7 s of 600 disks.
+        self.model_is_fresh(dict(self.clients.fresh))
 
-    def model_is_fresh(self):
+    def model_is_fresh(self, now=None):
         """The model is what a new daemon publishes (this one stops first:
         one name on the bus)."""
-        now = self.dm.all_objects()
+        if now is None:
+            now = read_model()
         self.clients.close()
         self.clients = None
         self.dm.stop()
         self.dm = None
-        self.assertEqual(bt.model_diff(now, bt.fresh_model(self.sys)), "")
+        with bt.Daemon(self.sys):
+            fresh = read_model()
+        # The kobjects: the Manager's counters differ, as all_objects() leaves it out.
+        for m in (now, fresh):
+            m.pop(bt.MANAGER_PATH, None)
+        self.assertEqual(bt.model_diff(now, fresh), "")
 
     def test_changes_without_events(self):
         self.start()
@@ -217,6 +225,16 @@ class RescanRestores(unittest.TestCase):
         # Signals were shed: the caching clients are behind (SignalsDropped tells them); the model
         # is not.
         self.model_is_fresh()
+
+
+def read_model():
+    """Every object's every interface from GetAll (cachingclient's reading, many calls at once), as
+    the caching clients' truth is read."""
+    conn = cachingclient.connect()
+    try:
+        return cachingclient.read_model(conn)
+    finally:
+        conn.close_sync(None)
 
 
 def cpu_seconds(pid):

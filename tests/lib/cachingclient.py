@@ -37,14 +37,78 @@ def _loop_until(pred, timeout):
         time.sleep(0.02)
 
 
+def call_many(conn, calls, window=128):
+    """Each call (path, interface, method, GLib.Variant parameters or None)
+    on org.blkmodel1, with up to window of them on their way at once: one
+    at a time, each round trip through the bus and GDBus's thread costs ~1 ms
+    of waiting, which a model of thousands of objects pays thousands of
+    times.  Returns the replies' unpacked tuples in the calls' order, a
+    GLib.Error for a call that failed.  The replies are dispatched on a
+    context of their own: signals wait on the default one, as during
+    call_sync, so the caches stay as they were while the truth is read."""
+    results = [None] * len(calls)
+    state = {"next": 0, "in_flight": 0}
+    ctx = GLib.MainContext()
+
+    def done(conn, res, i):
+        state["in_flight"] -= 1
+        try:
+            results[i] = conn.call_finish(res).unpack()
+        except GLib.Error as e:
+            results[i] = e
+
+    ctx.push_thread_default()
+    try:
+        while state["next"] < len(calls) or state["in_flight"]:
+            while state["next"] < len(calls) and state["in_flight"] < window:
+                i = state["next"]
+                path, iface, method, params = calls[i]
+                state["next"] += 1
+                state["in_flight"] += 1
+                conn.call(bt.BUS_NAME, path, iface, method, params, None,
+                          Gio.DBusCallFlags.NONE, -1, None, done, i)
+            ctx.iteration(True)
+    finally:
+        ctx.pop_thread_default()
+    return results
+
+
+def read_model(conn):
+    """Every object's every interface, from GetAll now: {path: {interface:
+    properties}}, None for an interface whose GetAll failed (its object
+    gone meanwhile)."""
+    reply = conn.call_sync(
+        bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
+        Gio.DBusCallFlags.NONE, -1, None).get_child_value(0)
+    # Only the names, not the values: unpacking all of them took seconds of 600 disks.
+    paths, keys = [], []
+    for i in range(reply.n_children()):
+        entry = reply.get_child_value(i)
+        path, ifaces = entry.get_child_value(0).get_string(), entry.get_child_value(1)
+        paths.append(path)
+        keys += [(path, ifaces.get_child_value(j).get_child_value(0).get_string())
+                 for j in range(ifaces.n_children())]
+    replies = call_many(conn, [(path, bt.PROPS, "GetAll", GLib.Variant("(s)", (iface,)))
+                               for path, iface in keys])
+    fresh = {path: {} for path in paths}
+    for (path, iface), r in zip(keys, replies):
+        fresh[path][iface] = None if isinstance(r, GLib.Error) else r[0]
+    return fresh
+
+
+def connect():
+    """A connection of its own to the test's bus."""
+    return Gio.DBusConnection.new_for_address_sync(
+        os.environ["DBUS_SESSION_BUS_ADDRESS"],
+        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+        Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+
+
 class CachingClients:
     def __init__(self, dm):
         self.dm = dm
-        address = os.environ["DBUS_SESSION_BUS_ADDRESS"]
-        flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
-                 Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
-        self.conn = Gio.DBusConnection.new_for_address_sync(
-            address, flags, None, None)
+        self.conn = connect()
+        self.fresh = None   # the last truth exact() compared with
         # Subscribed before the first GetManagedObjects, so that nothing
         # falls between the snapshot and the signals.
         self.violations = []
@@ -73,6 +137,7 @@ class CachingClients:
         self.strict = {p: {i: dict(props) for i, props in ifaces.items()}
                        for p, ifaces in replies[0].unpack()[0].items()}
         self.announce = {}  # (path, iface) -> {prop: emits}
+        self.introspected = set()
         self._apply(during_the_call=True)
 
     def close(self):
@@ -125,23 +190,22 @@ class CachingClients:
                 self.announce[(path, name)] = props
         return self.announce.get(key, {})
 
+    def _introspect_all(self, paths):
+        """What _emits() reads, for every object not read yet, all at once."""
+        todo = [p for p in paths if p not in self.introspected]
+        replies = call_many(self.conn, [(p, "org.freedesktop.DBus.Introspectable",
+                                         "Introspect", None) for p in todo])
+        for path, r in zip(todo, replies):
+            if isinstance(r, GLib.Error):
+                continue    # gone meanwhile: _emits() asks again
+            self.introspected.add(path)
+            for name, props in bt.emits_changed_signal(r[0]).items():
+                self.announce.setdefault((path, name), props)
+
     def _fresh(self):
-        """Every object's every interface, from GetAll now."""
-        reply = self.conn.call_sync(
-            bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
-            Gio.DBusCallFlags.NONE, -1, None).unpack()[0]
-        fresh = {}
-        for path, ifaces in reply.items():
-            fresh[path] = {}
-            for iface in ifaces:
-                try:
-                    fresh[path][iface] = self.conn.call_sync(
-                        bt.BUS_NAME, path, bt.PROPS, "GetAll",
-                        GLib.Variant("(s)", (iface,)), None,
-                        Gio.DBusCallFlags.NONE, -1, None).unpack()[0]
-                except GLib.Error:
-                    fresh[path][iface] = None  # gone meanwhile: retry
-        return fresh
+        """Every object's every interface, from GetAll now (None where it
+        went meanwhile: retry)."""
+        return read_model(self.conn)
 
     def glib_cache(self):
         cache = {}
@@ -195,7 +259,8 @@ class CachingClients:
         None."""
         def check():
             self._apply()
-            fresh = self._fresh()
+            fresh = self.fresh = self._fresh()
+            self._introspect_all(fresh)
             diffs = (self._differences("GLib", self.glib_cache(), fresh) +
                      self._differences("strict", self.strict, fresh))
             return not diffs, diffs
