@@ -40,21 +40,27 @@ int objdir_fd(ObjDir *d)
         return d->fd;
 }
 
-/* Could relpath have been read?  Only a large object keeps the set that says so: without it, a
- * reading of N files (each new) would compare N²/2 names. */
-static bool objdir_may_hold(ObjDir *d, const char *relpath)
+static const char *value_file(const void *v)
 {
-        if (d->n_values <= OBJDIR_SCAN_MAX)
-                return true;
+        return ((const ObjDirValue *) v)->file;
+}
+
+/* The value read of relpath, by the set of a large object's values; 0 not read, -ENOMEM the set
+ * could not be made (then search).  Without the set, a reading of N files (each new) would compare
+ * N²/2 names; and it gives the value itself, not only that there is one: a reply asking in another
+ * order than the files were read (a listing newest first) would search N times. */
+static int objdir_held(ObjDir *d, const char *relpath, const ObjDirValue **ret)
+{
         if (hashmap_size(&d->files) == 0) {
-                hashmap_init(&d->files, hashmap_key_self);
+                hashmap_init(&d->files, value_file);
                 for (size_t i = 0; i < d->n_values; i++)
-                        if (hashmap_put(&d->files, d->values[i].file) == -ENOMEM) {
+                        if (hashmap_put(&d->files, &d->values[i]) == -ENOMEM) {
                                 hashmap_deinit(&d->files);
-                                return true; /* searched instead */
+                                return -ENOMEM;
                         }
         }
-        return hashmap_get(&d->files, relpath);
+        *ret = hashmap_get(&d->files, relpath);
+        return 0;
 }
 
 /* The value read of relpath among the steps values from where the last lookup found one. */
@@ -73,14 +79,18 @@ static const ObjDirValue *objdir_scan(ObjDir *d, const char *relpath, size_t ste
 
 /* The value read of relpath, if any.  A reply reads an object's files in the order they were read
  * ahead (sysfs/prefetch.h): looking after the last one found first makes that one step each, and a
- * large object's set of names is asked only when those few steps found nothing. */
+ * large object's set of values is asked only when those few steps found nothing. */
 static const ObjDirValue *objdir_find(ObjDir *d, const char *relpath)
 {
         const ObjDirValue *v = objdir_scan(d, relpath, MIN(d->n_values, OBJDIR_NEAR));
 
-        if (v || d->n_values <= OBJDIR_NEAR || !objdir_may_hold(d, relpath))
+        if (v || d->n_values <= OBJDIR_NEAR)
                 return v;
-        return objdir_scan(d, relpath, d->n_values);
+        if (d->n_values <= OBJDIR_SCAN_MAX || objdir_held(d, relpath, &v) < 0)
+                return objdir_scan(d, relpath, d->n_values);
+        if (v)
+                d->next = (size_t) (v - d->values) + 1;
+        return v;
 }
 
 static int objdir_lookup(ObjDir *d, const char *relpath, const char **ret)
@@ -106,15 +116,18 @@ static int objdir_lookup(ObjDir *d, const char *relpath, const char **ret)
         file = strdup(relpath);
         if (!file)
                 return -ENOMEM;
+        const ObjDirValue *before = d->values;
         if (GREEDY_REALLOC(d->values, d->n_allocated, d->n_values + 1) < 0)
                 return -ENOMEM;
+        if (d->values != before)
+                hashmap_deinit(&d->files); /* its entries point into the array that moved */
         d->values[d->n_values++] = (ObjDirValue){
                         .file = TAKE_PTR(file),
                         .value = r >= 0 ? value : NULL,
                         .error = r,
         };
         /* Kept whole, or rebuilt by the next lookup that needs it. */
-        if (hashmap_size(&d->files) > 0 && hashmap_put(&d->files, d->values[d->n_values - 1].file) < 0)
+        if (hashmap_size(&d->files) > 0 && hashmap_put(&d->files, &d->values[d->n_values - 1]) < 0)
                 hashmap_deinit(&d->files);
         if (r < 0)
                 return r;
