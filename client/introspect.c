@@ -196,9 +196,11 @@ int introspect_parse(const char *xml, Introspection *ret)
                         r = introspection_add_interface(&in, tag, len, &cur);
                         if (r < 0)
                                 return r;
-                } else if (xml_tag_is(tag, len, "/interface"))
+                        in_property = false; /* an unclosed <property> was the last interface's */
+                } else if (xml_tag_is(tag, len, "/interface")) {
                         cur = NULL;
-                else if (cur && xml_tag_is(tag, len, "property")) {
+                        in_property = false;
+                } else if (cur && xml_tag_is(tag, len, "property")) {
                         r = interface_add_property(cur, tag, len);
                         if (r < 0)
                                 return r;

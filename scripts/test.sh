@@ -67,8 +67,8 @@ if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d
                 fuzzers+=("tests/fuzz/fuzz-$(basename "$corpus")")
         done
         ninja -C build-fuzz "${fuzzers[@]}"
-        # The four at once, each for twice the time: on CI's two CPUs the same CPU per fuzzer as one
-        # after another, in half the wall time.
+        # All at once, each for twice FUZZ_SECONDS: a fixed wall time however many there are, CI's two
+        # CPUs shared among them (with four, as much CPU each as one after another).
         seconds=$((2 * ${FUZZ_SECONDS:-10}))
         fuzz_pids=()
         fuzz_names=()
