@@ -107,6 +107,10 @@ static int live_synthesize(Live *l, const char *action, const char *devpath, con
                         (void) parse_uevent_file(text, &pairs);
         }
         for (char **p = pairs; r >= 0 && p && p[0] && p[1]; p += 2) {
+                /* The env is a map (a key once): ours win over a file that names them too. */
+                if (streq(p[0], "ACTION") || streq(p[0], "DEVPATH") || streq(p[0], "SUBSYSTEM") ||
+                    streq(p[0], SYNTHESIZED_KEY))
+                        continue;
                 r = strv_extend(&keys, &n_keys, p[0]);
                 if (r >= 0)
                         r = strv_extend(&values, &n_values, p[1]);

@@ -848,6 +848,10 @@ static void test_rescan(Live *l, const Fixture *f, Model *m, uv_loop_t *loop)
 {
         /* Changed behind our back: a partition added, one removed, a size changed, no event for any. */
         CHECK(fixture_add_partition(f, FIXTURE_SDA, "sda5", 8, 5, 5, 218105856, 2048) == 0);
+        /* A uevent file naming the keys the daemon sets itself: the event's env stays a map. */
+        CHECK(fixture_write(f, FIXTURE_SDA "/sda5/uevent",
+                            "MAJOR=8\nMINOR=5\nDEVNAME=sda5\nDEVTYPE=partition\nACTION=bogus\nDISKSEQ=1\n"
+                            "DEVPATH=/elsewhere\nSUBSYSTEM=other\nPARTN=5\nBLKMODEL_SYNTHESIZED=0\n") == 0);
         CHECK(fixture_remove_block_device(f, FIXTURE_CCISS "/cciss!c0d0p1", 104, 1) == 0);
         CHECK(fixture_write(f, FIXTURE_LOOP0 "/size", "4194304\n") == 0);
 
@@ -971,6 +975,7 @@ static void test_synthesized_env(EventLog *log)
                         "DEVNAME", "DEVTYPE", "DISKSEQ",   "PARTN", "BLKMODEL_SYNTHESIZED"};
         static const char *const values[] = {"add",  FIXTURE_SDA "/sda5", "block", "8", "5",
                                              "sda5", "partition",         "1",     "5", "1"};
+        CHECK(e->n_env == ELEMENTSOF(keys));
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 CHECK_STREQ(e->env_keys[i], keys[i]);
                 CHECK_STREQ(e->env_values[i], values[i]);
