@@ -214,8 +214,9 @@ static void cache_sweep(Publisher *p)
 
         if (hashmap_size(&p->introspect_cache) < MAX(p->introspect_sweep_at, INTROSPECT_SWEEP_MIN))
                 return;
+        /* A kset has no directory shape: its XML, one per ktype, is no shape's to drop. */
         while ((c = hashmap_iterate(&p->introspect_cache, &i)))
-                if (c->shape->n_ref == 1) {
+                if (c->shape && c->shape->n_ref == 1) {
                         (void) hashmap_remove(&p->introspect_cache, c);
                         cache_free_one(p, c);
                         dropped++;
