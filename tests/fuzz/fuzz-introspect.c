@@ -14,16 +14,7 @@
 #include "blkmodel/names.h"
 #include "client/introspect.h"
 #include "common/util.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(expr)                                                                                       \
-        do {                                                                                                \
-                if (!(expr)) {                                                                              \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #expr);        \
-                        abort();                                                                            \
-                }                                                                                           \
-        } while (0)
+#include "fuzz.h"
 
 /* What a lookup found is one of the introspection's own properties, of one of its interfaces. */
 static void check_found(const Introspection *in, const IntrospectInterface *f, const IntrospectProperty *p)

@@ -14,17 +14,8 @@
 #include <stdlib.h>
 
 #include "common/util.h"
+#include "fuzz.h"
 #include "sysfs/sysfs.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(expr)                                                                                       \
-        do {                                                                                                \
-                if (!(expr)) {                                                                              \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #expr);        \
-                        abort();                                                                            \
-                }                                                                                           \
-        } while (0)
 
 /* sysfs names are at most NAME_MAX, link targets at most PATH_MAX: more only slows it down. */
 #define INPUT_MAX 8192
@@ -170,15 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (size > INPUT_MAX)
                 return 0;
-        buf = malloc(size + 2);
+        base = buf = fuzz_two_strings(data, size, &target);
         if (!buf)
                 return 0;
-        memcpy(buf, data, size);
-        buf[size] = buf[size + 1] = 0;
-        base = buf;
-        target = buf + strlen(buf) + 1;
-        if (target > buf + size)
-                target = "";
 
         check_resolve(base, target);
         /* The fixed bases the daemon uses. */

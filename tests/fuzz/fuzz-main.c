@@ -15,8 +15,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static unsigned n_inputs;
 

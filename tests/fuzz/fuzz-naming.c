@@ -15,17 +15,8 @@
 #include "blkmodel/names.h"
 #include "common/utf8.h"
 #include "common/util.h"
+#include "fuzz.h"
 #include "model/naming.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(expr)                                                                                       \
-        do {                                                                                                \
-                if (!(expr)) {                                                                              \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #expr);        \
-                        abort();                                                                            \
-                }                                                                                           \
-        } while (0)
 
 /* parent + one element that decodes to exactly name. */
 static char *check_path(const char *parent, const char *name)
@@ -78,15 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* sysfs names are at most NAME_MAX; a little more still finds the length limits. */
         if (size > 1024)
                 return 0;
-        buf = malloc(size + 2);
+        first = buf = fuzz_two_strings(data, size, &second);
         if (!buf)
                 return 0;
-        memcpy(buf, data, size);
-        buf[size] = buf[size + 1] = 0;
-        first = buf;
-        second = buf + strlen(buf) + 1;
-        if (second > buf + size)
-                second = "";
 
         parent = check_path(BLKMODEL_BLOCK_PATH, first);
         child = check_path(parent, second);

@@ -13,20 +13,11 @@
 #include "blkmodel/names.h"
 #include "common/util.h"
 #include "fixture.h"
+#include "fuzz.h"
 #include "model/kobject.h"
 #include "sysfs/resolve.h"
 #include "sysfs/scan.h"
 #include "sysfs/sysfs.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(expr)                                                                                       \
-        do {                                                                                                \
-                if (!(expr)) {                                                                              \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #expr);        \
-                        abort();                                                                            \
-                }                                                                                           \
-        } while (0)
 
 #define SPEC_MAX 4096 /* resolve.c's limit */
 

@@ -14,9 +14,8 @@
 #include <string.h>
 
 #include "common/utf8.h"
+#include "fuzz.h"
 #include "uevent/uevent.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -14,19 +14,10 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
+#include "fuzz.h"
 #include "sysfs/read.h"
 #include "sysfs/sysfs.h"
 #include "sysfs/values.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(expr)                                                                                       \
-        do {                                                                                                \
-                if (!(expr)) {                                                                              \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #expr);        \
-                        abort();                                                                            \
-                }                                                                                           \
-        } while (0)
 
 static bool is_digit(char c)
 {
