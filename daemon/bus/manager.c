@@ -136,15 +136,22 @@ int bus_append_event(sd_bus_message *m, const EventRecord *e)
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
-/* What one event takes in a message at most: the struct's alignment, the strings with their length
- * and NUL, each env entry aligned to 8. */
+/* What one event takes in a message at most, as marshalled from an 8-aligned offset (a signal's body,
+ * an element of GetEvents' array): the seqnum, the strings with their length, NUL and padding, the
+ * array's length, each env entry aligned to 8, the padding to the next 8.  Reckoned entry by entry,
+ * not as a flat 18 bytes an entry: a key and a value of some lengths take 20, and a rescan's event
+ * of a uevent file's hundreds of lines passed the bus's limit by more than the header's room. */
 size_t bus_event_bound(const EventRecord *e)
 {
-        size_t n = 8 + 8 + 3 * 5 + strlen(e->action) + strlen(e->devpath) + strlen(e->object_path) + 8;
+        size_t n = 8;
 
+        n = wire_string_end(n, e->action);
+        n = wire_string_end(n, e->devpath);
+        n = wire_string_end(n, e->object_path);
+        n = wire_align(wire_align(n, 4) + 4, 8);
         for (size_t i = 0; i < e->n_env; i++)
-                n += 8 + 10 + strlen(e->env_keys[i]) + strlen(e->env_values[i]);
-        return n;
+                n = wire_string_end(wire_string_end(wire_align(n, 8), e->env_keys[i]), e->env_values[i]);
+        return wire_align(n, 8);
 }
 
 static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error)

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "blkmodel/names.h"
+#include "bus/bus-internal.h"
+#include "tests.h"
+
+/*
+ * bus_event_bound() against what sd-bus really marshals: the Uevent signal and a GetEvents reply are
+ * sent only when that bound is within the bus's limit (--max-message-size), so a bound below the real
+ * size lets through a message the bus drops the daemon for.  The body's length is read from the
+ * message's fixed header as it comes out of the socket.
+ */
+
+typedef struct Pair {
+        sd_bus *ours, *peer;
+        int raw; /* the peer's end, read directly once both are ready */
+} Pair;
+
+static int pair_open(Pair *c)
+{
+        sd_id128_t id;
+        int fds[2];
+
+        *c = (Pair){.raw = -1};
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+                return -1;
+        if (sd_bus_new(&c->ours) < 0 || sd_bus_set_fd(c->ours, fds[0], fds[0]) < 0 || sd_bus_start(c->ours) < 0)
+                return -1;
+        if (sd_id128_randomize(&id) < 0 || sd_bus_new(&c->peer) < 0 ||
+            sd_bus_set_fd(c->peer, fds[1], fds[1]) < 0 || sd_bus_set_server(c->peer, 1, id) < 0 ||
+            sd_bus_start(c->peer) < 0)
+                return -1;
+        for (unsigned i = 0; i < 1000 && !(sd_bus_is_ready(c->ours) > 0 && sd_bus_is_ready(c->peer) > 0); i++) {
+                (void) sd_bus_process(c->ours, NULL);
+                (void) sd_bus_process(c->peer, NULL);
+        }
+        if (sd_bus_is_ready(c->ours) <= 0 || sd_bus_is_ready(c->peer) <= 0)
+                return -1;
+        c->raw = fds[1];
+        return 0;
+}
+
+static void pair_close(Pair *c)
+{
+        sd_bus_close_unref(c->ours);
+        sd_bus_close_unref(c->peer);
+}
+
+/* The body's length of the Uevent signal of e, as sent. */
+static int64_t signal_body_size(Pair *c, const EventRecord *e)
+{
+        sd_bus_message *s = NULL;
+        uint8_t hdr[16];
+        uint32_t len;
+        int r;
+
+        r = sd_bus_message_new_signal(c->ours, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
+        if (r >= 0)
+                r = bus_append_event(s, e);
+        if (r >= 0)
+                r = sd_bus_send(c->ours, s, NULL);
+        sd_bus_message_unref(s);
+        if (r < 0 || sd_bus_flush(c->ours) < 0)
+                return -1;
+        if (recv(c->raw, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t) sizeof(hdr) || hdr[0] != 'l')
+                return -1;
+        len = (uint32_t) hdr[4] | (uint32_t) hdr[5] << 8 | (uint32_t) hdr[6] << 16 | (uint32_t) hdr[7] << 24;
+        /* The rest of the message, so that the next one starts the socket's bytes. */
+        uint32_t fields = (uint32_t) hdr[12] | (uint32_t) hdr[13] << 8 | (uint32_t) hdr[14] << 16 |
+                          (uint32_t) hdr[15] << 24;
+        size_t rest = ((16 + (size_t) fields + 7) & ~(size_t) 7) - 16 + len;
+        char *buf = malloc(rest ? rest : 1);
+        if (!buf)
+                return -1;
+        ssize_t n = recv(c->raw, buf, rest, MSG_WAITALL);
+        free(buf);
+        return n == (ssize_t) rest ? (int64_t) len : -1;
+}
+
+/* n env entries, key key_len bytes and value value_len bytes each (keys distinct). */
+static void check_bound(Pair *c, size_t n, size_t key_len, size_t value_len)
+{
+        char **keys = calloc(n + 1, sizeof(char *)), **values = calloc(n + 1, sizeof(char *));
+        EventRecord e = {.seqnum = 12345,
+                         .action = (char *) "change",
+                         .devpath = (char *) "/devices/virtual/block/loop9",
+                         .object_path = (char *) "/org/blkmodel1/block/loop9",
+                         .n_env = n,
+                         .env_keys = keys,
+                         .env_values = values};
+
+        for (size_t i = 0; keys && values && i < n; i++) {
+                keys[i] = malloc(key_len + 1);
+                values[i] = malloc(value_len + 1);
+                if (!keys[i] || !values[i])
+                        break;
+                memset(keys[i], 'K', key_len);
+                for (size_t j = 0, v = i; j < key_len && j < 4; j++, v /= 26)
+                        keys[i][key_len - 1 - j] = (char) ('A' + v % 26);
+                keys[i][key_len] = 0;
+                memset(values[i], 'v', value_len);
+                values[i][value_len] = 0;
+        }
+        int64_t real = signal_body_size(c, &e);
+        size_t bound = bus_event_bound(&e);
+        CHECK(real > 0);
+        CHECK(real >= 0 && bound >= (size_t) real);
+        if (real >= 0 && bound < (size_t) real)
+                fprintf(stderr, "%zu entries of %zu+%zu bytes: bound %zu, marshalled %" PRId64 "\n", n, key_len,
+                        value_len, bound, real);
+        for (size_t i = 0; keys && values && i < n; i++) {
+                free(keys[i]);
+                free(values[i]);
+        }
+        free(keys);
+        free(values);
+}
+
+int main(void)
+{
+        Pair c;
+
+        if (pair_open(&c) < 0) {
+                CHECK(!"cannot open a connection pair");
+                return tests_summary();
+        }
+        /* Every alignment a key and a value can leave, few entries and many (a uevent file's
+         * hundreds of lines make up a rescan's synthesized event). */
+        for (size_t k = 1; k <= 9; k++)
+                for (size_t v = 0; v <= 9; v++) {
+                        check_bound(&c, 1, k, v);
+                        check_bound(&c, 700, k, v);
+                }
+        check_bound(&c, 0, 1, 1);
+        pair_close(&c);
+        return tests_summary();
+}
