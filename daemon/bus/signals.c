@@ -141,7 +141,6 @@ void publisher_properties_changed(Publisher *p, Kobject *k, const char *interfac
                 r = sd_bus_message_open_container(s, 'e', "sv");
                 if (r >= 0)
                         r = sd_bus_message_append(s, "s", *c);
-                bound += wire_dict_head(*c);
                 if (r >= 0)
                         r = bus_append_property(p, d ?: &own, &iface, *c, s, true, &bound, NULL);
                 if (r >= 0)

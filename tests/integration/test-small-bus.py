@@ -184,6 +184,42 @@ class SmallBus(unittest.TestCase):
             self.assertEqual(dm.proc.poll(), None, dm.output())
             rec.close()
 
+    def test_a_signal_that_fits_is_sent(self):
+        """A PropertiesChanged within the limit goes out: its bound counts
+        each property's name once (it was counted twice, and a signal of
+        250 changed properties, 30 KiB on the wire, was dropped as 33 KiB
+        with SignalsDropped, sending subscribers to resync for nothing)."""
+        sys_ = os.path.join(bt.make_fixture(), "sys")
+        sda = [r for r, _, _ in os.walk(os.path.join(sys_, "devices"))
+               if r.endswith("/block/sda")][0]
+        os.mkdir(os.path.join(sda, "big"))
+        files = [os.path.join(sda, "big", "f%03d" % i) for i in range(250)]
+        for f in files:
+            with open(f, "w") as fh:
+                fh.write("%s\n" % ("0" * 100))
+        disk, group = bt.path_of("block", "sda"), bt.IFACE + "Group.big"
+        with bt.Daemon(sys_, uevent_socket=True,
+                       extra_args=["--max-message-size=32768"]) as dm:
+            self.assertEqual(len(dm.get_all(disk, group)), 250)
+            rec = bt.SignalRecorder()
+            self.addCleanup(rec.close)
+            for f in files:
+                with open(f + ".new", "w") as fh:
+                    fh.write("%s\n" % ("1" * 100))
+                os.rename(f + ".new", f)
+            # A change with a key a plain one has not: the whole disk is read.
+            dm.send_uevent("change", sda[len(sys_):],
+                           {"SUBSYSTEM": "block", "DEVTYPE": "disk", "FOO": "1"})
+            dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            got = rec.wait_for(lambda ss: any(s[1] == "Uevent" for s in ss))
+            rec.pump(0.2)
+            self.assertEqual(rec.of("SignalsDropped"), [], got)
+            changed = [s for s in rec.of("PropertiesChanged")
+                       if s[2] == disk and s[3][0] == group]
+            self.assertEqual(len(changed), 1, got)
+            self.assertEqual(len(changed[0][3][1]), 250)
+            self.assertEqual(dm.proc.poll(), None, dm.output())
+
     @staticmethod
     def children(dm, path):
         import xml.etree.ElementTree as ET
