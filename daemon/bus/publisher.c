@@ -210,7 +210,7 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
         r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
         if (r >= 0)
                 r = bus_append_event(s, e);
-        bus_send_signal(p, s, r, bus_event_bound(e), e, "the Uevent signal", e->devpath);
+        bus_send_signal(p, s, r, bus_event_bound(e), e, "Uevent", e->devpath);
 }
 
 void publisher_settled(Publisher *p, sd_bus_message *msg)
