@@ -79,7 +79,7 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
         return 0;
 }
 
-static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
+static int read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 {
         ChangeRecord *rec = rd->record;
         const char *v;
@@ -87,16 +87,20 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 
         if (a->flags & ATTR_VOLATILE) {
                 record_put_volatile(rec);
-                return;
+                return 0;
         }
-        /* Signals and GetAll publish an unreadable file as "": that is what a client holds. */
+        /* Signals and GetAll publish an unreadable file as "": that is what a client holds.  Not a
+         * file the process could not open for want of descriptors or memory: that reading is void. */
         r = objdir_read_attr(d, iface, a, &v);
+        if (r < 0 && sysfs_errno_is_resource(r))
+                return r;
         if (r < 0)
                 v = "";
         if (r == -ENOENT && objdir_attr_gone(d, iface, a))
                 rd->file_gone = true;
         rec->value_bytes += 8 + strlen(v);
         record_put_string(rec, v);
+        return 0;
 }
 
 /* Fills a new reading, from what d read already and what it reads now; what `how` does not re-read
@@ -130,9 +134,13 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
-                        if (reads_attr(k, &iface, a, how, d))
-                                read_attr(d, &iface, a, &rd);
-                        else
+                        if (reads_attr(k, &iface, a, how, d)) {
+                                r = read_attr(d, &iface, a, &rd);
+                                if (r < 0) {
+                                        reading_done(&rd);
+                                        return r;
+                                }
+                        } else
                                 record_put_slot(rd.record, was);
                 }
         }
@@ -483,7 +491,10 @@ int changes_reread(Live *l, Kobject *k)
         kobject_ref(k);
         l->rereading = true;
         r = scan_shape(l->sysfs, l->model, k, &shape);
-        if (r < 0) {
+        if (r < 0 && sysfs_errno_is_resource(r))
+                /* Nothing learnt: what was published stays. */
+                log_warning_errno(r, "%s: cannot re-read the directory, kept as published: %m", k->devpath);
+        else if (r < 0) {
                 log_debug_errno(r, "%s: cannot re-read the directory: %m", k->devpath);
                 r = changes_refresh(l, k, REFRESH_ALL);
         } else

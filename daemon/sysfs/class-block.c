@@ -188,26 +188,46 @@ const BlockDev *block_devs_find(const BlockDev *l, size_t n, const char *name, s
 }
 
 /* The kernel's own list of block devices: class/block/NAME links to the device's directory. */
-bool class_block_lists(const Sysfs *s, const char *devpath)
+int class_block_check(const Sysfs *s, const char *devpath)
 {
         _cleanup_(freep) char *target = NULL, *resolved = NULL, *rel = NULL;
         _cleanup_(closep) int fd = -1;
+        int r;
 
         /* The scan asks this of every hardware directory it publishes: most names have no link. */
         rel = path_join("class/block", path_basename(devpath));
         fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
         if (fd < 0)
-                return false;
+                return sysfs_errno_is_resource(fd) ? fd : 0;
         (void) close(TAKE_FD(fd));
 
         fd = sysfs_open_dir(s, "class/block");
-        return fd >= 0 && sysfs_readlink(fd, path_basename(devpath), &target) >= 0 &&
-               sysfs_resolve_relative("/class/block", target, &resolved) >= 0 && streq(resolved, devpath);
+        if (fd < 0)
+                return sysfs_errno_is_resource(fd) ? fd : 0;
+        r = sysfs_readlink(fd, path_basename(devpath), &target);
+        if (r < 0)
+                return sysfs_errno_is_resource(r) ? r : 0;
+        r = sysfs_resolve_relative("/class/block", target, &resolved);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        return streq(resolved, devpath);
+}
+
+bool class_block_lists(const Sysfs *s, const char *devpath)
+{
+        return class_block_check(s, devpath) > 0;
+}
+
+int scan_block_device_check(const Sysfs *s, const char *devpath)
+{
+        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
+
+        if (fd < 0)
+                return sysfs_errno_is_resource(fd) ? fd : 0;
+        return class_block_check(s, devpath);
 }
 
 bool scan_block_device_present(const Sysfs *s, const char *devpath)
 {
-        _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
-
-        return fd >= 0 && class_block_lists(s, devpath);
+        return scan_block_device_check(s, devpath) > 0;
 }

@@ -50,6 +50,9 @@ static inline void block_dev_reader_freep(BlockDevReader **r)
 /* Does class/block list devpath: a link of its name that resolves to it?  One syscall for a name it
  * has no link of (every hardware device's). */
 bool class_block_lists(const Sysfs *s, const char *devpath);
+/* The same, telling "no" from "cannot tell": 1 listed, 0 not, negative errno when the process ran out
+ * of something (sysfs_errno_is_resource()) and the answer is unknown. */
+int class_block_check(const Sysfs *s, const char *devpath);
 
 /*
  * Is there a block device at devpath: its directory, and class/block listing it?  The kernel
@@ -58,3 +61,5 @@ bool class_block_lists(const Sysfs *s, const char *devpath);
  * trigger --action=remove), and the device stays.
  */
 bool scan_block_device_present(const Sysfs *s, const char *devpath);
+/* 1 present, 0 not, negative errno: cannot tell (see class_block_check()). */
+int scan_block_device_check(const Sysfs *s, const char *devpath);

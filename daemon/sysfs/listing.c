@@ -78,7 +78,8 @@ static int list_dir(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l)
 static int list_subdirs(int dirfd, KtypeId id, bool deep, Pool *pool, DirListing *l);
 
 /* Lists one subdirectory; -ENOENT and the like leave it out (it vanished meanwhile, or is no
- * directory we may open), only -ENOMEM fails the whole listing. */
+ * directory we may open), only running out of memory or descriptors fails the whole listing: a
+ * listing without the subdirectory would tell its group gone. */
 static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool *pool,
                        DirListing *l)
 {
@@ -90,7 +91,7 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool 
                 return 0;
         fd = sysfs_open_subdir(dirfd, name);
         if (fd < 0)
-                return fd == -ENOMEM ? fd : 0;
+                return sysfs_errno_is_resource(fd) ? fd : 0;
         if (kind != _KTYPE_MAX)
                 r = list_dir(fd, kind, true, pool, &sub);
         else {
@@ -105,7 +106,7 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool 
                 r = sub.name ? 0 : -ENOMEM;
         }
         if (r < 0) /* what it took stays in the pool until the whole listing is freed */
-                return r == -ENOMEM ? r : 0;
+                return sysfs_errno_is_resource(r) ? r : 0;
         l->subdirs[l->n_subdirs++] = sub;
         return 0;
 }

@@ -186,12 +186,23 @@ static bool awaited(Reconcile *r, const char *devpath)
         return r->awaited && r->awaited(r->userdata, devpath);
 }
 
-static bool dir_exists(const Sysfs *s, const char *devpath, const char *name)
+/* 1 there, 0 not, negative errno: cannot tell (out of descriptors or memory: sysfs_errno_is_resource()). */
+static int dir_check(const Sysfs *s, const char *devpath, const char *name)
 {
         _cleanup_(freep) char *rel = path_join(devpath, name);
         _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
 
-        return fd >= 0;
+        if (fd >= 0)
+                return 1;
+        return sysfs_errno_is_resource(fd) ? fd : 0;
+}
+
+/* A reading that could not tell keeps the object as it is: only sysfs saying so removes one. */
+static int cannot_tell(const Kobject *k, int error)
+{
+        log_warning_errno(error, "%s: cannot tell whether it is still there, kept as published: %m",
+                          k->devpath);
+        return error;
 }
 
 static int remove_now(Reconcile *r, Kobject *k)
@@ -220,16 +231,26 @@ typedef enum Presence {
 static Presence presence(Reconcile *r, Kobject *k)
 {
         bool queue_went;
+        int c;
 
         if (!k->linked)
                 return PRESENT;
-        if (scan_block_device_present(r->sysfs, k->devpath)) {
-                queue_went = kobject_find_child_type(k, KTYPE_QUEUE) && !dir_exists(r->sysfs, k->devpath, "queue");
+        c = scan_block_device_check(r->sysfs, k->devpath);
+        if (c < 0)
+                return cannot_tell(k, c), PRESENT;
+        if (c > 0) {
+                c = kobject_find_child_type(k, KTYPE_QUEUE) ? dir_check(r->sysfs, k->devpath, "queue") : 1;
+                if (c < 0)
+                        return cannot_tell(k, c), PRESENT;
+                queue_went = c == 0;
                 return queue_went && !awaited(r, k->devpath) ? TEARING_DOWN : PRESENT;
         }
         if (awaited(r, k->devpath))
                 return PRESENT;
-        return dir_exists(r->sysfs, k->devpath, "") ? TEARING_DOWN : GONE;
+        c = dir_check(r->sysfs, k->devpath, "");
+        if (c < 0)
+                return cannot_tell(k, c), PRESENT;
+        return c > 0 ? TEARING_DOWN : GONE;
 }
 
 /* The disk goes and comes back as sysfs has it now: what anyone can tell of a disk whose hardware or
@@ -292,7 +313,10 @@ static int step_teardown(Reconcile *r)
                         continue;
                 }
                 /* Its queue gone for good, its link there: a tree, not the kernel. */
-                if (p == TEARING_DOWN && scan_block_device_present(r->sysfs, d->devpath))
+                int c = p == TEARING_DOWN ? scan_block_device_check(r->sysfs, d->devpath) : 0;
+                if (c < 0)
+                        (void) cannot_tell(d, c);
+                else if (c > 0)
                         k = replace_disk(r, d);
                 else if (p != PRESENT)
                         k = remove_now(r, d);
@@ -310,7 +334,10 @@ static int step_remove(Reconcile *r, Kobject *disk)
 
         if (!disk->linked)
                 return 0;
-        if (!scan_block_device_present(r->sysfs, disk->devpath))
+        k = scan_block_device_check(r->sysfs, disk->devpath);
+        if (k < 0)
+                return cannot_tell(disk, k), 0;
+        if (k == 0)
                 return remove_if_gone(r, disk);
         k = partitions_in_order(disk, &parts, &n_parts);
         for (size_t i = 0; k >= 0 && i < n_parts; i++)
@@ -360,8 +387,13 @@ static int step_follow(Reconcile *r, Kobject *disk)
         if (!disk->linked)
                 return 0;
         k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
+        if (k < 0 && sysfs_errno_is_resource(k))
+                return cannot_tell(disk, k), 0;
         q = kobject_find_child_type(disk, KTYPE_QUEUE);
-        bool has_queue = dir_exists(r->sysfs, disk->devpath, "queue");
+        int c = dir_check(r->sysfs, disk->devpath, "queue");
+        if (c < 0)
+                return cannot_tell(disk, c), 0;
+        bool has_queue = c > 0;
         /* Its queue went: being torn down (presence()), left to its remove while the teardown waits. */
         if (q && !has_queue)
                 return scan_block_device_present(r->sysfs, disk->devpath) ? remove_if_gone(r, disk) : 0;
@@ -372,7 +404,10 @@ static int step_follow(Reconcile *r, Kobject *disk)
         if (!q)
                 return 0;
         e = kobject_find_child_type(q, KTYPE_ELEVATOR);
-        if (e && !dir_exists(r->sysfs, e->devpath, ""))
+        c = e ? dir_check(r->sysfs, e->devpath, "") : 1;
+        if (c < 0)
+                (void) cannot_tell(e, c);
+        else if (c == 0)
                 model_unlink(r->model, e);
         else if (!e) {
                 k = scan_add_elevator(r->sysfs, r->model, q, &e);

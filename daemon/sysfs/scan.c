@@ -297,31 +297,34 @@ static int disk_device(const Sysfs *s, Model *m, const char *devpath, const DirL
 
 /* Would device_get() publish devpath as hardware, or find it published?  The same checks, nothing
  * made. */
-static bool device_followable(const Sysfs *s, const Model *m, const char *devpath)
+/* 1: a chain of hardware directories the scan follows; 0: not; negative errno: cannot tell (the
+ * process ran out of descriptors or memory). */
+static int device_followable(const Sysfs *s, const Model *m, const char *devpath)
 {
         _cleanup_(freep) char *p = strdup(devpath);
 
         if (!p)
-                return false;
+                return -ENOMEM;
         if (device_depth(p) > DEVICE_DEPTH_MAX)
-                return false;
+                return 0;
         while (!streq(p, "/devices")) {
                 Kobject *k = model_find_devpath(m, p);
-                int fd;
+                int fd, r;
 
                 if (k)
                         return k->ktype->id == KTYPE_DEVICE;
                 if (!startswith(p, "/devices/") || !utf8_is_valid(p))
-                        return false;
-                if (class_block_lists(s, p))
-                        return false;
+                        return 0;
+                r = class_block_check(s, p);
+                if (r != 0)
+                        return r < 0 ? r : 0;
                 fd = sysfs_open_dir(s, p);
                 if (fd < 0)
-                        return false;
+                        return sysfs_errno_is_resource(fd) ? fd : 0;
                 (void) close(fd);
                 *strrchr(p, '/') = 0;
         }
-        return true;
+        return 1;
 }
 
 int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk, char **ret)
@@ -342,8 +345,11 @@ int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk
         if (sysfs_resolve_relative(disk->devpath, target, &resolved) < 0)
                 return 0;
         rest = startswith(resolved, disk->devpath);
-        if ((rest && (*rest == 0 || *rest == '/')) || !device_followable(s, m, resolved))
+        if (rest && (*rest == 0 || *rest == '/'))
                 return 0;
+        r = device_followable(s, m, resolved);
+        if (r <= 0)
+                return r;
         *ret = TAKE_PTR(resolved);
         return 0;
 }
