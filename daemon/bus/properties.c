@@ -75,6 +75,10 @@ static int append_typed(Publisher *p, ObjDir *d, const PropertyInfo *info, sd_bu
         int r;
 
         r = typed_value_read(d, p->model, info, &v);
+        if (r >= 0 && d->resource_error < 0) { /* read as 0 or "": not what sysfs holds */
+                typed_value_done(&v);
+                r = d->resource_error;
+        }
         if (r < 0)
                 return r;
         if (bound)
@@ -95,7 +99,7 @@ static int append_attr(ObjDir *d, const Iface *iface, const Attr *a, sd_bus_mess
         int r;
 
         r = objdir_read_attr(d, iface, a, &value);
-        if (r == -ENOMEM)
+        if (sysfs_errno_is_resource(r)) /* nothing learnt of the file: no "" for it */
                 return r;
         if (r < 0) {
                 _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);

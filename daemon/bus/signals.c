@@ -11,6 +11,7 @@
  * r: how building the signal went; bound: its body's size at most.  One the bus would drop the
  * daemon for (a bus configured with a small limit; an object with hundreds of large files) is not
  * sent: SignalsDropped tells subscribers to resync, as when the bus stalled (e: its Uevent, if any).
+ * So is one whose values could not be read for want of descriptors or memory.
  */
 void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const EventRecord *e,
                      const char *what, const char *path)
@@ -20,6 +21,12 @@ void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const
 
                 bus_sizes_text(bound, bus_reply_body_max(p), sizes, sizeof(sizes));
                 log_warning("%s for %s not sent: %s; SignalsDropped tells subscribers.", what, path, sizes);
+                backlog_oversized(p->backlog, e);
+                return;
+        }
+        if (r < 0 && sysfs_errno_is_resource(r)) {
+                /* Its values could not be read: sent with "" for them, it would tell what is not so. */
+                log_warning_errno(r, "%s for %s not sent: %m; SignalsDropped tells subscribers.", what, path);
                 backlog_oversized(p->backlog, e);
                 return;
         }

@@ -79,7 +79,7 @@ static int read_typed(Live *l, ObjDir *d, const PropertyInfo *p, Reading *rd)
         return 0;
 }
 
-static int read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
+static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 {
         ChangeRecord *rec = rd->record;
         const char *v;
@@ -87,20 +87,18 @@ static int read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 
         if (a->flags & ATTR_VOLATILE) {
                 record_put_volatile(rec);
-                return 0;
+                return;
         }
         /* Signals and GetAll publish an unreadable file as "": that is what a client holds.  Not a
-         * file the process could not open for want of descriptors or memory: that reading is void. */
+         * file the process could not open for want of descriptors or memory: read_slots() voids
+         * that reading. */
         r = objdir_read_attr(d, iface, a, &v);
-        if (r < 0 && sysfs_errno_is_resource(r))
-                return r;
         if (r < 0)
                 v = "";
         if (r == -ENOENT && objdir_attr_gone(d, iface, a))
                 rd->file_gone = true;
         rec->value_bytes += 8 + strlen(v);
         record_put_string(rec, v);
-        return 0;
 }
 
 /* Fills a new reading, from what d read already and what it reads now; what `how` does not re-read
@@ -134,17 +132,17 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
-                        if (reads_attr(k, &iface, a, how, d)) {
-                                r = read_attr(d, &iface, a, &rd);
-                                if (r < 0) {
-                                        reading_done(&rd);
-                                        return r;
-                                }
-                        } else
+                        if (reads_attr(k, &iface, a, how, d))
+                                read_attr(d, &iface, a, &rd);
+                        else
                                 record_put_slot(rd.record, was);
                 }
         }
         assert(!old || old_offset == old->size);
+        if (d->resource_error < 0) { /* values read as 0 or "" that sysfs may not hold */
+                reading_done(&rd);
+                return d->resource_error;
+        }
         /* The size estimate is the last whole reading's: a few values re-read must not be added to it
          * again (the poll did, every round, until GetManagedObjects was refused as too large). */
         if (old && how != REFRESH_RECORD && how != REFRESH_ALL)

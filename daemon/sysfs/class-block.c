@@ -126,7 +126,7 @@ int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t
                 if (GREEDY_REALLOC(*devs, *n_max, *n + 1) < 0)
                         return -ENOMEM;
                 k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
-                if (k == -ENOMEM)
+                if (sysfs_errno_is_resource(k)) /* an entry unread is no entry gone */
                         return k;
                 if (k >= 0)
                         (*n)++;

@@ -135,9 +135,19 @@ static int objdir_lookup(ObjDir *d, const char *relpath, const char **ret)
         return 0;
 }
 
-int objdir_read(ObjDir *d, const char *relpath, const char **ret)
+/* objdir_lookup(), noting a read that learnt nothing (resource_error). */
+static int objdir_get(ObjDir *d, const char *relpath, const char **ret)
 {
         int r = objdir_lookup(d, relpath, ret);
+
+        if (r < 0 && sysfs_errno_is_resource(r) && d->resource_error == 0)
+                d->resource_error = r;
+        return r;
+}
+
+int objdir_read(ObjDir *d, const char *relpath, const char **ret)
+{
+        int r = objdir_get(d, relpath, ret);
 
         d->mark = fnv1a(relpath, strlen(relpath) + 1, d->mark);
         d->mark = r >= 0 ? fnv1a(*ret, strlen(*ret) + 1, d->mark) : fnv1a(&r, sizeof(r), d->mark);
@@ -152,7 +162,7 @@ int objdir_read_attr(ObjDir *d, const Iface *iface, const Attr *a, const char **
         if (!rel)
                 return -ENAMETOOLONG;
         /* What moves by itself (stat) would make no two readings alike: it is left out of the mark. */
-        return a->flags & ATTR_VOLATILE ? objdir_lookup(d, rel, ret) : objdir_read(d, rel, ret);
+        return a->flags & ATTR_VOLATILE ? objdir_get(d, rel, ret) : objdir_read(d, rel, ret);
 }
 
 bool objdir_has(ObjDir *d, const char *relpath)

@@ -213,8 +213,17 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret)
         return r < 0 ? r : 1;
 }
 
+/* A part the scan skips with a warning (r) is left out for good by the start's scan only if sysfs said
+ * so: out of descriptors or memory the process learnt nothing, and the start's scan fails instead
+ * (resource_error, NULL for the live adds, which a Rescan completes). */
+static void note_skipped(int r, int *resource_error)
+{
+        if (resource_error && *resource_error == 0 && sysfs_errno_is_resource(r))
+                *resource_error = r;
+}
+
 /* A queue's listing holds its scheduler's, unless it has none ("none", or gone meanwhile). */
-static int add_queue_listed(const Sysfs *s, Model *m, Kobject *disk, const DirListing *l)
+static int add_queue_listed(const Sysfs *s, Model *m, Kobject *disk, const DirListing *l, int *resource_error)
 {
         _cleanup_(freep) char *devpath = path_join(disk->devpath, "queue");
         const DirListing *iosched;
@@ -229,6 +238,7 @@ static int add_queue_listed(const Sysfs *s, Model *m, Kobject *disk, const DirLi
         iosched = listing_subdir(l, "iosched");
         if (iosched) {
                 r = add_elevator_listed(s, m, q, iosched, &e);
+                note_skipped(r, resource_error);
                 if (r < 0)
                         log_warning_errno(r, "%s/iosched: cannot read the I/O scheduler, skipped: %m",
                                           devpath);
@@ -356,7 +366,8 @@ int scan_disk_device_devpath(const Sysfs *s, const Model *m, const Kobject *disk
 
 /* Adds one disk (with its partitions, queue, scheduler, groups and hardware ancestors) from its deep
  * listing.  -EEXIST if it is already in the model. */
-static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const DirListing *l, Kobject **ret)
+static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const DirListing *l, Kobject **ret,
+                           int *resource_error)
 {
         Kobject *disk, *device = NULL;
         const char *name = path_basename(devpath);
@@ -367,6 +378,7 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
                 return -EEXIST;
 
         r = disk_device(s, m, devpath, l, &device);
+        note_skipped(r, resource_error);
         if (r < 0) {
                 /* A dangling or odd `device` link: publish the disk without its hardware. */
                 log_warning_errno(r,
@@ -383,13 +395,14 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
 
         queue = listing_subdir(l, "queue");
         if (queue)
-                r = add_queue_listed(s, m, disk, queue);
+                r = add_queue_listed(s, m, disk, queue, resource_error);
         else if (listing_entry(l, "queue")) {
                 /* There, but it could not be listed: the log says why (a file, no permission). */
                 _cleanup_(freep) char *rel = path_join(devpath, "queue");
                 _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
                 r = fd < 0 ? fd : -EIO;
         }
+        note_skipped(r, resource_error);
         if (r < 0)
                 log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
 
@@ -399,6 +412,7 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
                 if (listing_kind_handles(KTYPE_DISK, sub->name) || !listing_is_kobject(sub))
                         continue;
                 r = add_partition_listed(s, m, disk, sub->name, sub, NULL);
+                note_skipped(r, resource_error);
                 if (r == -ENOTDIR)
                         log_debug("%s/%s: a kobject that is not a partition, not published.", devpath,
                                   sub->name);
@@ -421,7 +435,7 @@ static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject 
         r = listing_read_at(s, devpath, KTYPE_DISK, true, &l);
         if (r < 0)
                 return r;
-        r = add_disk_listed(s, m, devpath, &l, ret);
+        r = add_disk_listed(s, m, devpath, &l, ret, NULL);
         listing_done(&l);
         return r;
 }
@@ -507,7 +521,7 @@ int scan_all(const Sysfs *s, Model *m)
         _cleanup_(listing_ahead_freep) ListingAhead *ahead = NULL;
         BlockDev *devs = NULL;
         size_t n = 0;
-        int r, added = 0;
+        int r, added = 0, resource_error = 0;
 
         r = scan_list_block_names(s, &devs, &n);
         if (r < 0)
@@ -524,15 +538,18 @@ int scan_all(const Sysfs *s, Model *m)
 
                 r = listing_ahead_take(ahead, i, &devs[i].devpath, &l);
                 devpath = devs[i].devpath;
-                if (!devpath)
-                        continue; /* not a usable link: logged */
+                if (!devpath) { /* not a usable link: logged */
+                        note_skipped(r, &resource_error);
+                        continue;
+                }
                 if (r == 0)
                         r = add_unlisted(s, m, devpath);
                 else if (r > 0) {
-                        r = add_disk_listed(s, m, devpath, &l, NULL);
+                        r = add_disk_listed(s, m, devpath, &l, NULL, &resource_error);
                         listing_done(&l);
                         r = r < 0 ? r : 1;
                 }
+                note_skipped(r, &resource_error);
                 if (r == -EEXIST)
                         log_warning("%s: a block device of that name or path exists already, skipped.",
                                     devpath);
@@ -549,5 +566,9 @@ int scan_all(const Sysfs *s, Model *m)
                         log_notice("class/block/%s is not in the model.", devs[i].name);
 
         block_devs_free(devs, n);
+        if (resource_error < 0)
+                return log_error_errno(resource_error,
+                                       "Cannot read all of %s: %m; not publishing a model with parts left out.",
+                                       s->root);
         return added;
 }

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Out of file descriptors (issue 13, "bad input ... loses nothing already published"): with its
+"""Out of file descriptors: a reading that could not open a file learnt nothing of sysfs.  With its
 RLIMIT_NOFILE lowered under it, the daemon cannot open sysfs, which says nothing of whether the
 devices are still there.  A change event and a Rescan must then leave the published model as it
 is, and say nothing happened, instead of taking every disk away (a Rescan read each device as gone)
 or announcing every attribute as "" (a change event's reading); once descriptors are back, a Rescan
-finds the model in line with sysfs."""
+finds the model in line with sysfs.  Started with too few, the daemon must not take its name with
+parts of the model left out (a client that sees the name sees the whole model): it exits, saying
+why."""
 import os
 import resource
 import shutil
@@ -57,16 +59,59 @@ class FdLimit(unittest.TestCase):
             self.assertEqual(self.dm.manager_prop("LastSeqnum"), last + 2)
             # Nothing was announced, and every object is still there.
             self.assertEqual(model_signals(self.rec), [])
-            self.assertEqual(sorted(self.dm.managed_objects()), sorted(before))
+            # A reply cannot hold values it could not read: an error, not "" and 0.  (No
+            # descriptor at all now: the one left above may be below every file a reply opens.)
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (3, hard))
+            with self.assertRaisesRegex(dbus.exceptions.DBusException, "Too many open files"):
+                self.dm.get_all(bt.path_of("block", "sda"), bt.IFACE + "Disk")
+            with self.assertRaisesRegex(dbus.exceptions.DBusException, "Too many open files"):
+                self.dm.managed_objects()
         finally:
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
         self.assertIn("kept as published: Too many open files", self.dm.output())
+        self.assertEqual(sorted(self.dm.managed_objects()), sorted(before))
         # With descriptors again: in line with sysfs, and nothing to reconcile.
         self.rec.signals.clear()
         self.dm.manager("Rescan")
         self.rec.pump(0.3)
         self.assertEqual(model_signals(self.rec), [])
         self.assertEqual(bt.model_diff(self.dm.all_objects(), before), "")
+
+
+class FdLimitAtStart(unittest.TestCase):
+    def setUp(self):
+        self.dir = bt.make_fixture()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_whole_model_or_no_name(self):
+        with bt.Daemon(self.dir + "/sys") as dm:
+            whole = dm.all_objects()
+        refused = 0
+        # From too few to read class/block at all, up to enough: every start either publishes the
+        # whole model or exits before taking the name, with the reason.
+        for n in range(10, 64):
+            dm = bt.Daemon(self.dir + "/sys", wait=False,
+                           prefix=["prlimit", "--nofile=%d:1024" % n, "--"])
+            try:
+                dm.wait_for_name()
+            except AssertionError:
+                out = dm.stop(code=1)
+                self.assertRegex(out, r"<3>.*: Too many open files", out)
+                refused += 1
+                continue
+            try:
+                # What it published at the start, read with descriptors enough to read it.
+                resource.prlimit(dm.proc.pid, resource.RLIMIT_NOFILE, (1024, 1024))
+                diff = bt.model_diff(dm.all_objects(), whole)
+                self.assertEqual(diff, "", "RLIMIT_NOFILE %d:\n%s" % (n, dm.output()))
+            finally:
+                dm.stop()
+            break
+        else:
+            self.fail("no start with up to 63 descriptors")
+        self.assertGreater(refused, 0, "the first limit tried already sufficed")
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ class Daemon:
     """The real blkmodeld on the test's bus."""
 
     def __init__(self, sysfs_root, uevent_socket=None, no_uevents=None,
-                 extra_args=(), wait=True, env=None):
+                 extra_args=(), wait=True, env=None, prefix=()):
         if os.path.realpath(sysfs_root) == "/sys":
             loopdev.hold_sys_block()
         self.sysfs_root = sysfs_root
@@ -165,7 +165,8 @@ class Daemon:
         self.uevent_socket = uevent_socket
         if no_uevents is None:
             no_uevents = uevent_socket is None
-        args = [BLKMODELD, "--session", "--sysfs-root=" + sysfs_root,
+        # prefix: a command that runs the daemon (prlimit ... --).
+        args = list(prefix) + [BLKMODELD, "--session", "--sysfs-root=" + sysfs_root,
                 "--log-level=debug"]
         if uevent_socket:
             args.append("--uevent-socket=" + uevent_socket)
