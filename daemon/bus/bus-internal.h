@@ -122,6 +122,9 @@ static inline size_t wire_align(size_t off, size_t alignment)
         return (off + alignment - 1) / alignment * alignment;
 }
 
+/* An array of dict entries (or structs) that starts a body: its 4-byte length, padded to 8. */
+#define WIRE_DICT_ARRAY_HEAD ((size_t) 8)
+
 /* s, o: a 4-byte length, the bytes, a NUL. */
 static inline size_t wire_string_end(size_t off, const char *s)
 {

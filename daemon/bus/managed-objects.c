@@ -36,11 +36,12 @@ static size_t bus_object_size_estimate(const Kobject *k)
                                 guessed += GUESSED_VALUE_BYTES;
                 }
         }
-        /* The values at the last reading; before one, a guess. */
+        /* The values at the last reading, the typed ones' too (their paths: Parent, Partitions, ...,
+         * counted again they made a device's subtree a fifth larger than it is, and refused it near
+         * the limit); before one, a guess. */
         if (values > 0)
-                n += values;
-        else
-                n += guessed + (k->ktype->has_uevent ? GUESSED_UEVENT_BYTES : 0);
+                return n + values;
+        n += guessed + (k->ktype->has_uevent ? GUESSED_UEVENT_BYTES : 0);
         n += strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
              (k->kset ? strlen(k->kset->path) : 1);
         for (Kobject *c = k->first_child; c; c = c->next_sibling)
@@ -242,6 +243,7 @@ static int append_manager(Publisher *p, Reply *reply)
         r = sd_bus_message_open_container(reply->m, 'e', "oa{sa{sv}}");
         if (r >= 0)
                 r = sd_bus_message_append(reply->m, "o", BLKMODEL_MANAGER_PATH);
+        reply->bound += wire_dict_head(BLKMODEL_MANAGER_PATH);
         if (r >= 0)
                 r = bus_manager_append_object(p, reply->m, &reply->bound);
         if (r >= 0)
@@ -569,8 +571,9 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
         g = calloc(1, sizeof(BusGmo));
         if (!g)
                 return -ENOMEM;
-        g->reply = (Reply){.bound = 64, .limit = limit, .privileged = privileged};
-        g->estimate = 64;
+        /* The a{oa{sa{sv}}}'s length and the padding to its first entry. */
+        g->reply = (Reply){.bound = WIRE_DICT_ARRAY_HEAD, .limit = limit, .privileged = privileged};
+        g->estimate = WIRE_DICT_ARRAY_HEAD;
         g->call = sd_bus_message_ref(msg);
         g->top = kobject_ref(top);
         if (!top || top->ktype->id == KTYPE_KSET)

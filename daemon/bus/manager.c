@@ -176,7 +176,7 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(tssoa{ss})");
-        for (size_t i = 0, bytes = 0; r >= 0 && i < n; i++) {
+        for (size_t i = 0, bytes = WIRE_DICT_ARRAY_HEAD; r >= 0 && i < n; i++) {
                 const EventRecord *e = eventlog_get(p->events, first + i);
 
                 bytes += bus_event_bound(e);
@@ -256,6 +256,40 @@ static int method_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return trigger(userdata, msg, false, error);
 }
 
+/* The value of the Manager's string property member, or NULL for another. */
+static const char *manager_string_property(const Publisher *p, const char *member)
+{
+        if (streq(member, "Version"))
+                return BLKMODEL_VERSION;
+        if (streq(member, "SysfsRoot"))
+                return p->sysfs->root;
+        if (streq(member, "UeventSource"))
+                return p->uevent_source;
+        return NULL;
+}
+
+/* What the {sv} of a Manager property takes, padding to the next entry included. */
+static size_t manager_entry_bound(const Publisher *p, const char *member, const char *signature)
+{
+        size_t off = wire_entry_head(member, signature);
+        const char *s;
+
+        switch (signature[0]) {
+        case 't':
+                return wire_align(wire_align(off, 8) + 8, 8);
+        case 'u':
+        case 'b':
+                return wire_align(wire_align(off, 4) + 4, 8);
+        case 's':
+                s = manager_string_property(p, member);
+                if (s)
+                        return wire_align(wire_string_end(off, s), 8);
+                break;
+        }
+        /* A property added to the vtable and not here: room enough for a path. */
+        return 64 + strlen(member) + PATH_MAX;
+}
+
 int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
 {
         int r;
@@ -266,6 +300,8 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
                 r = sd_bus_message_open_container(m, 'e', "sa{sv}");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", BLKMODEL_IFACE_MANAGER);
+        if (bound)
+                *bound += wire_dict_head(BLKMODEL_IFACE_MANAGER);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "{sv}");
         for (const sd_bus_vtable *v = bus_manager_vtable; r >= 0 && v->type != _SD_BUS_VTABLE_END; v++) {
@@ -284,7 +320,7 @@ int bus_manager_append_object(Publisher *p, sd_bus_message *m, size_t *bound)
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
                 if (bound)
-                        *bound += 64 + strlen(v->x.property.member) + PATH_MAX;
+                        *bound += manager_entry_bound(p, v->x.property.member, v->x.property.signature);
         }
         for (int i = 0; r >= 0 && i < 3; i++)
                 r = sd_bus_message_close_container(m);

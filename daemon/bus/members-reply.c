@@ -155,6 +155,11 @@ int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool wh
                           .kset = kobject_ref(kset),
                           .whole_interface = whole_interface,
                           .privileged = privileged};
+        /* Before the paths: Get's variant (its signature "ao", the array's length); GetAll's a{sv} and
+         * the Members entry's key, signature and array length. */
+        b->bound = whole_interface
+                           ? WIRE_DICT_ARRAY_HEAD + wire_align(wire_entry_head(BLKMODEL_PROP_MEMBERS, "ao"), 4) + 4
+                           : wire_align(1 + 2 + 1, 4) + 4;
         r = sd_bus_message_new_method_return(call, &b->reply);
         if (r >= 0 && whole_interface)
                 r = sd_bus_message_open_container(b->reply, 'a', "{sv}");

@@ -162,7 +162,7 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(objdir_donep) ObjDir d = OBJDIR_INIT(p->sysfs, k);
-        size_t bound = 0;
+        size_t bound = WIRE_DICT_ARRAY_HEAD; /* the a{sv}'s length and the padding to its first entry */
         Iface iface;
         int r;
 

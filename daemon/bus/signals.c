@@ -49,7 +49,8 @@ void publisher_object_added(Publisher *p, Kobject *k, ObjDir *d)
                                       "InterfacesAdded");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
-        bound = wire_string_end(0, k->path);
+        /* The path, the a{sa{sv}}'s length, the padding to its first entry. */
+        bound = wire_dict_head(k->path);
         if (r >= 0)
                 r = bus_append_object(p, s, k, d, false, &bound);
         bus_send_signal(p, s, r, bound, NULL, "InterfacesAdded", k->path);
@@ -96,7 +97,8 @@ void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfa
                                       added ? "InterfacesAdded" : "InterfacesRemoved");
         if (r >= 0)
                 r = sd_bus_message_append(s, "o", k->path);
-        bound = wire_string_end(0, k->path) + 8;
+        /* The path, then the array's length (and for an a{sa{sv}}, the padding to its first entry). */
+        bound = added ? wire_dict_head(k->path) : wire_align(wire_string_end(0, k->path), 4) + 4;
         if (r >= 0 && !added)
                 r = sd_bus_message_append_strv(s, (char **) interfaces);
         for (char *const *i = interfaces; !added && i && *i; i++)

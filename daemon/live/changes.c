@@ -106,6 +106,7 @@ static void read_attr(ObjDir *d, const Iface *iface, const Attr *a, Reading *rd)
 static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old, ObjDir *d, Reading *ret)
 {
         size_t n = changes_n_slots(k), old_offset = 0;
+        bool whole = true; /* every slot read now, none copied from old */
         Reading rd = {};
         Iface iface;
         int r;
@@ -126,16 +127,20 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                                         reading_done(&rd);
                                         return r;
                                 }
-                        } else
+                        } else {
                                 record_put_slot(rd.record, was);
+                                whole = false;
+                        }
                 }
                 for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
                         const Attr *a = &iface.attrs->attrs[j];
                         RecordSlot was = old ? record_next(old, &old_offset) : (RecordSlot){};
                         if (reads_attr(k, &iface, a, how, d))
                                 read_attr(d, &iface, a, &rd);
-                        else
+                        else {
                                 record_put_slot(rd.record, was);
+                                whole = false;
+                        }
                 }
         }
         assert(!old || old_offset == old->size);
@@ -144,8 +149,10 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
                 return d->resource_error;
         }
         /* The size estimate is the last whole reading's: a few values re-read must not be added to it
-         * again (the poll did, every round, until GetManagedObjects was refused as too large). */
-        if (old && how != REFRESH_RECORD && how != REFRESH_ALL)
+         * again (the poll did, every round, until GetManagedObjects was refused as too large).  A reply
+         * that read every value is a whole reading: kept from the first one, values that shrank
+         * since without an event refused GetManagedObjects a quarter below the limit. */
+        if (old && !whole && how != REFRESH_RECORD && how != REFRESH_ALL)
                 rd.record->value_bytes = old->value_bytes;
         *ret = rd;
         return 0;
