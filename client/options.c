@@ -253,9 +253,19 @@ static int option_error(const Verb *v, int c, char **argv)
 
 int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const char *optstring)
 {
-        int c, r;
+        int c, r, longindex = -1;
 
-        while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, optstring, options, &longindex)) >= 0) {
+                /* The option as given, for messages: argv[optind - 1] is its argument when that came
+                 * as a word of its own ("-t 5"), or a bundle of several ("-bt"). */
+                char raw[64];
+
+                if (longindex >= 0)
+                        (void) snprintf(raw, sizeof(raw), "--%s", options[longindex].name);
+                else
+                        (void) snprintf(raw, sizeof(raw), "-%c", c);
+                longindex = -1;
+
                 switch (c) {
                 case ARG_HELP:
                         if (v)
@@ -270,7 +280,7 @@ int parse_options(Ctl *ctl, const Verb *v, int argc, char *argv[], const char *o
                 case ':':
                         return option_error(v, c, argv);
                 default:
-                        r = apply_option(ctl, v, c, optarg, argv[optind - 1]);
+                        r = apply_option(ctl, v, c, optarg, raw);
                         if (r != EXIT_OK)
                                 return r;
                 }

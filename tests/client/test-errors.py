@@ -162,6 +162,21 @@ class Errors(unittest.TestCase):
         p = ct.run("--address=", "list", bus=None)
         ct.assert_one_line_failure(self, p, code=2)
 
+    def test_usage_names_the_option(self):
+        # The option as given, not its argument: "-t 5" is -t, and so is "-bt 5".
+        for args, name in ((("list", "-t", "5"), "'-t'"),
+                           (("list", "-bt", "5"), "'-t'"),
+                           (("events", "-o", "NAME"), "'-o'"),
+                           (("list", "--timeout", "5"), "'--timeout'"),
+                           (("list", "--timeout=5"), "'--timeout'"),
+                           (("trigger", "-s", ""), "'-s'"),
+                           (("wait", "sda", "--since", "3"), "'--since'")):
+            with self.subTest(args=args):
+                p = ct.run(*args)
+                line = ct.assert_one_line_failure(self, p, code=2, contains=(name,))
+                self.assertNotIn("'5'", line)
+                self.assertNotIn("'NAME'", line)
+
     def test_column_lsblk_reads_elsewhere(self):
         # lsblk's columns from the mount table, blkid or the node: refused with where they come from.
         for column, source in (("MOUNTPOINTS", "the mount table"), ("+fstype", "udev's database"), ("FSAVAIL", "the mount table"),
