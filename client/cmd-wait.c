@@ -149,6 +149,20 @@ static int on_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error
         return 0;
 }
 
+/*
+ * A spec that is a file outside the model (/dev/disk/by-id/..., /dev/mapper/..., any link to a node)
+ * can begin to name the object without any signal: udev makes its links after the kernel's uevent,
+ * which the daemon has already applied and announced.  Such a spec is looked at again every
+ * WAIT_PATH_POLL_USEC while it names nothing.
+ */
+#define WAIT_PATH_POLL_USEC (250 * USEC_PER_MSEC)
+
+static bool spec_is_local_path(const char *spec)
+{
+        return spec[0] == '/' && !startswith(spec, BLKMODEL_ROOT_PATH "/") && !streq(spec, BLKMODEL_ROOT_PATH) &&
+               !startswith(spec, "/sys/") && !startswith(spec, "/devices/");
+}
+
 static void waiter_done(Waiter *w)
 {
         w->path = mfree(w->path);
@@ -227,7 +241,16 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
                         continue;
                 }
 
-                r = bus_wait_event(bus, sigfd, deadline);
+                /* A file not there yet is no signal's business: look again now and then. */
+                uint64_t until = deadline;
+                bool poll_path = !ctl->removed && spec_is_local_path(w.spec);
+                if (poll_path)
+                        until = MIN(deadline, now_usec() + WAIT_PATH_POLL_USEC);
+                r = bus_wait_event(bus, sigfd, until);
+                if (r == -ETIMEDOUT && until != deadline && now_usec() < deadline) {
+                        w.dirty = true;
+                        continue;
+                }
                 /* Say why nothing could appear, if that is why. */
                 if (r == -ETIMEDOUT)
                         return ctl_fail("Timed out waiting for %s %s%s", w.spec,

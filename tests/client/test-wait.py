@@ -4,7 +4,11 @@
 --removed when it is gone; times out with exit 1 and one line; returns
 at once for what already is (or is not) there; and, race-free, never
 misses an object that appears while it starts."""
+import os
+import shutil
 import signal
+import stat
+import tempfile
 import time
 import unittest
 
@@ -116,6 +120,23 @@ class Wait(unittest.TestCase):
             self.assertEqual(w.wait(), (0, ""), w.argv)
         for w in waits[1:]:
             self.assertIn('"object": "%s"' % path, "\n".join(w.lines), w.argv)
+
+    def test_a_link_made_after_the_add(self):
+        """udev makes /dev/disk/by-id/... (and any other link to a node) after the kernel's uevent,
+        which blkmodeld has already applied and announced: wait for such a path must still see it
+        once it is there, with no further signal."""
+        d = tempfile.mkdtemp(prefix="blkmodel-wait-")
+        self.addCleanup(shutil.rmtree, d, True)
+        node, link = os.path.join(d, "loop12"), os.path.join(d, "by-id", "usb-X")
+        with ct.Background("wait", link, "--timeout=20") as w:
+            w.wait_subscribed(WAIT_MATCHES)
+            self.add(12)
+            self.dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            time.sleep(0.5)     # the signal has come and gone; no link yet
+            os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(7, 12))
+            os.mkdir(os.path.dirname(link))
+            os.symlink(node, link)
+            self.assertEqual(w.wait(), (0, ""))
 
     def test_waits_for_the_daemon(self):
         # With no daemon, wait waits for one: --timeout then says why.
