@@ -67,7 +67,8 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
                         continue;
                 }
                 printf("%*s%-*s  ", (int) indent, "", (int) width, key);
-                output_value(stdout, value, indent + width + 2);
+                /* An attribute's text is the device's (a USB model string): escaped like lsblk's cells. */
+                output_value_ext(stdout, value, indent + width + 2, true);
         }
 }
 

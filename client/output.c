@@ -248,13 +248,21 @@ void output_json(json_object *j, bool pretty)
         fputc('\n', stdout);
 }
 
+/* Text as it is, or (escape) with control characters as \xNN, as a table cell shows them. */
+static void output_text(FILE *f, const char *s, bool escape)
+{
+        _cleanup_(freep) char *e = escape ? cell_encode(s) : NULL;
+
+        fputs(e ?: s, f);
+}
+
 /* A JSON null (NULL) prints as nothing, a string as its text, anything else as JSON. */
-static void output_scalar(FILE *f, json_object *v)
+static void output_scalar(FILE *f, json_object *v, bool escape)
 {
         if (!v)
                 return;
         if (json_object_is_type(v, json_type_string))
-                fputs(json_object_get_string(v), f);
+                output_text(f, json_object_get_string(v), escape);
         else
                 fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
                                                                         JSON_C_TO_STRING_NOSLASHESCAPE),
@@ -276,6 +284,11 @@ bool output_value_is_empty(json_object *v)
 
 void output_value(FILE *f, json_object *v, size_t indent)
 {
+        output_value_ext(f, v, indent, false);
+}
+
+void output_value_ext(FILE *f, json_object *v, size_t indent, bool escape)
+{
         bool first = true;
 
         if (json_object_is_type(v, json_type_array)) {
@@ -284,7 +297,7 @@ void output_value(FILE *f, json_object *v, size_t indent)
                 for (size_t i = 0; i < n; i++) {
                         if (!first)
                                 fprintf(f, "\n%*s", (int) indent, "");
-                        output_scalar(f, json_object_array_get_idx(v, i));
+                        output_scalar(f, json_object_array_get_idx(v, i), escape);
                         first = false;
                 }
                 fputc('\n', f);
@@ -295,14 +308,15 @@ void output_value(FILE *f, json_object *v, size_t indent)
                 json_object_object_foreach(v, key, val) {
                         if (!first)
                                 fprintf(f, "\n%*s", (int) indent, "");
-                        fprintf(f, "%s=", key);
-                        output_scalar(f, val);
+                        output_text(f, key, escape);
+                        fputc('=', f);
+                        output_scalar(f, val, escape);
                         first = false;
                 }
                 fputc('\n', f);
                 return;
         }
 
-        output_scalar(f, v);
+        output_scalar(f, v, escape);
         fputc('\n', f);
 }

@@ -64,6 +64,9 @@ void output_json(json_object *j, bool pretty);
  * indented by indent columns.
  */
 void output_value(FILE *f, json_object *v, size_t indent);
+/* The same, with escape: control characters as \xNN (each byte), as table cells show them, so
+ * that a value can neither break the layout nor drive the terminal. */
+void output_value_ext(FILE *f, json_object *v, size_t indent, bool escape);
 
 /* "", [] or {}: nothing to print. */
 bool output_value_is_empty(json_object *v);

@@ -142,5 +142,27 @@ class Properties(unittest.TestCase):
         self.assertEqual(self.get("sda/queue", "read_ahead_kb"), "128\n")
 
 
+
+class ControlCharacters(unittest.TestCase):
+    """A device's strings are its firmware's: show escapes control characters as \\xNN (as list's
+    cells do), so that an escape sequence cannot drive the terminal nor a newline fake a line; get
+    prints the value as it is, for scripts."""
+
+    def test_show_escapes_get_does_not(self):
+        fixture = bt.make_fixture()
+        dev = os.path.join(fixture, "sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")
+        with open(os.path.join(dev, "vendor"), "w") as f:
+            f.write("ev\x1b[31mil\nFAKE  x\n")
+        dm = bt.Daemon(fixture + "/sys")
+        try:
+            p = ct.run("show", "sda/device", check=0)
+            self.assertNotIn("\x1b", p.stdout)
+            self.assertIn("ev\\x1b[31mil\\x0aFAKE  x", p.stdout)
+            self.assertFalse([l for l in p.stdout.split("\n") if l.startswith("FAKE")], p.stdout)
+            p = ct.run("get", "sda", "device/vendor", check=0)
+            self.assertEqual(p.stdout, "ev\x1b[31mil\nFAKE  x\n")
+        finally:
+            dm.stop()
+
 if __name__ == "__main__":
     bt.main()
