@@ -171,6 +171,8 @@ int bus_append_ifaces(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bo
  * carry it; read through d (NULL: a directory of its own). */
 int bus_append_object(Publisher *p, sd_bus_message *m, Kobject *k, ObjDir *d, bool privileged,
                       size_t *bound);
+/* About what bus_append_object() appends for k, read from nothing: GetManagedObjects' estimate. */
+size_t bus_object_size_estimate(const Kobject *k);
 /* Adds to b the object and the files bus_append_object() will read of it. */
 int bus_prefetch_object(Prefetch *b, Kobject *k, bool privileged);
 /* as: the names of k's interfaces. */

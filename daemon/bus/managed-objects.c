@@ -9,48 +9,6 @@
 #include "bus/errors.h"
 #include "model/round.h"
 
-/* Values guessed for an object never read yet: most attribute values are a few characters. */
-#define GUESSED_VALUE_BYTES 12
-#define GUESSED_UEVENT_BYTES 256
-#define GUESSED_VOLATILE_BYTES 64
-
-/* About what bus_append_object() appends for k, without reading anything: the keys and signatures as
- * they will be marshalled, the values as the last reading found them (their padding included). */
-static size_t bus_object_size_estimate(const Kobject *k)
-{
-        size_t n = wire_dict_head(k->path), values = live_object_value_bytes(k), guessed = 0;
-        Iface iface;
-
-        for (size_t i = 0; i < kobject_n_ifaces(k); i++) {
-                kobject_iface(k, i, &iface);
-                n += wire_dict_head(iface.name);
-                for (const PropertyInfo *p = iface.properties; p->name; p++)
-                        n += wire_align(wire_entry_head(p->name, p->signature), 4);
-                for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++) {
-                        const Attr *a = &iface.attrs->attrs[j];
-                        n += wire_align(wire_entry_head(a->member, "s"), 4);
-                        /* A reading keeps nothing of stat and inflight: their length is a guess. */
-                        if (a->flags & ATTR_VOLATILE)
-                                n += GUESSED_VOLATILE_BYTES;
-                        else
-                                guessed += GUESSED_VALUE_BYTES;
-                }
-        }
-        /* The values at the last reading, the typed ones' too (their paths: Parent, Partitions, ...,
-         * counted again they made a device's subtree a fifth larger than it is, and refused it near
-         * the limit); before one, a guess. */
-        if (values > 0)
-                return n + values;
-        n += guessed + (k->ktype->has_uevent ? GUESSED_UEVENT_BYTES : 0);
-        n += strlen(k->name) + strlen(k->devpath) + (k->parent ? strlen(k->parent->path) : 1) +
-             (k->kset ? strlen(k->kset->path) : 1);
-        for (Kobject *c = k->first_child; c; c = c->next_sibling)
-                n += 8 + strlen(c->path); /* Partitions, Queue, Elevator */
-        for (Kobject *c = k->first_member; c; c = c->next_member)
-                n += 8 + strlen(c->path); /* Members */
-        return n;
-}
-
 bool bus_object_is_manager(const Kobject *k)
 {
         return k->ktype->id == KTYPE_KSET || k->ktype->id == KTYPE_DISK || k->ktype->id == KTYPE_DEVICE;
