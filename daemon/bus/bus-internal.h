@@ -34,6 +34,7 @@ struct Publisher {
         size_t message_max;
         bool name_taken;
         sd_bus_slot *object_slot, *manager_slot, *manager_names_slot, *enumerator_slot, *object_manager_slot;
+        sd_bus_slot *callers_slot; /* NameOwnerChanged of a connection that left: bus_gmo_forget() */
         Backlog *backlog;
         Authorization *authorizations; /* privileged calls waiting for the bus or polkit */
         Hashmap uids;                  /* callers' uids by unique name (authorize.c) */
@@ -188,6 +189,9 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
                                    sd_bus_error *error);
 /* At exit: replies being built are dropped, their callers told bus_reply_exiting(). */
 void bus_gmo_cancel(Publisher *p);
+/* Replies being built or queued for a caller that has left: dropped, since nobody would read them (a
+ * client that sent a hundred GetManagedObjects and went held everyone else's for minutes). */
+void bus_gmo_forget(Publisher *p, const char *sender);
 
 /* ---- members-reply.c ---- */
 

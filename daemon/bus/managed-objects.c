@@ -498,15 +498,34 @@ static void on_gmo_idle(uv_idle_t *h)
                 gmo_finish(p, g, r);
 }
 
+/* Takes *at out of the queue, unanswered. */
+static void gmo_drop(Publisher *p, BusGmo **at)
+{
+        BusGmo *g = *at;
+
+        *at = g->next;
+        gmo_free(p, g);
+        live_warmup_release(p->live);
+}
+
 void bus_gmo_cancel(Publisher *p)
 {
         while (p->gmos) {
-                BusGmo *g = p->gmos;
-                p->gmos = g->next;
-                bus_reply_exiting(g->call);
-                gmo_free(p, g);
-                live_warmup_release(p->live);
+                bus_reply_exiting(p->gmos->call);
+                gmo_drop(p, &p->gmos);
         }
+}
+
+void bus_gmo_forget(Publisher *p, const char *sender)
+{
+        for (BusGmo **at = &p->gmos; *at;)
+                if (streq_ptr(sd_bus_message_get_sender((*at)->call), sender)) {
+                        log_debug("GetManagedObjects from %s dropped: the caller has left the bus.", sender);
+                        gmo_drop(p, at);
+                } else
+                        at = &(*at)->next;
+        if (p->gmos) /* the next in line, if the first went (it stops itself while its batch is read) */
+                (void) uv_idle_start(p->gmo_idle, on_gmo_idle);
 }
 
 /*

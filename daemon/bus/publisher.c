@@ -36,10 +36,28 @@ static int idle_new(Publisher *p, uv_idle_t **ret)
         return 0;
 }
 
+/* A unique name gone from the bus: a caller that left, whose replies nobody will read. */
+static int on_caller_left(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 && name[0] == ':' &&
+            isempty(new_owner))
+                bus_gmo_forget(userdata, name);
+        return 0;
+}
+
 static int publisher_register(Publisher *p)
 {
         int r;
 
+        /* Only the bus sends as org.freedesktop.DBus; asked for before any call can be queued. */
+        r = sd_bus_add_match_async(p->bus, &p->callers_slot,
+                                   "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                                   "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''",
+                                   on_caller_left, NULL, p);
+        if (r < 0)
+                return r;
         r = sd_bus_add_fallback(p->bus, &p->object_slot, BLKMODEL_ROOT_PATH, bus_object_handler, p);
         if (r < 0)
                 return r;
@@ -132,6 +150,7 @@ Publisher *publisher_free(Publisher *p)
         sd_bus_slot_unref(p->manager_names_slot);
         sd_bus_slot_unref(p->enumerator_slot);
         sd_bus_slot_unref(p->object_manager_slot);
+        sd_bus_slot_unref(p->callers_slot);
         backlog_free(p->backlog);
         bus_introspect_cache_clear(p);
         /* Blocks, but only here, at exit: queued signals and replies still go out. */
