@@ -556,10 +556,13 @@ class Model(unittest.TestCase):
         """An error quotes what the caller sent, cut short: a megabyte of
         name comes back as a message of at most 512 bytes, still UTF-8 (cut
         between characters), that says what went wrong.  The same where
-        sd-bus serves the properties (the root, the Manager)."""
+        sd-bus serves the properties (the root, the Manager).  The names of
+        2- and 4-byte characters are 64 Ki characters: far past the cut all
+        the same, and a 4 MB call costs ~0.5 s of receiving under ASan, 54
+        of them took 15 s."""
         sda = P("block", "sda")
-        for ch in ("x", "é", "𝄞"):
-            name = ch * (1 << 20)
+        for ch, n in (("x", 1 << 20), ("é", 1 << 16), ("𝄞", 1 << 16)):
+            name = ch * n
             calls = [(path, bt.PROPS, m, sig, args)
                      for path in (sda, bt.ROOT, bt.MANAGER_PATH)
                      for m, sig, args in (
