@@ -919,7 +919,9 @@ class SizeEstimate(unittest.TestCase):
             while "Recorded the values of" not in dm.output() and time.monotonic() < deadline:
                 time.sleep(0.1)
             first = self.estimate(dm)
-            time.sleep(3)  # a round of this small tree every 20 ms: well over a hundred
+            # A round of this small tree every 20 ms: some fifty.  Each round added what it re-read
+            # (85,027 -> 439,939 bytes in 3 s): one round would show.
+            time.sleep(1)
             self.assertEqual(self.estimate(dm), first)
 
 
