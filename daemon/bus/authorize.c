@@ -204,6 +204,8 @@ static int ask_polkit(Authorization *a)
         if (r >= 0)
                 r = sd_bus_call_async(bus, &a->slot, m, on_polkit_reply, a,
                                       interactive ? INTERACTIVE_TIMEOUT_USEC : 0);
+        if (r >= 0)
+                log_debug("Asked polkit whether uid %" PRIu32 " may %s.", (uint32_t) a->uid, a->action);
         return r;
 }
 

@@ -266,6 +266,11 @@ class Polkit(unittest.TestCase):
     def attr(self, name):
         return bt.read_attr(os.path.join(self.qdir, name))
 
+    def wait_asked(self, dm, role):
+        """Until the daemon has asked polkit about a call of the user's (its debug log says so)."""
+        line = "Asked polkit whether uid %d may " % self.users[role].pw_uid
+        self.assertTrue(bt.wait_until(lambda: line in dm.output(), timeout=60), dm.output()[-2000:])
+
     def set_call(self, prop, value, interactive=False):
         return ["set", self.queue, QUEUE, prop, value, interactive]
 
@@ -388,8 +393,8 @@ class Polkit(unittest.TestCase):
                                                   False)]),
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 # The call is waiting on polkit once the daemon logged it
-                # asked; until then give it a moment.
-                time.sleep(1.0)
+                # asked.
+                self.wait_asked(dm, "yes")
                 self.assertIsNone(caller.poll())
                 worst = 0
                 for _ in range(20):
@@ -419,13 +424,15 @@ class Polkit(unittest.TestCase):
                                    [self.set_call("read_ahead_kb", "2048",
                                                   False)]),
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(1.0)
+                self.wait_asked(dm, "yes")
                 caller.kill()
                 caller.wait()
             finally:
                 self.polkitd.send_signal(signal.SIGCONT)
-            # polkit cannot find the subject any more: refused, not written.
-            time.sleep(1.0)
+            # polkit cannot find the subject any more: refused, not written.  Logged once polkit
+            # answered; a second at most, as before, should the daemon only drop the answer.
+            bt.wait_until(lambda: "Refused a call by uid %d" % self.users["yes"].pw_uid
+                          in dm.output(), timeout=1.0)
             self.assertEqual(dm.manager("Resolve", "sda"),
                              bt.path_of("block", "sda"))
             self.assertEqual(self.attr("read_ahead_kb"), "128")
@@ -442,7 +449,7 @@ class Polkit(unittest.TestCase):
                                [self.set_call("read_ahead_kb", "512",
                                               False)]),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(1.0)
+            self.wait_asked(dm, "yes")
             self.assertIsNone(caller.poll())
         finally:
             dm.stop()
