@@ -33,6 +33,8 @@ struct Publisher {
         const char *uevent_source;
         size_t message_max;
         bool name_taken;
+        sd_bus_slot *release_slot; /* the ReleaseName call, while its reply is awaited */
+        bool name_released;        /* its reply came */
         sd_bus_slot *object_slot, *manager_slot, *manager_names_slot, *enumerator_slot, *object_manager_slot;
         sd_bus_slot *callers_slot; /* NameOwnerChanged of a connection that left: bus_gmo_forget() */
         Backlog *backlog;

@@ -203,7 +203,7 @@ static int refuse_call(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return 1;
 }
 
-void bus_flush_bounded(sd_bus *bus)
+void bus_flush_bounded(sd_bus *bus, const bool *released)
 {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *refusing = NULL;
         uint64_t queued, least = UINT64_MAX, moved = now_usec();
@@ -211,9 +211,15 @@ void bus_flush_bounded(sd_bus *bus)
 
         (void) sd_bus_add_filter(bus, &refusing, refuse_call, NULL);
         for (;;) {
-                if (sd_bus_get_n_queued_write(bus, &queued) < 0 || queued == 0)
+                if (sd_bus_get_n_queued_write(bus, &queued) < 0)
                         return;
-                if (queued < least) {
+                if (queued == 0 && (!released || *released))
+                        return;
+                if (queued == 0) {
+                        /* Only the reply to ReleaseName awaited: as long as a stuck bus, at most. */
+                        if (now_usec() - moved >= BUS_STUCK_MSEC * USEC_PER_MSEC)
+                                return;
+                } else if (queued < least) {
                         least = queued;
                         moved = now_usec();
                 } else if (now_usec() - moved >= BUS_STUCK_MSEC * USEC_PER_MSEC) {

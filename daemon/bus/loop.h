@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 #include <uv.h>
 
@@ -28,6 +29,8 @@ void bus_loop_free(BusLoop *l);
  * At exit: sends what is queued for as long as the bus takes some of it.  sd_bus_flush() waits for
  * ever on a bus that has stopped reading from us (a subscriber that does not read holds it): the
  * daemon ignored SIGTERM until systemd killed it.  A call that comes meanwhile is answered
- * ServiceUnknown, "blkmodeld is exiting".
+ * ServiceUnknown, "blkmodeld is exiting".  Until *released (the bus's reply to ReleaseName; NULL:
+ * no name held), it reads too: the calls queued to us before the name went get that answer, not the
+ * bus's NoReply when we disconnect.
  */
-void bus_flush_bounded(sd_bus *bus);
+void bus_flush_bounded(sd_bus *bus, const bool *released);

@@ -154,7 +154,8 @@ Publisher *publisher_free(Publisher *p)
         backlog_free(p->backlog);
         bus_introspect_cache_clear(p);
         /* Blocks, but only here, at exit: queued signals and replies still go out. */
-        bus_flush_bounded(p->bus);
+        bus_flush_bounded(p->bus, p->release_slot ? &p->name_released : NULL);
+        sd_bus_slot_unref(p->release_slot);
         sd_bus_close_unref(p->bus);
         free(p);
         return NULL;
@@ -193,6 +194,14 @@ int publisher_take_name(Publisher *p)
         return 0;
 }
 
+static int on_name_released(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        Publisher *p = userdata;
+
+        p->name_released = true;
+        return 0;
+}
+
 void publisher_release_name(Publisher *p)
 {
         if (!p->name_taken)
@@ -200,8 +209,10 @@ void publisher_release_name(Publisher *p)
         p->name_taken = false;
         if (sd_bus_is_open(p->bus) > 0)
                 /* Not a call that waits for its reply: queued behind our signals, it waited 25 s
-                 * on a bus that had stopped reading from us. */
-                (void) sd_bus_release_name_async(p->bus, NULL, BLKMODEL_BUS_NAME, NULL, NULL);
+                 * on a bus that had stopped reading from us.  Its reply comes after every call the
+                 * bus routed to us by the name: the exit's flush reads up to it. */
+                (void) sd_bus_release_name_async(p->bus, &p->release_slot, BLKMODEL_BUS_NAME,
+                                                 on_name_released, p);
 }
 
 uint64_t publisher_queued(Publisher *p)

@@ -17,6 +17,7 @@ import unittest
 import blkmodeltest as bt
 
 EXIT_BOUND = 1.0    # s from SIGTERM to the exit (applying a backlog took 1.3 s of 20,000 here)
+CALLS_UNREAD = 400  # sent to a stopped daemon, then SIGTERM
 STORM_SECONDS = 3   # of change events, as fast as two senders go, before the stop
 
 SENDER = r"""
@@ -81,6 +82,35 @@ class Exit(unittest.TestCase):
     def setUpClass(cls):
         # The two storms' tree, which they only read: made once (2.4 s), not for every test.
         cls.sys = bt.make_fixture(disks=300, partitions=2) + "/sys"
+
+    def test_calls_unread_at_the_stop_are_told_it_exits(self):
+        """Calls still in the daemon's socket when SIGTERM comes (sent while
+        it was stopped) are answered ServiceUnknown "blkmodeld is exiting",
+        as org.blkmodel1(5) says, not left to the bus's NoReply when the
+        daemon disconnects: the exit reads up to the reply to ReleaseName,
+        after which the bus routes nothing more to it by the name."""
+        exiting = "org.freedesktop.DBus.Error.ServiceUnknown blkmodeld is exiting."
+        # More than one turn's reading (64 messages): the signal is handled between two.
+        for _ in range(2):
+            self.stop_with_calls_unread(exiting)
+
+    def stop_with_calls_unread(self, exiting):
+        with bt.Daemon(self.sys, extra_args=["--log-level=info"]) as dm:
+            dm.proc.send_signal(signal.SIGSTOP)
+            try:
+                caller = subprocess.Popen(
+                    [sys.executable, "-c", CALLER]
+                    + ["%s %s Settle" % (bt.MANAGER_PATH, bt.MANAGER)] * CALLS_UNREAD,
+                    stdout=subprocess.PIPE, text=True)
+                self.assertEqual(caller.stdout.readline(), "sent\n")
+                time.sleep(0.2)     # in the daemon's socket
+                dm.proc.send_signal(signal.SIGTERM)
+            finally:
+                dm.proc.send_signal(signal.SIGCONT)
+            dm.proc.wait(60)
+        answers = caller.communicate(timeout=60)[0].strip().split("\n")
+        self.assertEqual(len(answers), CALLS_UNREAD)
+        self.assertEqual([a for a in answers if a not in ("ok", exiting)], [])
 
     def test_sigterm_with_a_backlog(self):
         with bt.Daemon(self.sys, uevent_socket=True, extra_args=["--log-level=info"]) as dm:
