@@ -84,8 +84,10 @@ void event_print_human(const Ctl *ctl, const BusEvent *ev)
                output_colour(ctl->colour, action_colour(ev->action)), ACTION_WIDTH, ev->action,
                output_colour(ctl->colour, ANSI_RESET), ev->devpath);
         if (ctl->properties) {
-                json_object_object_foreach(ev->env, key, value)
-                        printf("%s=%s\n", key, json_object_get_string(value));
+                /* Escaped as show's values are: a datagram's value must neither drive the terminal
+                 * nor fake a KEY=VALUE line of its own. */
+                if (json_object_object_length(ev->env) > 0)
+                        output_value_ext(stdout, ev->env, 0, true);
                 printf("\n");
         }
 }

@@ -134,6 +134,21 @@ class Monitor(unittest.TestCase):
         self.assertIn("DEVNAME=loop1", block)
         self.assertEqual(block[-1], "")
 
+    def test_properties_escaped(self):
+        """-p prints each KEY=VALUE on a line of its own, whatever a value
+        holds: an escape sequence or a newline in a datagram's value is
+        shown as \\xNN (as show does), not sent to the terminal."""
+        base = self.last()
+        env = ct.uevent_env(ct.LOOP0, "change")
+        env["WEIRD"] = "a\x1b[31mred\nFAKE=1"
+        self.dm.send_uevent("change", ct.LOOP0, env)
+        self.wait_last(base + 1)
+        p = ct.run("events", "--since=%d" % base, "-p", check=0)
+        lines = p.stdout.split("\n")
+        self.assertIn("WEIRD=a\\x1b[31mred\\x0aFAKE=1", lines)
+        self.assertNotIn("FAKE=1", lines)
+        self.assertNotIn("\x1b", p.stdout)
+
     def test_events(self):
         ct.send_change(self.dm)
         ct.send_change(self.dm, MD0)
