@@ -33,6 +33,11 @@ typedef struct Waiter {
         bool done;      /* a signal named the object as added (or removed) */
         char *path;     /* the object, while it exists */
         bool no_daemon; /* the last look found no blkmodeld */
+        /* --removed, before any look found the object: the objects removed meanwhile, which the
+         * spec may have named (the look that follows tells). */
+        char **gone;
+        size_t n_gone;
+        bool oom; /* one of them could not be kept */
 } Waiter;
 
 static int on_change(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
@@ -142,10 +147,15 @@ static int on_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error
         w->dirty = true;
         if (sd_bus_message_read(m, "o", &path) < 0 || sd_bus_message_read_strv(m, &ifaces) < 0)
                 return 0;
+        if (!strv_contains(ifaces, BLKMODEL_IFACE_KOBJECT))
+                return 0;
         /* The object found earlier is gone, whatever comes after this signal (the same name back). */
-        for (char **i = ifaces; streq_ptr(w->path, path) && i && *i; i++)
-                if (streq(*i, BLKMODEL_IFACE_KOBJECT))
-                        w->done = true;
+        if (streq_ptr(w->path, path))
+                w->done = true;
+        /* Not looked for yet (the signal came before the first Resolve was sent, or while there was no
+         * daemon): if the look finds the object at this path, it is back, and this was its removal. */
+        else if (!w->path && strv_extend(&w->gone, &w->n_gone, path) < 0)
+                w->oom = true;
         return 0;
 }
 
@@ -166,6 +176,7 @@ static bool spec_is_local_path(const char *spec)
 static void waiter_done(Waiter *w)
 {
         w->path = mfree(w->path);
+        w->gone = strv_free(w->gone);
 }
 
 /* Returns 1 when the wait is over, 0 to go on, or a negative errno after it reported the failure. */
@@ -178,9 +189,14 @@ static int waiter_check(Waiter *w)
         r = bus_resolve(w->ctl->bus, w->spec, &path, &error);
         w->no_daemon = r < 0 && bus_error_is_not_running(&error);
         if (r >= 0) {
+                /* Found where an object was removed since wait subscribed: that was its removal. */
+                bool was_gone = strv_contains(w->gone, path);
+
+                w->gone = strv_free(w->gone);
+                w->n_gone = 0;
                 free(w->path);
                 w->path = TAKE_PTR(path);
-                return !w->ctl->removed;
+                return !w->ctl->removed || was_gone;
         }
         if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_NO_SUCH_OBJECT))
                 return w->ctl->removed;
@@ -227,6 +243,8 @@ int cmd_wait(Ctl *ctl, char **args, int n_args)
                                         bus_kind_to_string(ctl->bus_kind), strerror(-r));
                 if (w.done)
                         break;
+                if (w.oom)
+                        return ctl_fail("Out of memory");
                 if (r > 0)
                         continue;
 

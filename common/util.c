@@ -58,6 +58,14 @@ int strv_consume(char ***l, size_t *n, char *s)
         return 0;
 }
 
+bool strv_contains(char *const *l, const char *s)
+{
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
 int strv_extend(char ***l, size_t *n, const char *s)
 {
         return strv_consume(l, n, strdup(s));

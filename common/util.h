@@ -107,6 +107,8 @@ static inline void strv_freep(char ***l)
         strv_free(*l);
 }
 size_t strv_length(char *const *l);
+/* Is s one of l's strings (l may be NULL)? */
+bool strv_contains(char *const *l, const char *s);
 
 /* Makes room for need elements of size bytes in *p, which has room for *allocated: grows to twice
  * need (at least 16), so that n appends cost O(n) copies.  0, or -ENOMEM with *p as it was. */

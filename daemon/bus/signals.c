@@ -75,14 +75,6 @@ void publisher_object_removed(Publisher *p, Kobject *k)
         bus_send_signal(p, s, r, bound, NULL, "InterfacesRemoved", k->path);
 }
 
-static bool strv_contains(char *const *l, const char *s)
-{
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
 void publisher_interfaces_changed(Publisher *p, Kobject *k, char *const *interfaces, bool added, ObjDir *d)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;

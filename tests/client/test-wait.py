@@ -121,6 +121,29 @@ class Wait(unittest.TestCase):
         for w in waits[1:]:
             self.assertIn('"object": "%s"' % path, "\n".join(w.lines), w.argv)
 
+    def test_removed_and_back_before_the_first_look(self):
+        """wait --removed has subscribed but not yet looked when the object goes and comes back: the
+        InterfacesRemoved it was sent comes before it knows the object's path, and must still end
+        the wait once the look finds the object there.  Made certain here with no daemon at the
+        start (wait waits for one) and wait stopped meanwhile; with a daemon, the same happens when
+        wait is held between its AddMatch and its first Resolve (an ASan build on a loaded machine
+        failed test_a_short_life_is_not_missed that way)."""
+        self.dm.stop()
+        ct.add_loop(self.sys, 2)
+        with ct.Background("--json", "wait", "--removed", "loop2", "--timeout=20") as w:
+            w.wait_subscribed(WAIT_MATCHES)
+            w.proc.send_signal(signal.SIGSTOP)
+            try:
+                self.dm = bt.Daemon(self.sys, uevent_socket=True)
+                self.remove(2)
+                self.add(2)
+                self.dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
+            finally:
+                w.proc.send_signal(signal.SIGCONT)
+            self.assertEqual(w.wait(), (0, ""))
+            self.assertIn('"object": "%s"' % bt.path_of("block", "loop2"), "\n".join(w.lines))
+            self.assertIn('"present": false', "\n".join(w.lines))
+
     def test_a_link_made_after_the_add(self):
         """udev makes /dev/disk/by-id/... (and any other link to a node) after the kernel's uevent,
         which blkmodeld has already applied and announced: wait for such a path must still see it

@@ -69,10 +69,23 @@ static void test_devnode_names(void)
         CHECK_STREQ(name, "cciss!c0d0p1");
 }
 
+static void test_strv_contains(void)
+{
+        _cleanup_(strv_freep) char **l = NULL;
+        size_t n = 0;
+
+        CHECK(!strv_contains(NULL, "a"));
+        CHECK(strv_extend(&l, &n, "/org/blkmodel1/block/loop2") == 0);
+        CHECK(strv_extend(&l, &n, "b") == 0);
+        CHECK(strv_contains(l, "/org/blkmodel1/block/loop2") && strv_contains(l, "b"));
+        CHECK(!strv_contains(l, "/org/blkmodel1/block/loop") && !strv_contains(l, ""));
+}
+
 int main(void)
 {
         test_greedy_realloc();
         test_path_squeeze_slashes();
         test_devnode_names();
+        test_strv_contains();
         return tests_summary();
 }
