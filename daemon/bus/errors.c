@@ -120,6 +120,12 @@ int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *
                     strerror(-r));
 }
 
+int bus_error_unread(sd_bus_error *error, const char *path, int r)
+{
+        return setf(error, BLKMODEL_ERROR_READ_FAILED, "Reading the values of %s failed: %s", path,
+                    strerror(-r));
+}
+
 int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file,
                            int r)
 {

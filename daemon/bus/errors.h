@@ -30,6 +30,9 @@ int bus_error_no_such_object(sd_bus_error *error, const char *spec);
 int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest);
 /* r: the negative errno of the read or write; devpath/file: what was read or written. */
 int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r);
+/* A reply that could not read its values for want of descriptors or memory (ObjDir.resource_error):
+ * ReadFailed, rather than values read as "" or 0. */
+int bus_error_unread(sd_bus_error *error, const char *path, int r);
 int bus_error_write_failed(sd_bus_error *error, const char *value, const char *devpath, const char *file,
                            int r);
 /* Anything else that failed with an errno: the generic mapping sd-bus knows. */

@@ -62,10 +62,13 @@ class FdLimit(unittest.TestCase):
             # A reply cannot hold values it could not read: an error, not "" and 0.  (No
             # descriptor at all now: the one left above may be below every file a reply opens.)
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (3, hard))
-            with self.assertRaisesRegex(dbus.exceptions.DBusException, "Too many open files"):
-                self.dm.get_all(bt.path_of("block", "sda"), bt.IFACE + "Disk")
-            with self.assertRaisesRegex(dbus.exceptions.DBusException, "Too many open files"):
-                self.dm.managed_objects()
+            for call in (lambda: self.dm.get_all(bt.path_of("block", "sda"), bt.IFACE + "Disk"),
+                         lambda: self.dm.get(bt.path_of("block", "sda"), bt.IFACE + "Disk", "Size"),
+                         self.dm.managed_objects):
+                with self.assertRaisesRegex(dbus.exceptions.DBusException,
+                                            "Too many open files") as cm:
+                    call()
+                self.assertEqual(cm.exception.get_dbus_name(), bt.IFACE + "Error.ReadFailed")
         finally:
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
         self.assertIn("kept as published: Too many open files", self.dm.output())
