@@ -6,6 +6,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "tests.h"
+#include "bus-pair.h"
 
 /*
  * When the publisher calls the bus stuck (bus/backlog.c): the decision alone, driven with queue
@@ -144,28 +145,10 @@ static uint64_t queued(Conn *c)
 
 static int conn_open(Conn *c, sd_bus_slot **filter)
 {
-        sd_id128_t id;
-        int fds[2];
 
         *c = (Conn){};
-        if (uv_loop_init(&c->loop) < 0 ||
-            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) < 0)
-                return -1;
-        /* The kernel's least: a few signals fill it, the rest waits in sd-bus's write queue. */
-        (void) setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &(int){4096}, sizeof(int));
-        if (sd_bus_new(&c->ours) < 0 || sd_bus_set_fd(c->ours, fds[0], fds[0]) < 0 ||
-            sd_bus_start(c->ours) < 0)
-                return -1;
-        if (sd_id128_randomize(&id) < 0 || sd_bus_new(&c->peer) < 0 ||
-            sd_bus_set_fd(c->peer, fds[1], fds[1]) < 0 || sd_bus_set_server(c->peer, 1, id) < 0 ||
-            sd_bus_start(c->peer) < 0)
-                return -1;
-        for (unsigned i = 0; i < 1000 && !(sd_bus_is_ready(c->ours) > 0 && sd_bus_is_ready(c->peer) > 0);
-             i++) {
-                (void) sd_bus_process(c->ours, NULL);
-                (void) sd_bus_process(c->peer, NULL);
-        }
-        if (sd_bus_is_ready(c->ours) <= 0 || sd_bus_is_ready(c->peer) <= 0)
+        /* SO_SNDBUF the kernel's least: a few signals fill it, the rest waits in sd-bus's write queue. */
+        if (uv_loop_init(&c->loop) < 0 || bus_pair_open(SOCK_NONBLOCK, 4096, &c->ours, &c->peer, NULL) < 0)
                 return -1;
         if (sd_bus_add_filter(c->peer, filter, on_peer_message, c) < 0)
                 return -1;

@@ -7,6 +7,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "tests.h"
+#include "bus-pair.h"
 
 /*
  * bus_event_bound() against what sd-bus really marshals: the Uevent signal and a GetEvents reply are
@@ -22,26 +23,8 @@ typedef struct Pair {
 
 static int pair_open(Pair *c)
 {
-        sd_id128_t id;
-        int fds[2];
-
         *c = (Pair){.raw = -1};
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
-                return -1;
-        if (sd_bus_new(&c->ours) < 0 || sd_bus_set_fd(c->ours, fds[0], fds[0]) < 0 || sd_bus_start(c->ours) < 0)
-                return -1;
-        if (sd_id128_randomize(&id) < 0 || sd_bus_new(&c->peer) < 0 ||
-            sd_bus_set_fd(c->peer, fds[1], fds[1]) < 0 || sd_bus_set_server(c->peer, 1, id) < 0 ||
-            sd_bus_start(c->peer) < 0)
-                return -1;
-        for (unsigned i = 0; i < 1000 && !(sd_bus_is_ready(c->ours) > 0 && sd_bus_is_ready(c->peer) > 0); i++) {
-                (void) sd_bus_process(c->ours, NULL);
-                (void) sd_bus_process(c->peer, NULL);
-        }
-        if (sd_bus_is_ready(c->ours) <= 0 || sd_bus_is_ready(c->peer) <= 0)
-                return -1;
-        c->raw = fds[1];
-        return 0;
+        return bus_pair_open(0, 0, &c->ours, &c->peer, &c->raw);
 }
 
 static void pair_close(Pair *c)

@@ -11,6 +11,7 @@
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "fixture.h"
+#include "bus-pair.h"
 #include "manager.h"
 #include "sysfs/scan.h"
 #include "tests.h"
@@ -302,9 +303,6 @@ static void rewrite_groups(H *h)
 
 static int h_open(H *h)
 {
-        sd_id128_t id;
-        int fds[2];
-
         if (uv_loop_init(&h->loop) < 0 || fixture_new(&h->f) < 0)
                 return -1;
         /* Groups whose interface names end at every alignment, and one of hundreds of files. */
@@ -323,21 +321,8 @@ static int h_open(H *h)
         if (manager_new(&o, &h->loop, &h->m) < 0 || scan_all(&h->m->sysfs, h->m->model) < 0)
                 return -1;
 
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+        if (bus_pair_open(0, 0, &h->ours, &h->peer, &h->raw) < 0)
                 return -1;
-        if (sd_bus_new(&h->ours) < 0 || sd_bus_set_fd(h->ours, fds[0], fds[0]) < 0 || sd_bus_start(h->ours) < 0)
-                return -1;
-        if (sd_id128_randomize(&id) < 0 || sd_bus_new(&h->peer) < 0 ||
-            sd_bus_set_fd(h->peer, fds[1], fds[1]) < 0 || sd_bus_set_server(h->peer, 1, id) < 0 ||
-            sd_bus_start(h->peer) < 0)
-                return -1;
-        for (unsigned i = 0; i < 1000 && !(sd_bus_is_ready(h->ours) > 0 && sd_bus_is_ready(h->peer) > 0); i++) {
-                (void) sd_bus_process(h->ours, NULL);
-                (void) sd_bus_process(h->peer, NULL);
-        }
-        if (sd_bus_is_ready(h->ours) <= 0 || sd_bus_is_ready(h->peer) <= 0)
-                return -1;
-        h->raw = fds[1];
 
         PublisherConfig c = {.loop = &h->loop,
                              .bus = h->ours,
