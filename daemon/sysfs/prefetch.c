@@ -10,7 +10,11 @@
 
 typedef struct PrefetchObject {
         const char *devpath;
-        int fd; /* after prefetch_read(): the directory, or negative errno */
+        /* After prefetch_read(): 0 if the directory opened, else negative errno.  While it reads, the
+         * directory's descriptor; closed once its files are read: GetManagedObjects' batches in flight
+         * held one an object, hundreds, and the loop appending the reply then ran out (EMFILE under a
+         * limit where each object's GetAll read).  d opens it again if it reads more. */
+        int fd;
         ObjDirValue *values;
         size_t n_values, n_allocated;
         PrefetchMode *modes;
@@ -49,9 +53,7 @@ Prefetch *prefetch_free(Prefetch *b)
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
                 free(o->values); /* their strings are the pool's */
-                free(o->modes);
-                if (o->fd >= 0)
-                        (void) close(o->fd);
+                free(o->modes); /* its directory: closed by prefetch_read() */
         }
         free(b->objects);
         pool_free(&b->strings);
@@ -175,8 +177,21 @@ static int read_all_at_once(Prefetch *b)
         return sysfs_read_many(dirfds, values, n, pool_dup, &b->strings);
 }
 
+/* Object o's files, one by one, in its open directory. */
+static void read_object(Prefetch *b, PrefetchObject *o)
+{
+        for (size_t j = 0; o->fd >= 0 && j < o->n_values; j++) {
+                ObjDirValue *v = &o->values[j];
+                v->error = sysfs_read_source_dup(o->fd, v->file, b->root.kernfs, pool_dup, &b->strings,
+                                                 &v->value);
+        }
+}
+
 void prefetch_read(Prefetch *b)
 {
+        /* All at once needs every directory open together; file by file, one directory at a time. */
+        bool at_once = b->root.kernfs && sysfs_read_many_pays();
+
         for (size_t i = 0; i < b->n_objects; i++) {
                 PrefetchObject *o = &b->objects[i];
 
@@ -187,17 +202,23 @@ void prefetch_read(Prefetch *b)
                         o->values[j].error = o->fd;
                 for (size_t j = 0; j < o->n_modes; j++)
                         o->modes[j].mode = o->fd < 0 ? o->fd : sysfs_file_mode(o->fd, o->modes[j].file);
-        }
-        if (read_all_at_once(b) < 0)
-                for (size_t i = 0; i < b->n_objects; i++) {
-                        PrefetchObject *o = &b->objects[i];
-
-                        for (size_t j = 0; o->fd >= 0 && j < o->n_values; j++) {
-                                ObjDirValue *v = &o->values[j];
-                                v->error = sysfs_read_source_dup(o->fd, v->file, b->root.kernfs, pool_dup,
-                                                                 &b->strings, &v->value);
-                        }
+                if (!at_once && o->fd >= 0) {
+                        read_object(b, o);
+                        (void) close(o->fd);
+                        o->fd = 0;
                 }
+        }
+        if (at_once && read_all_at_once(b) < 0)
+                for (size_t i = 0; i < b->n_objects; i++)
+                        read_object(b, &b->objects[i]);
+        for (size_t i = 0; at_once && i < b->n_objects; i++) {
+                PrefetchObject *o = &b->objects[i];
+
+                if (o->fd >= 0) {
+                        (void) close(o->fd);
+                        o->fd = 0;
+                }
+        }
         b->read = true;
 }
 
@@ -217,7 +238,12 @@ void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
          * gone from a directory that was there: a change the reading announced, and the reply sent. */
         if (o->fd < 0)
                 return;
-        d->fd = TAKE_FD(o->fd);
+        /* A file the worker could not open for want of descriptors or memory (the batches in flight
+         * hold theirs): that says nothing of it, and the loop may well read it now.  Handed over, its
+         * error would fail the reply (ObjDir.resource_error) or void the reading: d reads for itself. */
+        for (size_t j = 0; j < o->n_values; j++)
+                if (!o->values[j].value && sysfs_errno_is_resource(o->values[j].error))
+                        return;
         d->values = TAKE_PTR(o->values);
         d->n_values = d->n_borrowed = o->n_values;
         d->n_allocated = o->n_allocated;

@@ -50,7 +50,8 @@ const PrefetchMode *prefetch_modes(const Prefetch *b, size_t i, size_t *ret_n);
  * each mode asked for. */
 void prefetch_read(Prefetch *b);
 
-/* Moves object i's open directory and values into d, which has read nothing yet; nothing if
- * prefetch_read() never ran or the directory would not open (d then reads for itself, finding
- * what is there now).  The strings stay b's: free b only after d is done. */
+/* Moves object i's values into d, which has read nothing yet (the directory was closed once read: d
+ * opens it again for a file not read ahead); nothing if prefetch_read() never ran, the directory would
+ * not open, or a file could not be read for want of descriptors or memory (d then reads for itself,
+ * finding what is there now).  The strings stay b's: free b only after d is done. */
 void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d);

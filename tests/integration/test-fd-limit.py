@@ -81,6 +81,30 @@ class FdLimit(unittest.TestCase):
         self.assertEqual(bt.model_diff(self.dm.all_objects(), before), "")
 
 
+class FdLimitReadAhead(unittest.TestCase):
+    """GetManagedObjects reads its objects ahead on the thread pool, batches of them at once.  Those
+    must not take the descriptors the reply needs: with a few dozen to spare (each object's GetAll
+    reads), the whole reply, not "Too many open files" (the batches held a directory an object,
+    hundreds in flight), and not a reply failed for a worker's EMFILE the loop would not have met."""
+
+    def test_read_ahead_leaves_descriptors(self):
+        d = bt.make_fixture(disks=100, partitions=2)
+        try:
+            with bt.Daemon(d + "/sys", extra_args=["--poll-interval=0"]) as dm:
+                whole = dm.managed_objects()
+                pid = dm.proc.pid
+                soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+                top = max(int(fd) for fd in os.listdir("/proc/%d/fd" % pid))
+                resource.prlimit(pid, resource.RLIMIT_NOFILE, (top + 40, hard))
+                try:
+                    for _ in range(3):
+                        self.assertEqual(bt.model_diff(dm.managed_objects(), whole), "")
+                finally:
+                    resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class FdLimitAtStart(unittest.TestCase):
     def setUp(self):
         self.dir = bt.make_fixture()

@@ -323,7 +323,7 @@ static void check_prefetch(unsigned *failed)
                         const char *v;
                         _cleanup_(freep) char *want = NULL;
                         int r = objdir_read(&d, files[i], &v),
-                            rw = sysfs_read_source(d.fd, files[i], true, &want);
+                            rw = sysfs_read_source(objdir_fd(&d), files[i], true, &want);
                         if (r != rw || (r >= 0 && !streq(v, want))) {
                                 fprintf(stderr, "prefetch %s: %d '%s', one by one %d '%s'\n", files[i], r,
                                         r >= 0 ? v : "", rw, want ?: "");
