@@ -47,6 +47,7 @@ struct Publisher {
         BusMembers *members;     /* large ksets' Members being appended (members-reply.c) */
         uv_idle_t *members_idle; /* as gmo_idle */
         unsigned n_authorizations;
+        unsigned n_lookups; /* of them, reads that wait only for their caller's uid */
         Hashmap introspect_cache; /* the interfaces' XML by ktype and shape (introspect.c) */
         size_t introspect_sweep_at; /* its size at which the XML of shapes no object has goes */
         /* introspect.c: the child nodes' XML of objects with hundreds of children or more, four at most */
