@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -614,11 +615,27 @@ static void loop_remove(void)
         loop_index = -1;
 }
 
+/* The lock tests/lib/loopdev.py takes (hold_sys_block()): the tests that compare the model of this
+ * machine's /sys/block with the kernel's would see our loop device come and go.  Held until exit. */
+static void hold_sys_block(void)
+{
+        const char *dir = access("/run/lock", F_OK) == 0 ? "/run/lock" : "/tmp";
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/blkmodel-tests-sys-block.lock", dir);
+        fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+                (void) flock(fd, LOCK_EX);
+}
+
 /* False (and the netlink tests skip) if we may not create loop devices. */
 static bool loop_create(void)
 {
         unsigned start = 1000 + (unsigned) getpid() % 99000;
         int fd;
+
+        hold_sys_block();
 
         fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
         if (fd < 0)
