@@ -345,15 +345,11 @@ static int authorize(Publisher *p, sd_bus_message *msg, const char *action, cons
                 return known(p, msg, uid_is_privileged(cached_uid), error);
         if (cached && uid_is_privileged(cached_uid))
                 return authorized(p, msg, error);
-        if (known && p->n_lookups >= LOOKUPS_MAX)
-                return bus_error_limits_exceeded(error,
-                                                 "%u calls are waiting for their caller's identity; try "
-                                                 "again later.",
-                                                 p->n_lookups);
-        if (!known && p->n_authorizations - p->n_lookups >= AUTHORIZATIONS_MAX)
-                return bus_error_limits_exceeded(error,
-                                                 "%u calls are waiting for authorization; try again later.",
-                                                 p->n_authorizations - p->n_lookups);
+        unsigned waiting = known ? p->n_lookups : p->n_authorizations - p->n_lookups;
+        if (waiting >= (known ? LOOKUPS_MAX : AUTHORIZATIONS_MAX))
+                return bus_error_limits_exceeded(
+                                error, "%u calls are waiting for %s; try again later.", waiting,
+                                known ? "their caller's identity" : "authorization");
         a = calloc(1, sizeof(Authorization));
         if (!a)
                 return -ENOMEM;
