@@ -46,3 +46,20 @@ fail:
         sd_bus_close_unref(peer);
         return -1;
 }
+
+static uint32_t le32(const uint8_t *b)
+{
+        return (uint32_t) b[0] | (uint32_t) b[1] << 8 | (uint32_t) b[2] << 16 | (uint32_t) b[3] << 24;
+}
+
+int bus_pair_header(const uint8_t hdr[16], uint32_t *ret_body, uint32_t *ret_fields, size_t *ret_rest)
+{
+        uint32_t body = le32(hdr + 4), fields = le32(hdr + 12);
+
+        if (hdr[0] != 'l')
+                return -1;
+        *ret_body = body;
+        *ret_fields = fields;
+        *ret_rest = ((16 + (size_t) fields + 7) & ~(size_t) 7) - 16 + body;
+        return 0;
+}

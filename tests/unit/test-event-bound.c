@@ -38,7 +38,8 @@ static int64_t signal_body_size(Pair *c, const EventRecord *e)
 {
         sd_bus_message *s = NULL;
         uint8_t hdr[16];
-        uint32_t len;
+        uint32_t len, fields;
+        size_t rest;
         int r;
 
         r = sd_bus_message_new_signal(c->ours, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "Uevent");
@@ -49,13 +50,10 @@ static int64_t signal_body_size(Pair *c, const EventRecord *e)
         sd_bus_message_unref(s);
         if (r < 0 || sd_bus_flush(c->ours) < 0)
                 return -1;
-        if (recv(c->raw, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t) sizeof(hdr) || hdr[0] != 'l')
+        if (recv(c->raw, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t) sizeof(hdr) ||
+            bus_pair_header(hdr, &len, &fields, &rest) < 0)
                 return -1;
-        len = (uint32_t) hdr[4] | (uint32_t) hdr[5] << 8 | (uint32_t) hdr[6] << 16 | (uint32_t) hdr[7] << 24;
         /* The rest of the message, so that the next one starts the socket's bytes. */
-        uint32_t fields = (uint32_t) hdr[12] | (uint32_t) hdr[13] << 8 | (uint32_t) hdr[14] << 16 |
-                          (uint32_t) hdr[15] << 24;
-        size_t rest = ((16 + (size_t) fields + 7) & ~(size_t) 7) - 16 + len;
         char *buf = malloc(rest ? rest : 1);
         if (!buf)
                 return -1;

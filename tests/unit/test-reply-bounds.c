@@ -73,13 +73,11 @@ static int read_msg(H *h, Msg *ret)
                 if (poll(&pfd, 1, 1) > 0)
                         break;
         }
-        if (recv(h->raw, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t) sizeof(hdr) || hdr[0] != 'l')
+        uint32_t body, fields;
+        size_t rest;
+        if (recv(h->raw, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t) sizeof(hdr) ||
+            bus_pair_header(hdr, &body, &fields, &rest) < 0)
                 return -1;
-        uint32_t body = (uint32_t) hdr[4] | (uint32_t) hdr[5] << 8 | (uint32_t) hdr[6] << 16 |
-                        (uint32_t) hdr[7] << 24;
-        uint32_t fields = (uint32_t) hdr[12] | (uint32_t) hdr[13] << 8 | (uint32_t) hdr[14] << 16 |
-                          (uint32_t) hdr[15] << 24;
-        size_t rest = ((16 + (size_t) fields + 7) & ~(size_t) 7) - 16 + body;
         char *buf = malloc(rest ? rest : 1);
         if (!buf)
                 return -1;
