@@ -241,24 +241,42 @@ static int list_node(TreeDraw *d, const char *path, json_object *j, void *userda
         return r;
 }
 
-/* The object paths of the devices the user named, resolved by the daemon; else an exit code. */
-static int list_resolve(Ctl *ctl, char **args, int n_args, char ***ret_paths)
+/*
+ * The devices the user named that the daemon knows: their arguments (pointing into args) and object
+ * paths, in the same order.  One that names nothing is said so on stderr, one line each, and counted
+ * in *ret_missing, as lsblk and ls go on to what they find; any other failure is reported and its
+ * exit code returned.
+ */
+static int list_resolve(Ctl *ctl, sd_bus *bus, char **args, int n_args, char ***ret_args, char ***ret_paths,
+                        size_t *ret_missing)
 {
         _cleanup_(strv_freep) char **paths = NULL;
-        size_t n = 0;
-        sd_bus *bus = NULL;
+        _cleanup_(freep) char **found = NULL;
+        size_t n = 0, missing = 0;
         int r;
 
+        found = calloc((size_t) n_args + 1, sizeof(char *));
+        if (!found)
+                return ctl_fail("Out of memory");
         for (int i = 0; i < n_args; i++) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 char *path = NULL;
 
-                r = ctl_resolve(ctl, args[i], &bus, &path);
-                if (r != EXIT_OK)
-                        return r;
+                r = bus_resolve(bus, args[i], &path, &error);
+                if (r < 0 && sd_bus_error_has_name(&error, BLKMODEL_ERROR_NO_SUCH_OBJECT)) {
+                        (void) bus_report_resolve_error(ctl, &error, r, args[i]);
+                        missing++;
+                        continue;
+                }
+                if (r < 0)
+                        return bus_report_resolve_error(ctl, &error, r, args[i]);
+                found[n] = args[i];
                 if (strv_consume(&paths, &n, path) < 0)
                         return ctl_fail("Out of memory");
         }
+        *ret_args = TAKE_PTR(found);
         *ret_paths = TAKE_PTR(paths);
+        *ret_missing = missing;
         return EXIT_OK;
 }
 
@@ -368,24 +386,27 @@ static int list_load_named(sd_bus *bus, char **paths, json_object **ret, sd_bus_
 }
 
 /*
- * The devices the user named (args, resolved as paths), each once; each must be a disk or a
- * partition.  One that lsblk's rule hides is said so on stderr and left out (*ret_hidden counts
- * them); a failure is reported and its exit code returned.
+ * The devices the user named (args, resolved as paths), each once.  One that is no disk or
+ * partition is said so on stderr and left out, as lsblk goes on to the others (*ret_failed counts
+ * them); so is one that lsblk's rule hides (*ret_hidden counts those).
  */
-static int list_named_roots(ListContext *lc, char **args, int n_args, char **paths, const char **roots,
-                            size_t *n_roots, size_t *ret_hidden)
+static void list_named_roots(ListContext *lc, char **args, size_t n_args, char **paths, const char **roots,
+                             size_t *n_roots, size_t *ret_failed, size_t *ret_hidden)
 {
-        size_t hidden = 0;
+        size_t failed = 0, hidden = 0;
 
-        for (int i = 0; i < n_args; i++) {
+        for (size_t i = 0; i < n_args; i++) {
                 const char *path = paths[i];
                 json_object *obj;
                 ListRow row;
 
                 obj = model_object(lc->model, path);
                 if (!model_has_iface(obj, BLKMODEL_IFACE_DISK) &&
-                    !model_has_iface(obj, BLKMODEL_IFACE_PARTITION))
-                        return ctl_fail("Not a block device: %s (%s)", args[i], path);
+                    !model_has_iface(obj, BLKMODEL_IFACE_PARTITION)) {
+                        (void) ctl_fail("Not a block device: %s (%s)", args[i], path);
+                        failed++;
+                        continue;
+                }
                 list_row_init(&row, lc->model, path, NULL);
                 if (list_hidden(lc, &row)) {
                         /* lsblk says nothing; saying why costs one line. */
@@ -397,8 +418,8 @@ static int list_named_roots(ListContext *lc, char **args, int n_args, char **pat
                 }
                 roots[(*n_roots)++] = path;
         }
+        *ret_failed = failed;
         *ret_hidden = hidden;
-        return EXIT_OK;
 }
 
 int cmd_list(Ctl *ctl, char **args, int n_args)
@@ -407,8 +428,9 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         _cleanup_(json_object_putp) json_object *model = NULL;
         _cleanup_(list_context_done) ListContext lc = {.ctl = ctl};
         _cleanup_(strv_freep) char **named = NULL;
+        _cleanup_(freep) char **named_args = NULL;
         _cleanup_(freep) const char **roots = NULL;
-        size_t n_roots = 0;
+        size_t n_roots = 0, n_named = 0, failed = 0;
         sd_bus *bus = NULL;
         int r;
 
@@ -420,9 +442,13 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
                 return r;
 
         if (n_args > 0) {
-                r = list_resolve(ctl, args, n_args, &named);
+                r = list_resolve(ctl, bus, args, n_args, &named_args, &named, &failed);
                 if (r != EXIT_OK)
                         return r;
+                n_named = (size_t) n_args - failed;
+                /* Each one said so already; no table of nothing. */
+                if (n_named == 0)
+                        return EXIT_FAIL;
                 r = list_load_named(bus, named, &model, &error);
         } else
                 r = bus_load_model(bus, BLKMODEL_ROOT_PATH, list_filter, NULL, &model, &error);
@@ -434,14 +460,13 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
         if (!roots)
                 return ctl_fail("Out of memory");
         if (n_args > 0) {
-                size_t hidden = 0;
+                size_t not_block = 0, hidden = 0;
 
                 /* The roots point into named, which lives to the end. */
-                r = list_named_roots(&lc, args, n_args, named, roots, &n_roots, &hidden);
-                if (r != EXIT_OK)
-                        return r;
+                list_named_roots(&lc, named_args, n_named, named, roots, &n_roots, &not_block, &hidden);
+                failed += not_block;
                 /* As lsblk fails when none of the devices named is shown. */
-                if (n_roots == 0 && hidden > 0)
+                if (n_roots == 0)
                         return EXIT_FAIL;
         } else {
                 /* Top level: disks that sit on nothing (no slaves). */
@@ -478,5 +503,6 @@ int cmd_list(Ctl *ctl, char **args, int n_args)
                 }
         if (tree_draw(&ops, ctl, roots, n_roots, &lc) < 0)
                 return ctl_fail("Out of memory");
-        return EXIT_OK;
+        /* What was found is listed; a device named that was not still fails the command, as with ls. */
+        return failed > 0 ? EXIT_FAIL : EXIT_OK;
 }

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Exit status and messages: every failure exits 1 with exactly one line
-on stderr naming the D-Bus error and nothing on stdout; every usage error
-exits 2 with one line; with no daemon on the bus each command says
-"blkmodeld is not running on this bus"; --help for the tool and for each
-command; colour only on a terminal, and never with NO_COLOR."""
+on stderr naming the D-Bus error and nothing on stdout (but list
+DEVICE..., which lists the devices it finds beside one line for each one
+it does not, as lsblk does); every usage error exits 2 with one line;
+with no daemon on the bus each command says "blkmodeld is not running on
+this bus"; --help for the tool and for each command; colour only on a
+terminal, and never with NO_COLOR."""
 import os
 import pty
 import subprocess
@@ -102,7 +104,6 @@ class Errors(unittest.TestCase):
                      ("set", "nosuchdisk", "ro", "1"),
                      ("tree", "nosuchdisk"), ("trigger", "nosuchdisk"),
                      ("info", "-a", "nosuchdisk"), ("list", "nosuchdisk"),
-                     ("list", "sda", "nosuchdisk"),
                      ("trigger", "--settle", "sda1", "nosuchdisk"),
                      ("--json", "show", "nosuchdisk")):
             with self.subTest(args=args):
@@ -110,6 +111,35 @@ class Errors(unittest.TestCase):
                 self.assertEqual(line, "blkmodelctl: No such object: "
                                  "nosuchdisk (org.blkmodel1.Error."
                                  "NoSuchObject)")
+
+    def test_list_names_what_is_missing_and_lists_the_rest(self):
+        """As lsblk and ls: each DEVICE that names nothing gets its one
+        line on stderr, the others are listed as if named alone, and the
+        exit status is 1."""
+        missing = ("blkmodelctl: No such object: %s "
+                   "(org.blkmodel1.Error.NoSuchObject)")
+        for opts in ((), ("-J",), ("-n", "-o", "NAME,SIZE")):
+            with self.subTest(opts=opts):
+                alone = ct.run("list", *opts, "sda", "md0", check=0).stdout
+                self.assertIn("sda", alone)
+                p = ct.run("list", *opts, "sda", "nosuchdisk", "md0",
+                           "nosuch2")
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertEqual(p.stdout, alone)
+                self.assertEqual(p.stderr.split("\n"),
+                                 [missing % "nosuchdisk", missing % "nosuch2",
+                                  ""])
+        # Named but no block device (a queue): the same, in its words.
+        p = ct.run("list", "sda/queue", "sda")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, ct.run("list", "sda", check=0).stdout)
+        self.assertEqual(len(p.stderr.split("\n")), 2, p.stderr)
+        self.assertIn("Not a block device: sda/queue", p.stderr)
+        # Nothing found: no table of nothing.
+        p = ct.run("list", "nosuchdisk", "nosuch2")
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual(p.stderr.split("\n"),
+                         [missing % "nosuchdisk", missing % "nosuch2", ""])
 
     def test_other_failures(self):
         cases = [
