@@ -141,6 +141,20 @@ class Errors(unittest.TestCase):
         self.assertEqual(p.stderr.split("\n"),
                          [missing % "nosuchdisk", missing % "nosuch2", ""])
 
+    def test_trigger_with_a_missing_object_triggers_nothing(self):
+        """trigger acts: as udevadm trigger, one OBJECT that names nothing
+        fails the command before any is triggered."""
+        uevent = os.path.join(self.sys, "block/sda/sda1/uevent")
+        with open(uevent) as f:
+            before = f.read()
+        for args in (("trigger", "sda1", "nosuchdisk"),
+                     ("trigger", "nosuchdisk", "sda1")):
+            with self.subTest(args=args):
+                ct.assert_one_line_failure(self, ct.run(*args), contains=(
+                    "No such object: nosuchdisk",))
+                with open(uevent) as f:
+                    self.assertEqual(f.read(), before)
+
     def test_other_failures(self):
         cases = [
             (("get", "sda", "nosuchattr"), ("nosuchattr", "UnknownProperty")),
