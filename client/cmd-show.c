@@ -479,21 +479,24 @@ int cmd_set(Ctl *ctl, char **args, int n_args)
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         _cleanup_(property_target_done) PropertyTarget t = {};
-        const char *value = args[2];
+        const char *value = args[2], *type;
         int r;
 
         r = property_lookup(ctl, args[0], args[1], &t);
         if (r != EXIT_OK)
                 return r;
+        /* One the daemon publishes read-only it refuses before it looks at the value, whatever the
+         * type: sent as the text given, the answer is that, not that "maybe" is no boolean. */
+        type = t.prop->writable ? t.prop->type : "s";
 
         r = sd_bus_message_new_method_call(ctl->bus, &m, BLKMODEL_BUS_NAME, t.path,
                                            "org.freedesktop.DBus.Properties", "Set");
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", t.iface->name, t.prop->name);
         if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, t.prop->type);
+                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, type);
         if (r >= 0) {
-                r = append_value(m, t.prop->type, value);
+                r = append_value(m, type, value);
                 if (r == -EINVAL)
                         return ctl_fail("Invalid value '%s' for %s of type '%s' (%s)", value, t.prop->name,
                                         t.prop->type, INVALID_ARGS);

@@ -164,8 +164,9 @@ class Errors(unittest.TestCase):
             (("set", "sda", "size", "1"), ("size", "org.freedesktop.DBus")),
             # An empty VALUE is a value: the daemon answers for it.
             (("set", "sda", "size", ""), ("size", "org.freedesktop.DBus")),
-            (("set", "sda", "Size", "x"), ("InvalidArgs",)),
-            (("set", "sda", "Partitions", "x"), ("InvalidArgs",)),
+            # Read-only, whatever the value: not that it does not fit the type.
+            (("set", "sda", "Size", "x"), ("PropertyReadOnly",)),
+            (("set", "sda", "Partitions", "x"), ("PropertyReadOnly",)),
             (("trigger", "sda/queue"), ("InvalidArgs",)),
             (("wait", "nosuchdisk", "--timeout=0.1"), ("Timed out",)),
             # The Manager is an object Resolve names, not a kobject (it crashed info).

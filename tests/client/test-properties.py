@@ -112,13 +112,31 @@ class Properties(unittest.TestCase):
                          r"org\.blkmodel1\.Error\.\w+)\)$")
         self.assertEqual(bt.read_attr(self.sys + "/block/sda/size"),
                          "976773168")
-        # A value the property's type cannot hold is refused before the
-        # call, and the unknown attribute likewise.
-        p = ct.run("set", "sda", "ReadOnly", "maybe")
-        ct.assert_one_line_failure(self, p, contains=("InvalidArgs",))
+        # The unknown attribute likewise.
         p = ct.run("set", "sda", "nosuchattr", "1")
         ct.assert_one_line_failure(self, p, contains=("nosuchattr",
                                                       "UnknownProperty"))
+
+    def test_set_read_only_whatever_the_value(self):
+        # The daemon refuses a property it publishes read-only before it
+        # looks at the value: the client says the same for a value of the
+        # property's type and for one that is not ("maybe" for a b).
+        for spec, prop, values in (
+                ("sda", "ReadOnly", ("true", "maybe", "")),
+                ("sda", "Size", ("1", "x", "0x")),
+                ("sda", "Partitions", ("x",)),
+                ("sda", "Uevent", ("A=b",)),
+                ("sda/queue", "Schedulers", ("none",)),
+                ("sda/queue", "Elevator", ("/", "x")),
+                (bt.MANAGER_PATH, "LastSeqnum", ("5", "x"))):
+            lines = set()
+            for value in values:
+                with self.subTest(spec=spec, prop=prop, value=value):
+                    p = ct.run("set", spec, prop, value)
+                    lines.add(ct.assert_one_line_failure(self, p, contains=(
+                        "Failed to set %s on %s" % (prop, spec),
+                        "(org.freedesktop.DBus.Error.PropertyReadOnly)")))
+            self.assertEqual(len(lines), 1, lines)
 
     def test_set_writable_reports_daemon_answer(self):
         # Whatever the daemon answers to a write on a writable attribute,
