@@ -150,10 +150,13 @@ static const Verb verbs[] = {
                  "Show the kobject hierarchy: name, ktype, kset and the device link.",
                  "Without an argument the whole model (the block and devices ksets); with\n"
                  "block or devices that kset; else the hierarchy below OBJECT.\n"},
-                {"show", 1, 1, 0, cmd_show, "OBJECT",
+                {"show", 1, 1, OPT_WRITABLE, cmd_show, "OBJECT [--writable]",
                  "Show every property of an object, grouped by interface.",
                  "The model's typed properties (CamelCase) are listed apart from the raw\n"
-                 "sysfs attributes of each interface.\n"},
+                 "sysfs attributes of each interface.\n"
+                 "\n"
+                 "  --writable          Only the properties blkmodeld publishes as writable:\n"
+                 "                      what set can write\n"},
                 {"info", 1, 1, OPT_ALL, cmd_info, "[-a] OBJECT",
                  "Show an object like udevadm info; -a walks up the device chain.",
                  "  -a --attribute-walk Print the object and each ancestor up its device\n"

@@ -41,6 +41,7 @@ typedef struct Ctl {
         bool all;            /* list -a: empty devices too; info -a: the attribute walk */
         bool noempty;        /* list -A: no empty device at all */
         bool settle;         /* trigger --settle */
+        bool writable;       /* show --writable */
         char **subsystem_match;
         size_t n_subsystem_match;
         char **sysname_match;

@@ -72,6 +72,14 @@ static void show_properties(Ctl *ctl, json_object *props, const char *iface, boo
         }
 }
 
+/* show --writable: drops from props what the introspection does not publish as writable. */
+static void keep_writable(const IntrospectInterface *f, json_object *props)
+{
+        for (size_t i = 0; i < f->n_properties; i++)
+                if (!f->properties[i].writable)
+                        json_object_object_del(props, f->properties[i].name);
+}
+
 int cmd_show(Ctl *ctl, char **args, int n_args)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -112,6 +120,14 @@ int cmd_show(Ctl *ctl, char **args, int n_args)
                 /* In model order, whatever order the daemon's reply had. */
                 sorted = model_ordered_properties(iface, all);
                 json_object_put(all);
+                if (sorted && ctl->writable) {
+                        keep_writable(in.interfaces + i, sorted);
+                        /* An interface with nothing to write is no part of the answer. */
+                        if (json_object_object_length(sorted) == 0) {
+                                json_object_put(sorted);
+                                continue;
+                        }
+                }
                 if (!sorted || json_object_object_add(jifaces, iface, sorted) < 0) {
                         json_object_put(sorted);
                         return ctl_fail("Out of memory");

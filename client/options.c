@@ -27,6 +27,7 @@ enum {
         ARG_VERSION,
         ARG_SINCE,
         ARG_REMOVED,
+        ARG_WRITABLE,
         ARG_HELP = 'h',
         ARG_BYTES = 'b',
         ARG_PROPERTIES = 'p',
@@ -67,6 +68,7 @@ static const struct option options[] = {
                 {"subsystem-match", required_argument, NULL, ARG_SUBSYSTEM_MATCH},
                 {"sysname-match", required_argument, NULL, ARG_SYSNAME_MATCH},
                 {"settle", no_argument, NULL, ARG_SETTLE},
+                {"writable", no_argument, NULL, ARG_WRITABLE},
                 {},
 };
 
@@ -146,6 +148,8 @@ static unsigned option_needs(int c)
                 return OPT_MATCH;
         case ARG_SETTLE:
                 return OPT_SETTLE;
+        case ARG_WRITABLE:
+                return OPT_WRITABLE;
         }
         return 0;
 }
@@ -231,6 +235,9 @@ static int apply_option(Ctl *ctl, const Verb *v, int c, const char *arg, const c
                 break;
         case ARG_SETTLE:
                 ctl->settle = true;
+                break;
+        case ARG_WRITABLE:
+                ctl->writable = true;
                 break;
         default:
                 return ctl_usage(vname, "unhandled option '%s'", raw);

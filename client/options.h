@@ -28,6 +28,7 @@ enum {
         OPT_ALL = 1 << 7,
         OPT_MATCH = 1 << 8,
         OPT_SETTLE = 1 << 9,
+        OPT_WRITABLE = 1 << 10,
 };
 
 /* parse_options(): every option was applied, the command line goes on. */

@@ -212,6 +212,36 @@ class Completion(unittest.TestCase):
             for form in ("/dev/sda", "8:0", bt.path_of("block", "sda")):
                 self.assertEqual(attrs("set", form, "queue/read"), ["queue/read_ahead_kb"], form)
 
+    def test_set_offers_only_what_is_writable(self):
+        """set completes only what the daemon publishes as writable (access
+        readwrite or write in its introspection), on the object typed and on
+        the objects below it; get goes on offering everything."""
+        with bt.Daemon(bt.make_fixture() + "/sys"):
+            def attrs(*words):
+                return complete("blkmodelctl", "--session", *words)
+            got = attrs("set", "sda", "")
+            for a in ("events_poll_msecs", "power/control", "trace/enable",
+                      "queue/", "device/"):
+                self.assertIn(a, got)
+            # Typed properties and read-only files: not for set.
+            for a in ("Size", "ReadOnly", "Partitions", "Name", "ro", "size",
+                      "stat", "power/runtime_status"):
+                self.assertNotIn(a, got)
+            self.assertEqual(attrs("set", "sda", "R"), [])
+            self.assertIn("ReadOnly", attrs("get", "sda", "R"))
+            # Below queue/: Scheduler is writable, Schedulers is not.
+            self.assertEqual(attrs("set", "sda", "queue/Sch"), ["queue/Scheduler"])
+            self.assertEqual(attrs("set", "sda", "queue/h"), [])
+            self.assertIn("queue/hw_sector_size", attrs("get", "sda", "queue/h"))
+            # Write-only files are writable: device/delete, device/rescan.
+            self.assertEqual(attrs("set", "sda", "device/re"), ["device/rescan"])
+            self.assertNotIn("device/model", attrs("set", "sda", "device/"))
+            # The object typed decides: a partition's own.
+            got = attrs("set", "sda1", "")
+            self.assertIn("power/control", got)
+            self.assertNotIn("start", got)
+            self.assertNotIn("queue/", got)
+
     def test_devices_on_a_bus_named_by_address(self):
         """--address=ADDR: bash breaks the address into words at '=' and
         ':'; the completion still finds the command and asks that bus."""

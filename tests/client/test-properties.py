@@ -103,6 +103,24 @@ class Properties(unittest.TestCase):
         for ln in lines:
             self.assertEqual(ln, ln.rstrip(), "trailing blanks")
 
+    def test_show_writable(self):
+        # What set can write: what the introspection publishes readwrite
+        # or write, by interface; an interface with none is left out.
+        q = ct.run_json("show", "--writable", "sda/queue")["interfaces"]
+        self.assertEqual(list(q), [bt.IFACE + "Queue"])
+        self.assertIn("Scheduler", q[bt.IFACE + "Queue"])
+        self.assertIn("read_ahead_kb", q[bt.IFACE + "Queue"])
+        self.assertNotIn("Schedulers", q[bt.IFACE + "Queue"])
+        self.assertNotIn("hw_sector_size", q[bt.IFACE + "Queue"])
+        dev = ct.run_json("show", "--writable", "sda/device")["interfaces"]
+        self.assertIn("delete", dev[bt.IFACE + "Device"])  # write-only
+        self.assertNotIn("model", dev[bt.IFACE + "Device"])
+        part = ct.run_json("show", "--writable", "sda1")["interfaces"]
+        self.assertNotIn(bt.IFACE + "Partition", part)
+        self.assertNotIn(bt.IFACE + "Kobject", part)
+        self.assertEqual(ct.run("show", "--writable", bt.MANAGER_PATH,
+                                check=0).stdout, bt.MANAGER_PATH + "\n")
+
     def test_set_refused_in_one_line(self):
         # `size` is a read-only file: whatever the daemon implements,
         # this is refused, in one line naming the D-Bus error, exit 1.
