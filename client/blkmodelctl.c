@@ -125,7 +125,7 @@ int ctl_resolve(Ctl *ctl, const char *spec, sd_bus **ret_bus, char **ret_path)
 
 static const Verb verbs[] = {
                 {"list", 0, INT_MAX, OPT_BYTES | OPT_OUTPUT | OPT_ALL, cmd_list,
-                 "[DEVICE...] [-o COLUMNS] [-n] [-a|-A] [-J] [-b]",
+                 "[DEVICE...] [-o COLUMNS] [-O] [-n] [-a|-A] [-J] [-b]",
                  "List block devices like lsblk, with its columns.",
                  "Partitions and stacked devices (dm, md: the holders) are indented under\n"
                  "the devices they sit on; a device stacked on several appears under each.\n"
@@ -209,8 +209,9 @@ static const Verb verbs[] = {
                 {"trigger", 0, INT_MAX, OPT_ACTION | OPT_MATCH | OPT_SETTLE | OPT_TIMEOUT, cmd_trigger,
                  "[--action=A] [--subsystem-match=S] [--sysname-match=N] [--settle] [OBJECT...]",
                  "Make the kernel emit uevents, like udevadm trigger (privileged).",
-                 "Without OBJECT, every disk and partition (and with --subsystem-match,\n"
-                 "the hardware devices of that subsystem too).\n"
+                 "Without OBJECT, every disk and partition; with --subsystem-match, only\n"
+                 "the objects of those subsystems (block: disks and partitions; others:\n"
+                 "hardware devices).\n"
                  "\n"
                  "  -c --action=ACTION  add, remove, change (default), move, online, offline,\n"
                  "                      bind or unbind\n"
