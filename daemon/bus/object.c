@@ -356,6 +356,10 @@ static int method_set(Publisher *p, sd_bus_message *msg, Kobject *k, bool author
         }
         if (strlen(value) > VALUE_MAX)
                 return bus_error_invalid_args(error, "Values are at most %d bytes.", VALUE_MAX);
+        /* sysfs hands no empty write to the attribute's store: it would succeed and store nothing. */
+        if (isempty(value))
+                return bus_error_invalid_args(error, "An empty value writes nothing to %s/%s.", k->devpath,
+                                              rel);
         if (k->ktype->id == KTYPE_QUEUE && streq(rel, "scheduler")) {
                 r = check_scheduler(&d, value, error);
                 if (r < 0)

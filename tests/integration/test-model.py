@@ -596,6 +596,19 @@ class Model(unittest.TestCase):
         self.assertFalse(os.path.exists(
             self.root + os.path.dirname(NVME_DEV) + "/uevent"))
 
+    def test_empty_value_is_refused(self):
+        """sysfs passes no empty write to an attribute's store (it returns
+        0 at once): a Set of "" would succeed and store nothing.  It is
+        InvalidArgs, and the file keeps its value."""
+        queue = P("block", "sda", "queue")
+        before = self.dm.get(queue, QUEUE, "read_ahead_kb")
+        self.assertDBusError("org.freedesktop.DBus.Error.InvalidArgs",
+                             self.dm.call, queue, bt.PROPS, "Set", QUEUE,
+                             "read_ahead_kb", dbus.String("", variant_level=1))
+        self.assertEqual(self.dm.get(queue, QUEUE, "read_ahead_kb"), before)
+        with open(self.root + DISKS["sda"]["devpath"] + "/queue/read_ahead_kb") as f:
+            self.assertEqual(f.read().strip(), before)
+
     def test_unknown_object(self):
         """A path below the root that is no object: UnknownObject, so that
         a client can tell a vanished object from a missing property."""
