@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "common/util.h"
 #include "loop-watch.h"
@@ -213,6 +214,21 @@ static void reserve_fd_table(void)
         close(fd);
 }
 
+/* The window of the lines clients can cause (base/log-ratelimit.h); a test's is shorter. */
+static uint64_t log_ratelimit_interval(void)
+{
+        const char *env = secure_getenv("BLKMODEL_LOG_RATELIMIT_INTERVAL_MS");
+        uint64_t v;
+
+        if (!env)
+                return LOG_RATELIMIT_INTERVAL_MS;
+        if (parse_unsigned(env, 3600000, &v) < 0) {
+                log_warning("$BLKMODEL_LOG_RATELIMIT_INTERVAL_MS=%s is not 0…3600000 ms; ignored.", env);
+                return LOG_RATELIMIT_INTERVAL_MS;
+        }
+        return v;
+}
+
 int main(int argc, char *argv[])
 {
         ManagerOptions o = {
@@ -262,6 +278,7 @@ int main(int argc, char *argv[])
                 log_error("Cannot create the event loop: %s", uv_strerror(r));
                 return 1;
         }
+        log_ratelimit_attach(&loop, log_ratelimit_interval());
         r = manager_new(&o, &loop, &m);
         if (r >= 0)
                 r = manager_start(m);
@@ -275,6 +292,8 @@ int main(int argc, char *argv[])
         if (watching)
                 loop_watch_stop(&watch);
         manager_free(m);
+        /* What was suppressed and not yet told is told now. */
+        log_ratelimit_detach();
         /* Let close callbacks run so that nothing leaks. */
         uv_run(&loop, UV_RUN_DEFAULT);
         (void) uv_loop_close(&loop);

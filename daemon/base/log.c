@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "base/log.h"
@@ -29,18 +28,19 @@ void log_set_max_level(int level)
         log_max_level = level;
 }
 
-void log_internal(int level, int error, const char *fmt, ...)
+void log_format(char *buf, size_t size, int error, const char *fmt, va_list ap)
 {
-        char buf[2048];
-        va_list ap;
-
         /* %m in the format refers to the error passed in, not to whatever errno is now. */
         if (error != 0)
                 errno = error < 0 ? -error : error;
+        (void) vsnprintf(buf, size, fmt, ap);
+}
 
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, sizeof(buf), fmt, ap);
-        va_end(ap);
+void log_internalv(int level, int error, const char *fmt, va_list ap)
+{
+        char buf[LOG_LINE_MAX];
+
+        log_format(buf, sizeof(buf), error, fmt, ap);
 
         /* A name or a value with a newline in it (a fixture's, a caller's Set) must not start a line
          * of its own, with a priority of its choosing: control characters are written as \xNN. */
@@ -54,4 +54,13 @@ void log_internal(int level, int error, const char *fmt, ...)
 
         /* One fprintf per line keeps concurrent lines whole. */
         fprintf(stderr, "<%d>%s\n", level, out);
+}
+
+void log_internal(int level, int error, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        log_internalv(level, error, fmt, ap);
+        va_end(ap);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdarg.h>
 #include <syslog.h>
 
 #include "common/util.h"
@@ -17,7 +18,13 @@ extern int log_max_level;
 int log_level_from_string(const char *s);
 void log_set_max_level(int level);
 
+/* A line's text at most, before its control characters are escaped. */
+#define LOG_LINE_MAX 2048
+
 void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+void log_internalv(int level, int error, const char *fmt, va_list ap) _printf_(3, 0);
+/* The text a line of fmt would have, %m of error included, into buf. */
+void log_format(char *buf, size_t size, int error, const char *fmt, va_list ap) _printf_(4, 0);
 
 #define log_full_errno(level, error, ...)                                                                   \
         ({                                                                                                  \
