@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "base/turn.h"
 #include "manager.h"
@@ -113,7 +114,7 @@ static void settle(Manager *m, sd_bus_message *msg)
                   strna(sd_bus_message_get_sender(msg)),
                   m->paused_for_bus ? "; they wait for the bus to take what is queued for it" : "");
         if (GREEDY_REALLOC(m->settle_waiters, m->n_settle_waiters_allocated, m->n_settle_waiters + 1) < 0) {
-                log_error("Out of memory: Settle() is answered at once.");
+                log_ratelimit_error("Out of memory: Settle() is answered at once.");
                 publisher_settled(m->publisher, msg);
                 sd_bus_message_unref(msg);
                 return;

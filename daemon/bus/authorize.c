@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
@@ -104,12 +105,14 @@ static void authorization_finish(Authorization *a, const sd_bus_error *denied)
         int r;
 
         if (denied) {
+                /* Any caller can make these, as many as it likes: a caller that leaves before its
+                 * uid comes back makes one for each call. */
                 if (a->uid == (uid_t) -1)
-                        log_info("Refused a call by %s: %s", strempty(sd_bus_message_get_sender(a->request)),
-                                 denied->message);
+                        log_ratelimit_info("Refused a call by %s: %s",
+                                           strempty(sd_bus_message_get_sender(a->request)), denied->message);
                 else
-                        log_info("Refused a call by uid %" PRIu32 ": %s", (uint32_t) a->uid,
-                                 denied->message);
+                        log_ratelimit_info("Refused a call by uid %" PRIu32 ": %s", (uint32_t) a->uid,
+                                           denied->message);
                 r = sd_bus_reply_method_error(a->request, denied);
         } else {
                 /* The privileged part reads the arguments again, from the start. */
@@ -125,7 +128,8 @@ static void authorization_finish(Authorization *a, const sd_bus_error *denied)
         }
         if (r < 0) {
                 char buf[256];
-                log_warning_errno(r, "Cannot answer %s: %m", call_name(a->request, buf, sizeof(buf)));
+                log_ratelimit_warning_errno(r, "Cannot answer %s: %m",
+                                            call_name(a->request, buf, sizeof(buf)));
         }
         authorization_free(a);
 }

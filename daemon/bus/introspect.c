@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <stdio.h>
 
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
@@ -245,7 +246,8 @@ static const char *cached_interfaces_xml(Publisher *p, Kobject *k)
         /* Names from sysfs are sanitized into D-Bus member names, so this holds; checked once here
          * because the reply's string is not checked again (method_introspect()). */
         if (!utf8_is_valid(c->xml)) {
-                log_error("The introspection XML of %s is not UTF-8; not served.", k->path);
+                /* Not cached: each Introspect of such an object comes here again. */
+                log_ratelimit_error("The introspection XML of %s is not UTF-8; not served.", k->path);
                 free(c->xml);
                 free(c);
                 return NULL;

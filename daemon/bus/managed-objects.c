@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <malloc.h>
 
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "base/turn.h"
 #include "blkmodel/names.h"
@@ -215,7 +216,8 @@ static int refuse(Publisher *p, Kobject *top, size_t bytes, size_t limit, sd_bus
         char sizes[128];
 
         bus_sizes_text(bytes, limit, sizes, sizeof(sizes));
-        log_warning("GetManagedObjects on %s refused: %s.", where, sizes);
+        /* As often as clients ask (blkmodelctl, on a model too large for one reply, at every run). */
+        log_ratelimit_warning("GetManagedObjects on %s refused: %s.", where, sizes);
         if (!top)
                 return bus_error_limits_exceeded(
                                 error,

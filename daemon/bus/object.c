@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
@@ -14,7 +15,7 @@ int bus_refuse_reply(Publisher *p, const char *what, const char *path, size_t by
         char sizes[128];
 
         bus_sizes_text(bytes, bus_reply_body_max(p), sizes, sizeof(sizes));
-        log_warning("%s of %s refused: %s.", what, path, sizes);
+        log_ratelimit_warning("%s of %s refused: %s.", what, path, sizes);
         return bus_error_limits_exceeded(error, "%s of %s is %s: %s", what, path, sizes, instead);
 }
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "blkmodel/names.h"
 #include "bus/bus-internal.h"
@@ -247,7 +248,7 @@ void publisher_settled(Publisher *p, sd_bus_message *msg)
 {
         int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
         if (r < 0)
-                log_warning_errno(r, "Cannot answer Settle(): %m");
+                log_ratelimit_warning_errno(r, "Cannot answer Settle(): %m");
 }
 
 void publisher_refuse_exiting(sd_bus_message *msg)
