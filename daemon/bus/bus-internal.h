@@ -207,6 +207,8 @@ int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool wh
                       bool privileged);
 /* At exit: replies being built are dropped, their callers told bus_reply_exiting(). */
 void bus_members_cancel(Publisher *p);
+/* Replies being built or queued for a caller that has left: dropped, as bus_gmo_forget() drops its. */
+void bus_members_forget(Publisher *p, const char *sender);
 /*
  * The parts of such a reply, for GetManagedObjects too: bus_members_open() takes a snapshot of kset's
  * members and opens their array (with entry: as the Members entry of an a{sv}); bus_members_append()

@@ -137,7 +137,9 @@ static void on_members_idle(uv_idle_t *h)
         if (r < 0) {
                 log_debug_errno(r, "Members of %s: %m", b->kset->path);
                 (void) sd_bus_reply_method_errno(b->call, r, NULL);
-        }
+        } else
+                log_debug("Members of %s sent to %s: %zu paths.", b->kset->path,
+                          strna(sd_bus_message_get_sender(b->call)), members_snapshot_size(b->members));
         p->members = b->next;
         members_free(p, b);
 }
@@ -174,6 +176,22 @@ int bus_reply_members(Publisher *p, sd_bus_message *call, Kobject *kset, bool wh
         *tail = b;
         (void) uv_idle_start(p->members_idle, on_members_idle);
         return 1;
+}
+
+void bus_members_forget(Publisher *p, const char *sender)
+{
+        /* The first is the one being built: the idle handler takes the next in line at its next slice,
+         * and stops itself when none is left. */
+        for (BusMembers **at = &p->members; *at;)
+                if (streq_ptr(sd_bus_message_get_sender((*at)->call), sender)) {
+                        BusMembers *b = *at;
+
+                        log_debug("Members of %s for %s dropped: the caller has left the bus.",
+                                  b->kset->path, sender);
+                        *at = b->next;
+                        members_free(p, b);
+                } else
+                        at = &(*at)->next;
 }
 
 void bus_members_cancel(Publisher *p)

@@ -37,14 +37,17 @@ static int idle_new(Publisher *p, uv_idle_t **ret)
         return 0;
 }
 
-/* A unique name gone from the bus: a caller that left, whose replies nobody will read. */
+/* A unique name gone from the bus: a caller that left, whose replies nobody will read.  The replies
+ * built over many turns are dropped: GetManagedObjects, and Members of a kset with thousands. */
 static int on_caller_left(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
         const char *name, *old_owner, *new_owner;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 && name[0] == ':' &&
-            isempty(new_owner))
+            isempty(new_owner)) {
                 bus_gmo_forget(userdata, name);
+                bus_members_forget(userdata, name);
+        }
         return 0;
 }
 
