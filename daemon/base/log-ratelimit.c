@@ -107,6 +107,15 @@ void log_ratelimit_internal(LogRatelimit *rl, int level, int error, const char *
         va_end(ap);
 }
 
+void log_ratelimit_done(LogRatelimit *rl)
+{
+        if (rl->suppressed > 0) {
+                unlink_pending(rl);
+                tell(rl);
+        }
+        rl->first = mfree(rl->first);
+}
+
 void log_ratelimit_attach(uv_loop_t *loop, uint64_t interval_ms)
 {
         if (state.loop || interval_ms == 0 || uv_timer_init(loop, &state.timer) < 0)

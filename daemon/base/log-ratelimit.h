@@ -16,9 +16,10 @@ struct uv_loop_s; /* libuv's uv_loop_t: <uv.h> here would change which MAX() its
  * the first line it stands for.  What tells of the daemon's own state (the start, the name, the bus
  * lost, rescans, kernel events) goes through log_*() as before and is never limited.
  *
- * The same numbers as the uevent source's drop log (uevent/source-internal.h): ten lines name the
- * first callers, one line a second on average at most; the count comes within 10 s of what it
- * counts.  A site logs at most 11 lines per 10 s, whatever the calls.
+ * Ten lines name the first callers, one line a second on average at most; the count comes within
+ * 10 s of what it counts.  A site logs at most 11 lines per 10 s, whatever the calls.  The uevent
+ * source's drop log (garbage datagrams from root or our uid) is limited the same way, one window per
+ * source.
  *
  * The clock is the loop's (uv_now(): read once a turn, no system call per line); the summary, a
  * timer of the loop.  Before log_ratelimit_attach() and after log_ratelimit_detach(), and at
@@ -44,6 +45,10 @@ struct LogRatelimit {
 void log_ratelimit_attach(struct uv_loop_s *loop, uint64_t interval_ms);
 /* Tells every summary due now: none is lost at exit. */
 void log_ratelimit_detach(void);
+
+/* For a LogRatelimit of an object's own, not a call site's (static, lives for ever): tells what its
+ * window did not log, now, before the object goes. */
+void log_ratelimit_done(LogRatelimit *rl);
 
 void log_ratelimit_internal(LogRatelimit *rl, int level, int error, const char *fmt, ...) _printf_(4, 5);
 

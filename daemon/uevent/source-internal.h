@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "base/log-ratelimit.h"
 #include "uevent/source.h"
 
 /* At most this many datagrams per poll callback, and for at most a slice of the turn (base/turn.h):
@@ -18,10 +19,6 @@
 
 /* The kernel's uevent multicast group, as a bind()/nl_groups mask. */
 #define UEVENT_GROUP_KERNEL 1U
-
-/* Drop messages: at most this many per window, then one summary line. */
-#define DROP_LOG_BURST 10
-#define DROP_LOG_WINDOW_MS 10000
 
 /*
  * POLLERR callbacks that neither carried an error nor yielded a datagram.
@@ -61,12 +58,8 @@ struct UeventSource {
         void *userdata;
 
         uint64_t dropped;
-        uint64_t drop_log_window_ms; /* DROP_LOG_WINDOW_MS; a test's is shorter */
-        uint64_t drop_log_window_start;
-        unsigned drop_log_count;
-        uint64_t drop_log_suppressed;
-        /* Says how many were not logged at the window's end, even if no datagram comes after them. */
-        uv_timer_t drop_log_timer;
+        /* A sender that may write at all (root, or our uid) could still flood us with garbage. */
+        LogRatelimit drop_log;
 
         /*
          * One datagram.  uevent_parse() refuses anything longer than

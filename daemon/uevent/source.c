@@ -75,58 +75,20 @@ static void update_polling(UeventSource *s)
         s->polling = want;
 }
 
-static void log_drops_suppressed(UeventSource *s)
-{
-        if (s->drop_log_suppressed > 0)
-                log_warning("uevent source %s: %" PRIu64 " more datagrams dropped", source_name(s),
-                            s->drop_log_suppressed);
-        s->drop_log_suppressed = 0;
-}
-
-/* Says what the window did not log, and starts another. */
-static void drop_log_new_window(UeventSource *s, uint64_t now)
-{
-        /* The old window's timer, due but not run yet, must not end the new one. */
-        (void) uv_timer_stop(&s->drop_log_timer);
-        log_drops_suppressed(s);
-        s->drop_log_window_start = now;
-        s->drop_log_count = 0;
-}
-
-static void on_drop_log_window_end(uv_timer_t *t)
-{
-        drop_log_new_window(t->data, uv_now(t->loop));
-}
-
 _printf_(2, 3) static void log_drop(UeventSource *s, const char *fmt, ...)
 {
-        uint64_t now = uv_now(s->poll.loop);
-        char *msg = NULL;
+        _cleanup_(freep) char *msg = NULL;
         va_list ap;
         int r;
 
         s->dropped++;
-
-        /*
-         * A sender that may write at all (root, or our uid) could still
-         * flood us with garbage: log a few per window, then a summary.
-         */
-        if (now - s->drop_log_window_start >= s->drop_log_window_ms)
-                drop_log_new_window(s, now);
-        if (s->drop_log_count >= DROP_LOG_BURST) {
-                if (s->drop_log_suppressed++ == 0)
-                        (void) uv_timer_start(&s->drop_log_timer, on_drop_log_window_end,
-                                              s->drop_log_window_start + s->drop_log_window_ms - now, 0);
+        if (LOG_WARNING > log_max_level)
                 return;
-        }
-        s->drop_log_count++;
-
         va_start(ap, fmt);
         r = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        log_warning("uevent source %s: dropped datagram: %s", source_name(s),
-                    r < 0 ? "(out of memory)" : msg);
-        free(r < 0 ? NULL : msg);
+        log_ratelimit_internal(&s->drop_log, LOG_WARNING, 0, "uevent source %s: dropped datagram: %s",
+                               source_name(s), r < 0 ? "(out of memory)" : msg);
 }
 
 static void report_lost(UeventSource *s, const char *why)
@@ -415,8 +377,6 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
         s->lost = lost;
         s->userdata = userdata;
         s->uid = geteuid();
-        s->drop_log_window_ms = DROP_LOG_WINDOW_MS;
-        s->drop_log_window_start = uv_now(loop);
 
         r = uv_idle_init(loop, &s->more);
         if (r < 0) {
@@ -424,20 +384,15 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
                 return r;
         }
         s->more.data = s;
-        (void) uv_timer_init(loop, &s->drop_log_timer); /* no failure but a bad loop */
-        s->drop_log_timer.data = s;
-        /* Never what keeps the loop running. */
-        uv_unref((uv_handle_t *) &s->drop_log_timer);
-        s->open_handles = 2;
+        s->open_handles = 1;
         r = uv_poll_init(loop, &s->poll, fd);
         if (r < 0) {
                 s->closing = true;
                 uv_close((uv_handle_t *) &s->more, on_close);
-                uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
                 return r;
         }
         s->poll.data = s;
-        s->open_handles = 3;
+        s->open_handles = 2;
 
         r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
         if (r < 0) {
@@ -445,7 +400,6 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
                 s->closing = true;
                 uv_close((uv_handle_t *) &s->poll, on_close);
                 uv_close((uv_handle_t *) &s->more, on_close);
-                uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
                 return r;
         }
         s->polling = true;
@@ -508,10 +462,9 @@ void uevent_source_free(UeventSource *s)
         /* uv_close() stops the poll at once; the fd and memory go in on_close(). */
         s->closing = true;
         s->polling = false;
-        log_drops_suppressed(s);
+        log_ratelimit_done(&s->drop_log);
         uv_close((uv_handle_t *) &s->poll, on_close);
         uv_close((uv_handle_t *) &s->more, on_close);
-        uv_close((uv_handle_t *) &s->drop_log_timer, on_close);
 }
 
 int source_set_passcred(int fd)
