@@ -229,6 +229,13 @@ static const Verb verbs[] = {
                  "udevadm settle for that.\n"
                  "\n"
                  "  -t --timeout=SEC    Give up after SEC seconds (exit status 1; default 120)\n"},
+                {"rescan", 0, 0, OPT_TIMEOUT, cmd_rescan, "[--timeout=SEC]",
+                 "Make blkmodeld read sysfs again now (privileged).",
+                 "For what changes without a uevent (blockdev --setro, a scheduler set with\n"
+                 "echo), which the daemon's poll would find later. Returns once the daemon\n"
+                 "has signalled every difference.\n"
+                 "\n"
+                 "  -t --timeout=SEC    Give up after SEC seconds (exit status 1; default 120)\n"},
 };
 
 static const Verb *verb_find(const char *name)

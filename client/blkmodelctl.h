@@ -91,4 +91,5 @@ int cmd_wait(Ctl *ctl, char **args, int n_args);
 int cmd_dump(Ctl *ctl, char **args, int n_args);
 int cmd_trigger(Ctl *ctl, char **args, int n_args);
 int cmd_settle(Ctl *ctl, char **args, int n_args);
+int cmd_rescan(Ctl *ctl, char **args, int n_args);
 int cmd_info(Ctl *ctl, char **args, int n_args);

@@ -8,7 +8,8 @@
  * action has arrived: the daemon sends it after applying the event, so the model then shows it.
  *
  * settle asks the daemon: Manager.Settle() reads what the kernel has queued, applies it and answers
- * after the Uevent signals it sent, with the last seqnum.
+ * after the Uevent signals it sent, with the last seqnum.  rescan, its kin for what changes without a
+ * uevent: Manager.Rescan() answers once it has read sysfs again and signalled every difference.
  */
 
 #include <errno.h>
@@ -185,6 +186,30 @@ int cmd_settle(Ctl *ctl, char **args, int n_args)
         json_object_object_add(j, "settled", json_object_new_boolean(true));
         json_object_object_add(j, "last_seqnum", json_object_new_uint64(last));
         output_json(j, true);
+        return EXIT_OK;
+}
+
+int cmd_rescan(Ctl *ctl, char **args, int n_args)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t deadline = settle_deadline(ctl), now = now_usec();
+        sd_bus *bus = NULL;
+        int r;
+
+        r = ctl_bus(ctl, &bus);
+        if (r != EXIT_OK)
+                return r;
+        /* The daemon answers once it has read sysfs again and signalled every difference. */
+        r = sd_bus_message_new_method_call(bus, &m, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
+                                           BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_RESCAN);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &error, &reply);
+        if (r == -ETIMEDOUT || sd_bus_error_has_name(&error, SD_BUS_ERROR_TIMEOUT) ||
+            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+                return ctl_fail("Timed out waiting for blkmodeld's rescan");
+        if (r < 0)
+                return bus_report_error(ctl, &error, r, "Failed to rescan");
         return EXIT_OK;
 }
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""trigger and settle, measured by the daemon's own seqnums.
+"""trigger, settle and rescan; trigger and settle measured by the daemon's own seqnums.
 
 On a fixture the daemon takes its events from --uevent-socket: Trigger
 writes the action to the fixture's uevent file and nothing comes back
@@ -108,6 +108,40 @@ class TriggerFixture(unittest.TestCase):
         ct.assert_one_line_failure(self, p, contains=("reads no uevents",))
         self.assertLess(time.monotonic() - t0, 10)
         self.assertEqual(self.written(SDA), self.saved[SDA])
+
+    def test_rescan_finds_what_changed_without_an_event(self):
+        """rescan: a value changed with no uevent (blockdev --setro flips
+        ro without one) is in the model, signalled, when rescan returns;
+        the poll is off, so nothing else could have found it."""
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, uevent_socket=True,
+                            extra_args=["--poll-interval=0"])
+        ro = self.sys + SDA + "/sda1/ro"
+        with open(ro) as f:
+            before = f.read()
+        self.assertEqual(ct.run("get", "sda1", "ReadOnly", check=0).stdout,
+                         "false\n")
+        try:
+            with open(ro, "w") as f:
+                f.write("1\n")
+            p = ct.run("rescan", check=0)
+            self.assertEqual((p.stdout, p.stderr), ("", ""))
+            self.assertEqual(
+                ct.run("get", "sda1", "ReadOnly", check=0).stdout, "true\n")
+        finally:
+            with open(ro, "w") as f:
+                f.write(before)
+
+    def test_rescan_times_out(self):
+        """A daemon that does not answer (stopped): rescan gives up after
+        --timeout with the one-line failure."""
+        os.kill(self.dm.proc.pid, signal.SIGSTOP)
+        try:
+            p = ct.run("rescan", "--timeout=0.5")
+        finally:
+            os.kill(self.dm.proc.pid, signal.SIGCONT)
+        ct.assert_one_line_failure(self, p, contains=(
+            "Timed out waiting for blkmodeld's rescan",))
 
     def test_without_objects(self):
         j = ct.run_json("trigger", "--sysname-match=sda*")
