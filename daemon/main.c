@@ -9,6 +9,7 @@
 #include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "common/util.h"
+#include "fd-limit.h"
 #include "loop-watch.h"
 #include "manager.h"
 
@@ -229,6 +230,33 @@ static uint64_t log_ratelimit_interval(void)
         return v;
 }
 
+/*
+ * The descriptors uv_loop_init() takes (libuv 1.44): the epoll instance, the pipe libuv's signal
+ * handling locks with (made once a process: it abort()s when it cannot, SIGABRT and no message,
+ * which RLIMIT_NOFILE 4 or 5 gives), the loop's own signal pipe and its eventfd.  With fewer left the
+ * start is refused before it, saying why.
+ */
+#define LOOP_INIT_FDS 6
+
+static int check_loop_descriptors(void)
+{
+        struct rlimit limit;
+        int r;
+
+        r = fd_limit_available(LOOP_INIT_FDS);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+        if (r < LOOP_INIT_FDS) {
+                if (getrlimit(RLIMIT_NOFILE, &limit) < 0)
+                        limit.rlim_cur = RLIM_INFINITY;
+                return log_error_errno(-EMFILE,
+                                       "Cannot create the event loop: it takes %d descriptors, "
+                                       "RLIMIT_NOFILE %ju leaves %d: %m",
+                                       LOOP_INIT_FDS, (uintmax_t) limit.rlim_cur, r);
+        }
+        return 0;
+}
+
 int main(int argc, char *argv[])
 {
         ManagerOptions o = {
@@ -273,6 +301,8 @@ int main(int argc, char *argv[])
         /* Before the first thread. */
         reserve_fd_table();
 
+        if (check_loop_descriptors() < 0)
+                return 1;
         r = uv_loop_init(&loop);
         if (r < 0) {
                 log_error("Cannot create the event loop: %s", uv_strerror(r));

@@ -8,9 +8,12 @@ finds the model in line with sysfs.  Started with too few, the daemon must not t
 parts of the model left out (a client that sees the name sees the whole model): it exits, saying
 why."""
 import os
+import re
 import resource
 import shutil
+import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import dbus
 
@@ -105,12 +108,91 @@ class FdLimitReadAhead(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+def published(dm):
+    """{path: {interface: [property...]}} of every object, walked with Introspect: what the daemon
+    holds, without a descriptor of its own (it lists the model, it opens nothing in sysfs)."""
+    out, todo = {}, [bt.ROOT]
+    while todo:
+        path = todo.pop()
+        xml = ET.fromstring(dm.introspect(path))
+        out[path] = {i.get("name"): sorted(p.get("name") for p in i.findall("property"))
+                     for i in xml.findall("interface")}
+        todo += [path.rstrip("/") + "/" + n.get("name") for n in xml.findall("node")]
+    return out
+
+
+def published_diff(have, want):
+    """What differs between two published() results, a line each; "" when they are equal."""
+    out = []
+    for path in sorted(set(have) | set(want)):
+        if path not in have or path not in want:
+            out.append("%s only in the %s" % (path, "first" if path in have else "second"))
+        elif have[path] != want[path]:
+            out.append("%s: %r != %r" % (path, have[path], want[path]))
+    return "\n".join(out[:20])
+
+
+def start_or_exit(dm, timeout=60):
+    """True once dm took its name, False once it exited before."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if dm.proc.poll() is not None:
+            return False
+        if dm.bus.name_has_owner(bt.BUS_NAME):
+            return True
+        time.sleep(0.02)
+    raise AssertionError("blkmodeld neither took its name nor exited in %d s:\n%s"
+                         % (timeout, dm.output()))
+
+
+# What a start refused for want of descriptors says: the daemon's reason, or the dynamic loader's
+# when not even the libraries could be opened (errno 24, EMFILE, before any of the daemon's code).
+REFUSED = re.compile(r"^(<3>.*: Too many open files\b.*"
+                     r"|.*error while loading shared libraries: .*: Error 24)$", re.M)
+
+
 class FdLimitAtStart(unittest.TestCase):
     def setUp(self):
         self.dir = bt.make_fixture()
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def whole_model(self):
+        with bt.Daemon(self.dir + "/sys") as dm:
+            return published(dm), dm.all_objects()
+
+    def start(self, soft, hard):
+        """A daemon started under RLIMIT_NOFILE soft:hard.  (Built with ASan, its leak check at the
+        exit needs descriptors too: libuv's signal lock pipe, made and kept before the loop's own
+        failed to be, left it too few, "LeakSanitizer has encountered a fatal error".)"""
+        return bt.Daemon(self.dir + "/sys", wait=False,
+                         prefix=["prlimit", "--nofile=%d:%d" % (soft, hard), "--"])
+
+    def check_whole(self, dm, whole, what):
+        """dm published the whole model at its start: every object, interface and property; and
+        the values, read with descriptors enough to read them where the limit can be raised again
+        (CAP_SYS_RESOURCE: a container's root may not have it)."""
+        try:
+            diff = published_diff(published(dm), whole[0])
+            self.assertEqual(diff, "", "RLIMIT_NOFILE %s:\n%s" % (what, dm.output()))
+            try:
+                resource.prlimit(dm.proc.pid, resource.RLIMIT_NOFILE, (1024, 1024))
+            except PermissionError:
+                return
+            diff = bt.model_diff(dm.all_objects(), whole[1])
+            self.assertEqual(diff, "", "RLIMIT_NOFILE %s:\n%s" % (what, dm.output()))
+        finally:
+            dm.stop()
+
+    def check_refused(self, dm, what):
+        """dm exited before taking its name: an exit status, never a signal, and the reason."""
+        rc = dm.proc.wait()
+        out = dm.output()
+        self.assertGreater(rc, 0, "RLIMIT_NOFILE %s: %s\n%s"
+                           % (what, "killed by signal %d" % -rc if rc < 0 else "exit 0", out))
+        self.assertRegex(out, REFUSED, "RLIMIT_NOFILE %s" % what)
+        dm.stop(code=rc)
 
     def test_whole_model_or_no_name(self):
         with bt.Daemon(self.dir + "/sys") as dm:
@@ -139,6 +221,18 @@ class FdLimitAtStart(unittest.TestCase):
         else:
             self.fail("no start with up to 63 descriptors")
         self.assertGreater(refused, 0, "the first limit tried already sufficed")
+
+    def test_tiny_limits(self):
+        """Every limit from none at all: an exit with the reason, or the whole model; never a signal
+        (libuv abort()s in uv_loop_init when it cannot make its signal lock's pipe: 4 and 5)."""
+        whole = self.whole_model()
+        for n in range(0, 13):
+            what = "%d:%d" % (n, n)
+            with self.start(n, n) as dm:
+                if start_or_exit(dm):
+                    self.check_whole(dm, whole, what)
+                else:
+                    self.check_refused(dm, what)
 
 
 if __name__ == "__main__":
