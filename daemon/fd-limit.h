@@ -2,8 +2,23 @@
 #pragma once
 
 /*
- * RLIMIT_NOFILE at the start.
+ * RLIMIT_NOFILE at the start.  A service gets a soft limit of 1,024 and a hard one of 524,288 (or
+ * what LimitNOFILE= says): the soft limit is there for programs that select(), which fails on
+ * descriptors past 1,023.  The daemon does not (epoll in libuv, poll in sd-bus), and since a reply
+ * or signal that cannot open a file fails whole (ReadFailed, sysfs_errno_is_resource()), it raises
+ * its soft limit to the hard one, as systemd does for itself, at most to fs.nr_open.  Unlike
+ * systemd running as root, it never raises the hard limit: that is the administrator's.  (Only one
+ * over fs.nr_open, the sysctl lowered since it was set, comes down to it: the kernel refuses any
+ * limit over it, and gives no descriptor past it.)
+ *
+ * A child the daemon starts (sd-bus runs a unixexec: address's command) gets the soft limit back
+ * that the daemon was started with, from a pthread_atfork() handler; sd-bus alone would give it
+ * 1,024 (FORK_RLIMIT_NOFILE_SAFE).
  */
+
+/* Raise the soft limit; says what it did at debug level.  Failure is no error: the daemon runs
+ * under the limit it was given. */
+void fd_limit_raise(void);
 
 /* How many descriptors the process can still open, counted up to max (at most 64; each one opened
  * and closed again: call it while the process has one thread); negative errno when an open fails

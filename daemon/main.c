@@ -275,6 +275,8 @@ int main(int argc, char *argv[])
         r = parse_argv(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? 0 : 2;
+        /* Before the first descriptor it opens, and before the first thread (fd-limit.h). */
+        fd_limit_raise();
         /* Absolute, as UeventSource shows it: one place whatever the caller's directory, and never
          * "none", which is --no-uevents. */
         if (o.uevent_socket && o.uevent_socket[0] != '/') {

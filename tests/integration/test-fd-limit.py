@@ -6,7 +6,8 @@ is, and say nothing happened, instead of taking every disk away (a Rescan read e
 or announcing every attribute as "" (a change event's reading); once descriptors are back, a Rescan
 finds the model in line with sysfs.  Started with too few, the daemon must not take its name with
 parts of the model left out (a client that sees the name sees the whole model): it exits, saying
-why."""
+why.  It raises its soft limit to the hard one at start, so a start meant to run short of descriptors
+lowers both; a child it starts gets the soft limit it was started with."""
 import os
 import re
 import resource
@@ -108,6 +109,16 @@ class FdLimitReadAhead(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+def limits_of(pid):
+    """(soft, hard) of RLIMIT_NOFILE as /proc/PID/limits shows them."""
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+    raise AssertionError("no \"Max open files\" in /proc/%d/limits" % pid)
+
+
 def published(dm):
     """{path: {interface: [property...]}} of every object, walked with Introspect: what the daemon
     holds, without a descriptor of its own (it lists the model, it opens nothing in sysfs)."""
@@ -195,14 +206,14 @@ class FdLimitAtStart(unittest.TestCase):
         dm.stop(code=rc)
 
     def test_whole_model_or_no_name(self):
-        with bt.Daemon(self.dir + "/sys") as dm:
-            whole = dm.all_objects()
+        whole = self.whole_model()
         refused = 0
         # From too few to read class/block at all, up to enough: every start either publishes the
-        # whole model or exits before taking the name, with the reason.
+        # whole model or exits before taking the name, with the reason.  Soft = hard: the daemon
+        # raises its soft limit to the hard one.
         for n in range(10, 64):
             dm = bt.Daemon(self.dir + "/sys", wait=False,
-                           prefix=["prlimit", "--nofile=%d:1024" % n, "--"])
+                           prefix=["prlimit", "--nofile=%d:%d" % (n, n), "--"])
             try:
                 dm.wait_for_name()
             except AssertionError:
@@ -210,13 +221,7 @@ class FdLimitAtStart(unittest.TestCase):
                 self.assertRegex(out, r"<3>.*: Too many open files", out)
                 refused += 1
                 continue
-            try:
-                # What it published at the start, read with descriptors enough to read it.
-                resource.prlimit(dm.proc.pid, resource.RLIMIT_NOFILE, (1024, 1024))
-                diff = bt.model_diff(dm.all_objects(), whole)
-                self.assertEqual(diff, "", "RLIMIT_NOFILE %d:\n%s" % (n, dm.output()))
-            finally:
-                dm.stop()
+            self.check_whole(dm, whole, "%d:%d" % (n, n))
             break
         else:
             self.fail("no start with up to 63 descriptors")
@@ -233,6 +238,49 @@ class FdLimitAtStart(unittest.TestCase):
                     self.check_whole(dm, whole, what)
                 else:
                     self.check_refused(dm, what)
+
+    def test_soft_raised_to_hard(self):
+        """A soft limit too small to start with and a hard one large enough: it starts, with the
+        soft limit at the hard one, and publishes the whole model.  Under 4 the dynamic loader has
+        no descriptor to open the daemon's libraries with: that exit is the loader's."""
+        whole = self.whole_model()
+        for n in list(range(0, 13)) + [64]:
+            what = "%d:4096" % n
+            with self.start(n, 4096) as dm:
+                if n < 4 and not start_or_exit(dm):
+                    self.check_refused(dm, what)
+                    continue
+                dm.wait_for_name()
+                self.assertEqual(limits_of(dm.proc.pid), (4096, 4096), what)
+                self.assertIn("<7>Raised RLIMIT_NOFILE's soft limit from %d to 4096" % n,
+                              dm.output())
+                self.check_whole(dm, whole, what)
+
+
+class FdLimitChild(unittest.TestCase):
+    """A child the daemon starts (sd-bus runs a unixexec: address's command) gets the soft limit the
+    daemon was started with, not the raised one: a program that select()s chokes on fds over 1,023."""
+
+    def test_child_gets_original_soft_limit(self):
+        d = bt.make_fixture()
+        tmp = d + "/child-limits"
+        bridge = shutil.which("systemd-stdio-bridge")
+        if not bridge:
+            self.skipTest("no systemd-stdio-bridge")
+        script = ("grep 'Max open files' /proc/self/limits > %s; exec %s --bus-path=%s"
+                  % (tmp, bridge, os.environ["DBUS_SESSION_BUS_ADDRESS"]))
+
+        def escape(s):
+            return "".join(c if c.isalnum() or c in "-_/." else "%%%02x" % ord(c) for c in s)
+        address = "unixexec:path=/bin/sh,argv0=sh,argv1=-c,argv2=" + escape(script)
+        try:
+            with bt.Daemon(d + "/sys", prefix=["prlimit", "--nofile=64:4096", "--"],
+                           extra_args=["--address=" + address]) as dm:
+                self.assertEqual(limits_of(dm.proc.pid), (4096, 4096))
+                with open(tmp) as f:
+                    self.assertEqual(f.read().split()[3:5], ["64", "4096"])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
