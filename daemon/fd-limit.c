@@ -43,6 +43,28 @@ static int read_nr_open(rlim_t *ret)
         return 0;
 }
 
+int fd_stdio_ensure(void)
+{
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+                int n;
+
+                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+                        continue;
+                /* The lowest free number: fd, those below it being open.  Without /dev/null (a bare
+                 * chroot), a descriptor that reads and writes nothing holds the place. */
+                n = open("/dev/null", O_RDWR | O_NOCTTY);
+                if (n < 0)
+                        n = open("/", O_PATH);
+                if (n < 0)
+                        return -errno;
+                if (n != fd) {
+                        close(n);
+                        return -EBADF;
+                }
+        }
+        return 0;
+}
+
 void fd_limit_raise(void)
 {
         struct rlimit old, want;

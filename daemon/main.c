@@ -272,6 +272,9 @@ int main(int argc, char *argv[])
         bool watching = false;
         int r;
 
+        /* First: a message of parse_argv() must not go into whatever took descriptor 2. */
+        if (fd_stdio_ensure() < 0)
+                return 1;
         r = parse_argv(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? 0 : 2;

@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import time
 import unittest
 import xml.etree.ElementTree as ET
@@ -279,6 +280,43 @@ class FdLimitChild(unittest.TestCase):
                 self.assertEqual(limits_of(dm.proc.pid), (4096, 4096))
                 with open(tmp) as f:
                     self.assertEqual(f.read().split()[3:5], ["64", "4096"])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class FdStdioClosed(unittest.TestCase):
+    """Started with stdin, stdout and stderr closed (a supervisor's doing, or 2>&-), the daemon's
+    first descriptors would take 0, 1 and 2: libuv's signal lock pipe became stderr, every log line
+    went into it, and once its 64 KiB were full the daemon slept in write(2) for good, answering
+    nothing, SIGTERM included.  They are /dev/null now."""
+
+    def test_logs_go_nowhere(self):
+        d = bt.make_fixture()
+        try:
+            with bt.Daemon(d + "/sys", uevent_socket=True,
+                           prefix=["sh", "-c", 'exec "$@" <&- >&- 2>&-', "sh"]) as dm:
+                for fd in (0, 1, 2):
+                    self.assertEqual(os.readlink("/proc/%d/fd/%d" % (dm.proc.pid, fd)), "/dev/null")
+                last = dm.manager_prop("LastSeqnum")
+                # A debug line of ~100 bytes each: 2,000 are well past a pipe's 64 KiB.
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                deadline = time.monotonic() + 30
+                sent = 0
+                while sent < 2000 and time.monotonic() < deadline:
+                    try:
+                        s.sendto(("change@%s\0ACTION=change\0DEVPATH=%s\0SUBSYSTEM=block\0"
+                                  "SEQNUM=%d\0" % (SDA, SDA, 1000 + sent)).encode(), dm.uevent_socket)
+                        sent += 1
+                    except BlockingIOError:
+                        time.sleep(0.01)
+                s.close()
+                self.assertEqual(sent, 2000, "the daemon stopped reading its uevent socket")
+                deadline = time.monotonic() + 60
+                while dm.call(bt.MANAGER_PATH, bt.PROPS, "Get", bt.MANAGER, "LastSeqnum",
+                              timeout=10) < last + 2000:
+                    self.assertLess(time.monotonic(), deadline, "not every event applied")
+                    time.sleep(0.1)
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
