@@ -7,6 +7,7 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "sysfs/read.h"
+#include "sysfs/values.h"
 
 static char *heap_strndup(const char *s, size_t n, void *userdata)
 {
@@ -116,12 +117,30 @@ int sysfs_read_attr(int dirfd, const char *name, bool kernfs, char **ret)
         return read_attr(dirfd, name, kernfs, heap_strndup, NULL, ret);
 }
 
+char *sysfs_link_names_join(const SysfsEntry *e, size_t n)
+{
+        size_t size = 1;
+        char *s, *p;
+
+        for (size_t i = 0; i < n; i++)
+                size += strlen(e[i].name) + 1;
+        s = p = malloc(size);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        *p++ = LINK_NAMES_SEPARATOR;
+                p = stpcpy(p, e[i].name);
+        }
+        *p = 0;
+        return s;
+}
+
 static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
 {
         SysfsEntry *e = NULL;
-        size_t n = 0, size = 1;
+        size_t n = 0;
         _cleanup_(freep) char *s = NULL;
-        char *p;
         int fd = sysfs_open_subdir(dirfd, name);
 
         if (fd >= 0) {
@@ -129,16 +148,11 @@ static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *
                         n = 0;
                 (void) close(fd);
         }
-        for (size_t i = 0; i < n; i++)
-                size += strlen(e[i].name) + 1;
-        s = p = malloc(size);
-        for (size_t i = 0; s && i < n; i++)
-                p = stpcpy(stpcpy(p, e[i].name), i + 1 < n ? "\n" : "");
+        s = sysfs_link_names_join(e, n);
         sysfs_entries_free(e, n);
         if (!s)
                 return -ENOMEM;
-        *p = 0;
-        *ret = dup == heap_strndup ? TAKE_PTR(s) : dup(s, (size_t) (p - s), userdata);
+        *ret = dup == heap_strndup ? TAKE_PTR(s) : dup(s, strlen(s), userdata);
         return *ret ? 0 : -ENOMEM;
 }
 

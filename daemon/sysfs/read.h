@@ -23,7 +23,8 @@ int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
 /*
  * What a value is read from, relative to an object's directory: an attribute ("size",
  * "power/control"), as sysfs_read_attr(); a link directory ("holders/"): the names of its entries,
- * sorted, one per line ("" when there is no such directory); or a link ("subsystem@"): the basename
+ * sorted, as sysfs_link_names_join() puts them ("" when there is no such directory; parse_link_names()
+ * reads them back); or a link ("subsystem@"): the basename
  * of its target ("" when there is none).  So that an object's links are read, and kept for the
  * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
  */
@@ -33,6 +34,9 @@ int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
 typedef char *(*SysfsStrndup)(const char *s, size_t n, void *userdata);
 int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrndup dup, void *userdata,
                           char **ret);
+/* A link directory's n entries, listed (sorted), as one value: their names, LINK_NAMES_SEPARATOR
+ * (sysfs/values.h) between each two.  Malloc'd; NULL when out of memory. */
+char *sysfs_link_names_join(const SysfsEntry *e, size_t n);
 /* The source is an attribute, not a link directory or a link. */
 bool sysfs_source_is_attr(const char *source);
 

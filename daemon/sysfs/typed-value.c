@@ -70,37 +70,32 @@ static int read_members(ObjDir *d, Model *m, TypedValue *v)
         return r < 0 ? r : set_paths(v, l, n);
 }
 
+typedef struct LinkDir {
+        const ObjDir *d;
+        const Model *m;
+        const char *source;
+} LinkDir;
+
+static const char *link_dir_lookup(const char *name, void *userdata)
+{
+        const LinkDir *ld = userdata;
+        Kobject *o = model_find_name(ld->m, name);
+
+        if (!o)
+                log_debug("%s/%s%s: not a published block device, left out.", ld->d->k->devpath, ld->source,
+                          name);
+        return o ? o->path : NULL;
+}
+
 /* holders/ and slaves/ hold one link per stacked device, named by its kernel name. */
 static int read_link_dir(ObjDir *d, const Model *m, TypedValue *v, const char *source)
 {
-        const char *names = "";
-        size_t n = 0, k = 0;
-        int r = 0;
+        LinkDir ld = {.d = d, .m = m, .source = source};
+        const char *names;
 
         if (objdir_read(d, source, &names) < 0)
                 names = "";
-        /* One name a line, no trailing newline. */
-        for (const char *p = names; *p; p++)
-                n += *p == '\n';
-        n += *names != 0;
-        v->strv = calloc(n + 1, sizeof(char *));
-        if (!v->strv)
-                return -ENOMEM;
-        for (const char *p = names; r >= 0 && *p;) {
-                size_t l = strcspn(p, "\n");
-                _cleanup_(freep) char *name = strndup(p, l);
-                Kobject *o = name ? model_find_name(m, name) : NULL;
-
-                p += l + (p[l] != 0);
-                if (!name)
-                        r = -ENOMEM;
-                else if (!o)
-                        log_debug("%s/%s%s: not a published block device, left out.", d->k->devpath, source,
-                                  name);
-                else if (!(v->strv[k++] = strdup(o->path)))
-                        r = -ENOMEM;
-        }
-        return r;
+        return parse_link_names(names, link_dir_lookup, &ld, &v->strv);
 }
 
 static int read_uevent(ObjDir *d, TypedValue *v)

@@ -133,3 +133,32 @@ int uevent_file_get(const char *v, const char *key, char **ret)
                 }
         return -ENOENT;
 }
+
+int parse_link_names(const char *v, LinkNameLookup lookup, void *userdata, char ***ret_paths)
+{
+        const char separator[] = {LINK_NAMES_SEPARATOR, 0};
+        _cleanup_(strv_freep) char **paths = NULL;
+        size_t n = 0;
+        int r;
+
+        paths = calloc(1, sizeof(char *));
+        if (!paths)
+                return -ENOMEM;
+        for (const char *p = v; *p;) {
+                size_t l = strcspn(p, separator);
+
+                if (l > 0) {
+                        _cleanup_(freep) char *name = strndup(p, l);
+                        const char *path;
+
+                        if (!name)
+                                return -ENOMEM;
+                        path = lookup(name, userdata);
+                        if (path && (r = strv_extend(&paths, &n, path)) < 0)
+                                return r;
+                }
+                p += l + (p[l] != 0);
+        }
+        *ret_paths = TAKE_PTR(paths);
+        return 0;
+}

@@ -28,3 +28,13 @@ int parse_scheduler(const char *v, char ***ret_all, char **ret_active);
 int parse_uevent_file(const char *v, char ***ret_pairs);
 /* The value of one key of a uevent file, or -ENOENT. */
 int uevent_file_get(const char *v, const char *key, char **ret);
+
+/* What a link directory (holders/, slaves/) is read as, by sysfs_read_source(): the names of its
+ * entries, sorted, this byte between each two. */
+#define LINK_NAMES_SEPARATOR '\n'
+
+/* A link directory's listing made the objects it relates to, in its order: lookup gives the path
+ * of the object a name stands for, or NULL where there is none (left out).  A NULL-terminated
+ * vector of copies, empty for "". */
+typedef const char *(*LinkNameLookup)(const char *name, void *userdata);
+int parse_link_names(const char *v, LinkNameLookup lookup, void *userdata, char ***ret_paths);
