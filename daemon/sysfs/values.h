@@ -30,8 +30,9 @@ int parse_uevent_file(const char *v, char ***ret_pairs);
 int uevent_file_get(const char *v, const char *key, char **ret);
 
 /* What a link directory (holders/, slaves/) is read as, by sysfs_read_source(): the names of its
- * entries, sorted, this byte between each two. */
-#define LINK_NAMES_SEPARATOR '\n'
+ * entries, sorted, this byte between each two.  Not a newline: a name may hold any byte but NUL and
+ * '/', and one holding a newline came back as two names, each related as a holder or slave. */
+#define LINK_NAMES_SEPARATOR '/'
 
 /* A link directory's listing made the objects it relates to, in its order: lookup gives the path
  * of the object a name stands for, or NULL where there is none (left out).  A NULL-terminated

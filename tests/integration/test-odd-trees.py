@@ -492,6 +492,26 @@ class OddTrees(unittest.TestCase):
         self.assertIn("sda1/holders/ghost: not a published block device", log)
         self.assertIn("sda/holders/dm-9: not a published block device", log)
 
+    def test_holder_named_with_a_newline(self):
+        """A name holds any byte but NUL and '/': a holders/ link named
+        "md0\\ndm-0" is one entry, no published device, not md0 and dm-0
+        (it was read as those two, both published as holders)."""
+        self.relink(SDA + "/sda1/holders/md0\ndm-0",
+                    "../../../../../../../../../virtual/block/md0")
+        self.relink(SDA + "/sda1/holders/loop0",
+                    "../../../../../../../../../virtual/block/loop0")
+
+        def check(dm, objs):
+            sda1 = P("block", "sda", "sda1")
+            self.assertEqual(objs[sda1][PART]["Holders"],
+                             [P("block", "loop0")])
+            self.assertEqual(dm.get(sda1, PART, "Holders"),
+                             [P("block", "loop0")])
+            self.assertEqual(dm.get_all(sda1, PART)["Holders"],
+                             [P("block", "loop0")])
+
+        self.run_daemon(check)
+
     def test_odd_class_block_entries(self):
         cb = "class/block/"
         self.relink(cb + "ghost", "../../devices/virtual/block/ghost")

@@ -254,7 +254,7 @@ int main(void)
         CHECK(!sysfs_has_file(fd, "fifo"));
 
         /* What typed properties derive from, read as values are: an attribute; a link directory's
-         * names, sorted, a line each; a link's basename; "" for what is not there. */
+         * names, sorted, '/' between them; a link's basename; "" for what is not there. */
         {
                 _cleanup_(freep) char *h = path_join(root, "dev/holders"),
                                       *dm1 = path_join(root, "dev/holders/dm-1"),
@@ -267,7 +267,7 @@ int main(void)
         const struct {
                 const char *source, *value;
         } sources[] = {
-                        {"size", "2048"}, {"holders/", "dm-0\ndm-1"},
+                        {"size", "2048"}, {"holders/", "dm-0/dm-1"},
                         {"slaves/", ""},  {"subsystem@", "block"},
                         {"driver@", ""},
         };
