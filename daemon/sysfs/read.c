@@ -36,16 +36,22 @@ static __attribute__((noinline)) char *value_escape_copy(const char *buf, size_t
         return dup(escaped, utf8_escape_into(buf, len, escaped), userdata);
 }
 
-/* The value of len bytes read, as published, copied by dup. */
-static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+/* len bytes as published, whole, copied by dup. */
+static char *text_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
 {
-        if (len > 0 && buf[len - 1] == '\n')
-                len--;
         /* Nearly every value is plain text: copied once, straight into its final home (for a
          * GetManagedObjects on a worker, its batch's pool: no malloc, no arena lock). */
         if (utf8_is_valid_n(buf, len))
                 return dup(buf, len, userdata);
         return value_escape_copy(buf, len, dup, userdata);
+}
+
+/* The value of len bytes read, as published, copied by dup. */
+static char *value_copy(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
+{
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        return text_copy(buf, len, dup, userdata);
 }
 
 char *sysfs_value_dup(const char *buf, size_t len, SysfsStrndup dup, void *userdata)
@@ -156,16 +162,26 @@ static int read_link_names(int dirfd, const char *name, SysfsStrndup dup, void *
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A link's target's basename, published as values are, but whole: a newline at its end is part of
+ * the name, not a line's end. */
+static char *link_basename_copy(const char *target, SysfsStrndup dup, void *userdata)
+{
+        const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
+
+        return text_copy(base, strlen(base), dup, userdata);
+}
+
+char *sysfs_link_basename_escape(const char *target)
+{
+        return link_basename_copy(target, heap_strndup, NULL);
+}
+
 static int read_link_basename(int dirfd, const char *name, SysfsStrndup dup, void *userdata, char **ret)
 {
         _cleanup_(freep) char *target = NULL;
-        const char *base = "", *slash;
 
-        if (sysfs_readlink(dirfd, name, &target) >= 0) {
-                slash = strrchr(target, '/');
-                base = slash ? slash + 1 : target;
-        }
-        return copy_out(base, strlen(base), dup, userdata, ret);
+        *ret = link_basename_copy(sysfs_readlink(dirfd, name, &target) >= 0 ? target : "", dup, userdata);
+        return *ret ? 0 : -ENOMEM;
 }
 
 bool sysfs_source_is_attr(const char *source)

@@ -24,9 +24,9 @@ int sysfs_read_attr_at(const Sysfs *s, const char *relpath, char **ret);
  * What a value is read from, relative to an object's directory: an attribute ("size",
  * "power/control"), as sysfs_read_attr(); a link directory ("holders/"): the names of its entries,
  * sorted, as sysfs_link_names_join() puts them ("" when there is no such directory; parse_link_names()
- * reads them back); or a link ("subsystem@"): the basename
- * of its target ("" when there is none).  So that an object's links are read, and kept for the
- * length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
+ * reads them back); or a link ("subsystem@"): the basename of its target, as
+ * sysfs_link_basename_escape() has it ("" when there is none).  So that an object's links are read,
+ * and kept for the length of a request, as its files are (sysfs/objdir.h, sysfs/prefetch.h).
  */
 int sysfs_read_source(int dirfd, const char *source, bool kernfs, char **ret);
 /* The same, the value copied by dup (n bytes at s, to be NUL-terminated; NULL when out of memory)
@@ -37,6 +37,10 @@ int sysfs_read_source_dup(int dirfd, const char *source, bool kernfs, SysfsStrnd
 /* A link directory's n entries, listed (sorted), as one value: their names, LINK_NAMES_SEPARATOR
  * (sysfs/values.h) between each two.  Malloc'd; NULL when out of memory. */
 char *sysfs_link_names_join(const SysfsEntry *e, size_t n);
+/* The basename of a link's target, as a link source ("driver@") reads it: "../../bus/scsi/drivers/sd"
+ * → "sd"; escaped as a value is (NUL and invalid UTF-8 as \xNN), but with no newline taken off.
+ * NULL on ENOMEM. */
+char *sysfs_link_basename_escape(const char *target);
 /* The source is an attribute, not a link directory or a link. */
 bool sysfs_source_is_attr(const char *source);
 

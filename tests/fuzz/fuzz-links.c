@@ -5,7 +5,9 @@
  * come out clean ("/a/b": no empty, "." or ".." element, no trailing '/') and never above the root,
  * whatever the target says.  Checked against a reference that walks a stack of elements.  Also the
  * path helpers Resolve uses on a client's spec: path_squeeze_slashes() and the /dev name and kernel
- * name of a device (kernel_name_of(), devnode_name_of()).
+ * name of a device (kernel_name_of(), devnode_name_of()).  And the basename of a target as the
+ * Subsystem and Driver properties publish it (sysfs_link_basename_escape()): any byte but '/' may be
+ * in it, and D-Bus takes only UTF-8.
  *
  * The input is a base devpath (the directory holding the link), a NUL, the link's target.
  */
@@ -13,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/utf8.h"
 #include "common/util.h"
 #include "fuzz.h"
+#include "sysfs/read.h"
 #include "sysfs/sysfs.h"
 
 /* sysfs names are at most NAME_MAX, link targets at most PATH_MAX: more only slows it down. */
@@ -154,6 +158,22 @@ static void check_names(const char *s)
                 REQUIRE(streq(dk, s));
 }
 
+/* The basename as published: what D-Bus carries, no '/', and the name itself when it is text (a
+ * newline at its end too: part of the name, not a line's end). */
+static void check_basename(const char *target)
+{
+        _cleanup_(freep) char *v = sysfs_link_basename_escape(target);
+        const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
+
+        REQUIRE(v);
+        REQUIRE(utf8_is_valid(v));
+        REQUIRE(!strchr(v, '/'));
+        if (utf8_is_valid(base))
+                REQUIRE(streq(v, base));
+        else
+                REQUIRE(strlen(v) > strlen(base));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         _cleanup_(freep) char *buf = NULL;
@@ -172,5 +192,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_squeeze(base);
         check_squeeze(target);
         check_names(base);
+        check_basename(target);
         return 0;
 }

@@ -649,6 +649,30 @@ class OddTrees(unittest.TestCase):
 
         self.run_daemon(check)
 
+    def test_link_names_that_are_not_text(self):
+        """Subsystem and Driver are the basenames of link targets, which may
+        hold any byte but '/': published as any value is, a byte that is not
+        UTF-8 as \\xNN, the rest (a newline, a control character, even at
+        the end: part of the name) as it is.  Sent raw, the \\xff made sd-bus
+        refuse Get, GetAll and the whole GetManagedObjects."""
+        os.unlink(self.p(SDA_DEV + "/driver"))
+        os.symlink(b"../../../../../../../bus/scsi/drivers/s\xffd\nx",
+                   self.p(SDA_DEV + "/driver").encode())
+        self.relink(SR0_DEV + "/subsystem",
+                    "../../../../../../../bus/sc\x01si\n")
+
+        def check(dm, objs):
+            sda = P("devices", *SDA_DEV.split("/")[1:])
+            sr0 = P("devices", *SR0_DEV.split("/")[1:])
+            for path, prop, want in ((sda, "Driver", "s\\xffd\nx"),
+                                     (sda, "Subsystem", "scsi"),
+                                     (sr0, "Subsystem", "sc\x01si\n")):
+                self.assertEqual(objs[path][DEVICE][prop], want)
+                self.assertEqual(dm.get_all(path, DEVICE)[prop], want)
+                self.assertEqual(dm.get(path, DEVICE, prop), want)
+
+        self.run_daemon(check)
+
     def test_group_names_at_the_interface_limit(self):
         """D-Bus caps an interface name at 255 bytes: a group directory
         whose org.blkmodel1.Group.<name> would be longer is not published
