@@ -394,11 +394,23 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
                 return r;
 
         queue = listing_subdir(l, "queue");
+        const SysfsEntry *e = listing_entry(l, "queue");
+        _cleanup_(freep) char *rel = e && !queue ? path_join(devpath, "queue") : NULL;
         if (queue)
                 r = add_queue_listed(s, m, disk, queue, resource_error);
-        else if (listing_entry(l, "queue")) {
+        else if (e && e->type == SYSFS_ENTRY_LINK) {
+                /* The kernel's queue is a directory of the disk's own, never a link: one (in a tree
+                 * made by hand) is not followed, and said to be one, not the open's ELOOP ("Too many
+                 * levels of symbolic links"). */
+                _cleanup_(freep) char *target = NULL;
+                bool dangling = rel && sysfs_link_leads(s, rel, &target) == 0;
+                log_warning("%s/queue: cannot read the request queue, skipped: a %ssymbolic link (to '%s'), "
+                            "not a directory of its own%s.",
+                            devpath, dangling ? "dangling " : "", strna(target),
+                            dangling ? "" : "; links are not followed");
+                r = 0;
+        } else if (e) {
                 /* There, but it could not be listed: the log says why (a file, no permission). */
-                _cleanup_(freep) char *rel = path_join(devpath, "queue");
                 _cleanup_(closep) int fd = rel ? sysfs_open_dir(s, rel) : -ENOMEM;
                 r = fd < 0 ? fd : -EIO;
         }

@@ -413,6 +413,23 @@ int sysfs_readlink(int dirfd, const char *name, char **ret)
         return 0;
 }
 
+int sysfs_link_leads(const Sysfs *s, const char *relpath, char **ret_target)
+{
+        int fd;
+
+        while (*relpath == '/')
+                relpath++;
+        *ret_target = NULL;
+        (void) sysfs_readlink(s->root_fd, relpath, ret_target);
+        /* O_PATH: no link refused, and nothing opened for reading. */
+        fd = sysfs_openat_beneath(s->root_fd, relpath, O_PATH, false);
+        if (fd >= 0) {
+                (void) close(fd);
+                return 1;
+        }
+        return fd == -ENOENT ? 0 : fd;
+}
+
 int sysfs_resolve_relative(const char *base_dir, const char *target, char **ret)
 {
         size_t lb = strlen(base_dir), lt = strlen(target);

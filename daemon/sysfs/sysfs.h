@@ -95,6 +95,12 @@ int sysfs_write_attr(int dirfd, const char *name, const char *value);
 /* readlinkat(), allocated. */
 int sysfs_readlink(int dirfd, const char *name, char **ret);
 
+/* Where a symbolic link below the root leads, for a message: 1 somewhere, 0 nowhere (dangling),
+ * negative errno (-EXDEV: out of the root, -ELOOP: links in a loop).  Its target in *ret_target,
+ * NULL when it cannot be read.  Followed beneath the root, as nothing else here is: only to say
+ * what a link that was not followed is. */
+int sysfs_link_leads(const Sysfs *s, const char *relpath, char **ret_target);
+
 /* Resolves a link target relative to the directory that holds the link, lexically:
  * base "/devices/pci0000:00/…/block/sda" + "../../sdb" → "/devices/…/sdb".
  * -EINVAL if it leaves the root. */

@@ -753,6 +753,33 @@ class OddTrees(unittest.TestCase):
         self.assertIn("loop0/queue: cannot read the request queue, skipped: "
                       "Not a directory", log)
 
+    def test_queue_that_is_a_symlink(self):
+        """The kernel's queue is a directory of the disk's own, never a link:
+        one is not followed, and the log says it is a link (dangling, or
+        leading somewhere), not the ELOOP its open got ("Too many levels of
+        symbolic links")."""
+        shutil.rmtree(self.p(LOOP0 + "/queue"))
+        self.relink(LOOP0 + "/queue", "nowhere")
+        shutil.rmtree(self.p(SR0 + "/queue"))
+        self.relink(SR0 + "/queue", "../../../../../../../../virtual/block/dm-0/queue")
+        self.assertTrue(os.path.isdir(self.p(SR0 + "/queue")))
+
+        def check(dm, objs):
+            for name in ("loop0", "sr0"):
+                self.assertEqual(objs[P("block", name)][DISK]["Queue"], "/")
+
+        log = self.run_daemon(check, missing=[
+            P("block", "loop0", "queue"), P("block", "sr0", "queue"),
+            P("block", "sr0", "queue", "iosched")])
+        self.assertIn("loop0/queue: cannot read the request queue, skipped: "
+                      "a dangling symbolic link (to 'nowhere'), not a "
+                      "directory of its own.", log)
+        self.assertIn("sr0/queue: cannot read the request queue, skipped: "
+                      "a symbolic link (to '../../../../../../../../virtual/"
+                      "block/dm-0/queue'), not a directory of its own; links "
+                      "are not followed.", log)
+        self.assertNotIn("symbolic links", log)
+
     def test_disk_without_queue_and_partition_dirs(self):
         """A disk with no queue/, a partition directory without its
         `partition` file, a queue whose iosched is a file."""
