@@ -415,8 +415,11 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
                 r = fd < 0 ? fd : -EIO;
         }
         note_skipped(r, resource_error);
+        /* Gone since the listing: the disk is going (a loop device removed as it was added), and its
+         * remove event follows; no warning for that. */
         if (r < 0)
-                log_warning_errno(r, "%s/queue: cannot read the request queue, skipped: %m", devpath);
+                log_full_errno(r == -ENOENT ? LOG_DEBUG : LOG_WARNING, r,
+                               "%s/queue: cannot read the request queue, skipped: %m", devpath);
 
         for (size_t i = 0; i < l->n_subdirs; i++) {
                 const DirListing *sub = &l->subdirs[i];
