@@ -290,33 +290,34 @@ static void info_print_query(json_object *model, const char *path)
         const char *devtype;
         json_object *v;
 
-        printf("P: %s\nM: %s\n", devpath, model_name(model, path));
+        output_line("P: %s", devpath);
+        output_line("M: %s", model_name(model, path));
         if (sysnum)
-                printf("R: %s\n", sysnum);
+                output_line("R: %s", sysnum);
         if (!isempty(info_subsystem(obj)))
-                printf("U: %s\n", info_subsystem(obj));
+                output_line("U: %s", info_subsystem(obj));
         devtype = json_object_object_get_ex(uevent, "DEVTYPE", &v) ? json_object_get_string(v) : NULL;
         if (devtype)
-                printf("T: %s\n", devtype);
+                output_line("T: %s", devtype);
         if (json_object_object_get_ex(uevent, "MAJOR", &v)) {
                 json_object *mi = NULL;
 
                 (void) json_object_object_get_ex(uevent, "MINOR", &mi);
-                printf("D: %c %s:%s\n", streq(info_subsystem(obj), "block") ? 'b' : 'c',
+                output_line("D: %c %s:%s", streq(info_subsystem(obj), "block") ? 'b' : 'c',
                        json_object_get_string(v), mi ? json_object_get_string(mi) : "0");
         }
         if (json_object_object_get_ex(uevent, "DEVNAME", &v))
-                printf("N: %s\n", json_object_get_string(v));
+                output_line("N: %s", json_object_get_string(v));
         if (json_object_object_get_ex(uevent, "DISKSEQ", &v))
-                printf("Q: %s\n", json_object_get_string(v));
+                output_line("Q: %s", json_object_get_string(v));
         if (!isempty(info_driver(obj)))
-                printf("V: %s\n", info_driver(obj));
-        printf("O: %s\n", path);
-        printf("E: DEVPATH=%s\n", devpath);
+                output_line("V: %s", info_driver(obj));
+        output_line("O: %s", path);
+        output_line("E: DEVPATH=%s", devpath);
         if (!isempty(info_subsystem(obj)))
-                printf("E: SUBSYSTEM=%s\n", info_subsystem(obj));
+                output_line("E: SUBSYSTEM=%s", info_subsystem(obj));
         json_object_object_foreach(uevent, key, value)
-                printf("E: %s=%s\n", key, json_object_get_string(value));
+                output_line("E: %s=%s", key, json_object_get_string(value));
 }
 
 /* One device of udevadm info -a: KERNEL==, SUBSYSTEM==, DRIVER==, ATTR{}== (the parents' with S). */
@@ -327,15 +328,15 @@ static void info_print_walk_node(sd_bus *bus, json_object *model, const InfoNode
         _cleanup_(json_object_putp) json_object *attrs = info_attributes(bus, model, n);
         const char *s = parent ? "S" : "";
 
-        printf("  looking at %sdevice '%s':\n", parent ? "parent " : "",
+        output_line("  looking at %sdevice '%s':", parent ? "parent " : "",
                strempty(model_string(obj, BLKMODEL_IFACE_KOBJECT, BLKMODEL_PROP_DEVPATH)));
-        printf("    KERNEL%s==\"%s\"\n", s, model_name(model, path));
-        printf("    SUBSYSTEM%s==\"%s\"\n", s, info_subsystem(obj));
-        printf("    DRIVER%s==\"%s\"\n", s, info_driver(obj));
+        output_line("    KERNEL%s==\"%s\"", s, model_name(model, path));
+        output_line("    SUBSYSTEM%s==\"%s\"", s, info_subsystem(obj));
+        output_line("    DRIVER%s==\"%s\"", s, info_driver(obj));
         json_object_object_foreach(attrs, name, value)
-                printf("    ATTR%s{%s}==\"%s\"\n", s, name,
+                output_line("    ATTR%s{%s}==\"%s\"", s, name,
                        value ? json_object_get_string(value) : NOT_READABLE);
-        printf("\n");
+        fputc('\n', stdout);
 }
 
 static void info_chain_done(InfoNode (*chain)[MAX_CHAIN])

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <langinfo.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -254,6 +255,21 @@ static void output_text(FILE *f, const char *s, bool escape)
         _cleanup_(freep) char *e = escape ? cell_encode(s) : NULL;
 
         fputs(e ?: s, f);
+}
+
+void output_line(const char *fmt, ...)
+{
+        _cleanup_(freep) char *line = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        output_text(stdout, line, true);
+        fputc('\n', stdout);
 }
 
 /* A JSON null (NULL) prints as nothing, a string as its text, anything else as JSON. */

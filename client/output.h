@@ -8,6 +8,8 @@
 
 #include <json-c/json.h>
 
+#include "common/util.h"
+
 /* Colour only on a terminal, never with NO_COLOR or TERM=dumb. */
 bool output_want_colour(int fd);
 /* Tree glyphs in UTF-8 only where the locale speaks it. */
@@ -67,6 +69,10 @@ void output_value(FILE *f, json_object *v, size_t indent);
 /* The same, with escape: control characters as \xNN (each byte), as table cells show them, so
  * that a value can neither break the layout nor drive the terminal. */
 void output_value_ext(FILE *f, json_object *v, size_t indent, bool escape);
+
+/* printf() of one line (fmt without its newline) with control characters as \xNN, as table cells
+ * show them: a value from the model can neither split the line nor drive the terminal. */
+void output_line(const char *fmt, ...) _printf_(1, 2);
 
 /* "", [] or {}: nothing to print. */
 bool output_value_is_empty(json_object *v);

@@ -200,5 +200,29 @@ class ControlCharacters(unittest.TestCase):
         finally:
             dm.stop()
 
+    def test_info_escapes(self):
+        """info prints the names of link targets (DRIVER, SUBSYSTEM) and
+        the uevent's values, which may hold any byte but '/': escaped like
+        show's, so that a driver named with an escape sequence and a newline
+        neither drives the terminal nor fakes a line of udevadm's form."""
+        fixture = bt.make_fixture()
+        dev = os.path.join(fixture, "sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")
+        os.unlink(os.path.join(dev, "driver"))
+        os.symlink("../../../../../../../bus/scsi/drivers/s\x1b[31md\nE: FAKE=1", os.path.join(dev, "driver"))
+        with open(os.path.join(dev, "uevent"), "a") as f:
+            f.write("MODALIAS=ev\x1b[31mil\n")
+        dm = bt.Daemon(fixture + "/sys")
+        try:
+            for args in (("info", "sda/device"), ("info", "-a", "sda")):
+                with self.subTest(args=args):
+                    p = ct.run(*args, check=0)
+                    self.assertNotIn("\x1b", p.stdout)
+                    self.assertFalse([l for l in p.stdout.split("\n") if "FAKE" in l and "DRIVER" not in l
+                                      and "V: " not in l], p.stdout)
+                    self.assertIn("s\\x1b[31md\\x0aE: FAKE=1", p.stdout)
+            self.assertIn("E: MODALIAS=ev\\x1b[31mil", ct.run("info", "sda/device", check=0).stdout)
+        finally:
+            dm.stop()
+
 if __name__ == "__main__":
     bt.main()
