@@ -153,12 +153,31 @@ static int settle_fail(const Ctl *ctl, int r, const Watch *w, const char *what)
                         what, strerror(-r));
 }
 
+/* Calls a method of the Manager that answers once its work is done, and waits for that up to
+ * --timeout: -ETIMEDOUT if the answer did not come by then. */
+static int manager_call_done(const Ctl *ctl, sd_bus *bus, const char *method, sd_bus_error *error,
+                             sd_bus_message **reply)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        uint64_t deadline = settle_deadline(ctl), now = now_usec();
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
+                                           BLKMODEL_IFACE_MANAGER, method);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, error, reply);
+        if (r == -ETIMEDOUT || sd_bus_error_has_name(error, SD_BUS_ERROR_TIMEOUT) ||
+            sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                return -ETIMEDOUT;
+        return r;
+}
+
 int cmd_settle(Ctl *ctl, char **args, int n_args)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(json_object_putp) json_object *j = NULL;
-        uint64_t deadline = settle_deadline(ctl), now = now_usec(), last = 0;
+        uint64_t last = 0;
         sd_bus *bus = NULL;
         int r;
 
@@ -166,14 +185,10 @@ int cmd_settle(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
         /* The daemon answers once what the kernel had queued is applied; its Uevents come first. */
-        r = sd_bus_message_new_method_call(bus, &m, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
-                                           BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_SETTLE);
-        if (r >= 0)
-                r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &error, &reply);
+        r = manager_call_done(ctl, bus, BLKMODEL_METHOD_SETTLE, &error, &reply);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "t", &last);
-        if (r == -ETIMEDOUT || sd_bus_error_has_name(&error, SD_BUS_ERROR_TIMEOUT) ||
-            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+        if (r == -ETIMEDOUT)
                 return ctl_fail("Timed out waiting for blkmodeld to settle");
         if (r < 0)
                 return bus_report_error(ctl, &error, r, "Failed to settle");
@@ -191,9 +206,8 @@ int cmd_settle(Ctl *ctl, char **args, int n_args)
 
 int cmd_rescan(Ctl *ctl, char **args, int n_args)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t deadline = settle_deadline(ctl), now = now_usec();
         sd_bus *bus = NULL;
         int r;
 
@@ -201,12 +215,8 @@ int cmd_rescan(Ctl *ctl, char **args, int n_args)
         if (r != EXIT_OK)
                 return r;
         /* The daemon answers once it has read sysfs again and signalled every difference. */
-        r = sd_bus_message_new_method_call(bus, &m, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
-                                           BLKMODEL_IFACE_MANAGER, BLKMODEL_METHOD_RESCAN);
-        if (r >= 0)
-                r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &error, &reply);
-        if (r == -ETIMEDOUT || sd_bus_error_has_name(&error, SD_BUS_ERROR_TIMEOUT) ||
-            sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+        r = manager_call_done(ctl, bus, BLKMODEL_METHOD_RESCAN, &error, &reply);
+        if (r == -ETIMEDOUT)
                 return ctl_fail("Timed out waiting for blkmodeld's rescan");
         if (r < 0)
                 return bus_report_error(ctl, &error, r, "Failed to rescan");
