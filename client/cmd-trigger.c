@@ -208,6 +208,7 @@ int cmd_rescan(Ctl *ctl, char **args, int n_args)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *j = NULL;
         sd_bus *bus = NULL;
         int r;
 
@@ -220,6 +221,14 @@ int cmd_rescan(Ctl *ctl, char **args, int n_args)
                 return ctl_fail("Timed out waiting for blkmodeld's rescan");
         if (r < 0)
                 return bus_report_error(ctl, &error, r, "Failed to rescan");
+
+        if (!ctl->json)
+                return EXIT_OK;
+        j = json_object_new_object();
+        if (!j)
+                return ctl_fail("Out of memory");
+        json_object_object_add(j, "rescanned", json_object_new_boolean(true));
+        output_json(j, true);
         return EXIT_OK;
 }
 

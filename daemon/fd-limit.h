@@ -13,7 +13,7 @@
  *
  * A child the daemon starts (sd-bus runs a unixexec: address's command) gets the soft limit back
  * that the daemon was started with, from a pthread_atfork() handler; sd-bus alone would give it
- * 1,024 (FORK_RLIMIT_NOFILE_SAFE).
+ * 1,024 (FORK_RLIMIT_NOFILE_SAFE), and lowers one above that to 1,024 after the handler.
  */
 
 /* Opens /dev/null as each of stdin, stdout and stderr that is closed: else the first descriptors the

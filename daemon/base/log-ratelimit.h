@@ -17,7 +17,8 @@ struct uv_loop_s; /* libuv's uv_loop_t: <uv.h> here would change which MAX() its
  * lost, rescans, kernel events) goes through log_*() as before and is never limited.
  *
  * Ten lines name the first callers, one line a second on average at most; the count comes within
- * 10 s of what it counts.  A site logs at most 11 lines per 10 s, whatever the calls.  The uevent
+ * 10 s of what it counts.  A site logs at most 11 lines per window, whatever the calls; a burst at a
+ * window's end and another at the next one's start give 20 lines close together, as with systemd's.  The uevent
  * source's drop log (garbage datagrams from root or our uid) is limited the same way, one window per
  * source.
  *

@@ -126,6 +126,7 @@ class TriggerFixture(unittest.TestCase):
                 f.write("1\n")
             p = ct.run("rescan", check=0)
             self.assertEqual((p.stdout, p.stderr), ("", ""))
+            self.assertEqual(ct.run_json("rescan"), {"rescanned": True})
             self.assertEqual(
                 ct.run("get", "sda1", "ReadOnly", check=0).stdout, "true\n")
         finally:
