@@ -134,7 +134,10 @@ char *sysfs_link_names_join(const SysfsEntry *e, size_t n)
         if (!s)
                 return NULL;
         for (size_t i = 0; i < n; i++) {
-                if (i > 0)
+                /* The kernel puts only links there: anything else names no device sitting on this one. */
+                if (e[i].type != SYSFS_ENTRY_LINK)
+                        continue;
+                if (p > s)
                         *p++ = LINK_NAMES_SEPARATOR;
                 p = stpcpy(p, e[i].name);
         }

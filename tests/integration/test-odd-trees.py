@@ -512,6 +512,23 @@ class OddTrees(unittest.TestCase):
 
         self.run_daemon(check)
 
+    def test_holders_entry_that_is_no_link(self):
+        """The kernel puts only links in holders/ and slaves/: a file or a
+        directory named like a device (a tree made by hand) relates
+        nothing; it was published as a holder."""
+        self.write(SDA + "/sda1/holders/md0", "")
+        os.mkdir(self.p(SDA + "/sda1/holders/dm-0"))
+        self.relink(SDA + "/sda1/holders/loop0",
+                    "../../../../../../../../../virtual/block/loop0")
+
+        def check(dm, objs):
+            sda1 = P("block", "sda", "sda1")
+            for got in (objs[sda1][PART]["Holders"], dm.get(sda1, PART, "Holders"),
+                        dm.get_all(sda1, PART)["Holders"]):
+                self.assertEqual(got, [P("block", "loop0")])
+
+        self.run_daemon(check)
+
     def test_odd_class_block_entries(self):
         cb = "class/block/"
         self.relink(cb + "ghost", "../../devices/virtual/block/ghost")
