@@ -21,13 +21,6 @@ MEMBERS_BUILT = re.compile(r"Members of /org/blkmodel1/block sent to (:\S+):")
 MEMBERS_DROPPED = re.compile(r"Members of /org/blkmodel1/block for (:\S+) dropped: the caller has left")
 
 
-def connect():
-    """A connection of its own, which the test closes as a client that leaves."""
-    return Gio.DBusConnection.new_for_address_sync(
-        os.environ["DBUS_SESSION_BUS_ADDRESS"],
-        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
-        | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
-
 class CallerLeft(unittest.TestCase):
     def setUp(self):
         self.dir = bt.make_fixture(disks=200, partitions=4)
@@ -38,7 +31,7 @@ class CallerLeft(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def test_calls_of_a_caller_that_left_are_not_built(self):
-        conn = connect()
+        conn = bt.connect()
         name = conn.get_unique_name()
         for _ in range(CALLS):
             conn.call(bt.BUS_NAME, bt.ROOT, "org.freedesktop.DBus.ObjectManager",
@@ -72,7 +65,7 @@ class MembersCallerLeft(unittest.TestCase):
 
     def test_members_of_a_caller_that_left_are_not_built(self):
         with bt.Daemon(os.path.join(self.dir, "sys")) as dm:
-            conn = connect()
+            conn = bt.connect()
             name = conn.get_unique_name()
             for i in range(MEMBERS_CALLS):
                 # Get and GetAll: both are built in slices.

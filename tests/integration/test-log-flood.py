@@ -29,12 +29,6 @@ SUPPRESSED_GMO = re.compile(r"^<4>Suppressed (\d+) similar messages?: GetManaged
                             r"/org/blkmodel1 refused", re.M)
 
 
-def connect():
-    return Gio.DBusConnection.new_for_address_sync(
-        os.environ["DBUS_SESSION_BUS_ADDRESS"],
-        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
-        | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
-
 
 class LogFlood(unittest.TestCase):
     def setUp(self):
@@ -61,7 +55,7 @@ class LogFlood(unittest.TestCase):
         self.dm.proc.send_signal(signal.SIGSTOP)
         try:
             for _ in range(n):
-                c = connect()
+                c = bt.connect()
                 names.append(c.get_unique_name())
                 c.call(bt.BUS_NAME, AHCI, bt.PROPS, "GetAll", GLib.Variant("(s)", (bt.DEVICE,)), None,
                        Gio.DBusCallFlags.NONE, -1, None, None, None)
@@ -104,7 +98,7 @@ class LogFlood(unittest.TestCase):
         # Every GetManagedObjects of the root is refused as too large: a client (blkmodelctl on a
         # large model does) can call it as often as it likes.
         self.start("--max-message-size=4096")
-        conn = connect()
+        conn = bt.connect()
         try:
             errors = []
             for _ in range(200):

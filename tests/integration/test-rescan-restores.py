@@ -230,7 +230,7 @@ class RescanRestores(unittest.TestCase):
 def read_model():
     """Every object's every interface from GetAll (cachingclient's reading, many calls at once), as
     the caching clients' truth is read."""
-    conn = cachingclient.connect()
+    conn = bt.connect()
     try:
         return cachingclient.read_model(conn)
     finally:

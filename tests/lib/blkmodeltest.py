@@ -361,13 +361,19 @@ class SignalRecorder:
         self.match.remove()
 
 
-def reply_body_size(path, iface=OM, method="GetManagedObjects"):
-    """The marshalled body of a reply as it crossed the bus (GDBus gives the
-    message's bytes; dbus-python does not)."""
-    conn = Gio.DBusConnection.new_for_address_sync(
+def connect():
+    """A GDBus connection of its own to the test's bus (a client that can
+    leave by closing it)."""
+    return Gio.DBusConnection.new_for_address_sync(
         os.environ["DBUS_SESSION_BUS_ADDRESS"],
         Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
         Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+
+
+def reply_body_size(path, iface=OM, method="GetManagedObjects"):
+    """The marshalled body of a reply as it crossed the bus (GDBus gives the
+    message's bytes; dbus-python does not)."""
+    conn = connect()
     try:
         call = Gio.DBusMessage.new_method_call(BUS_NAME, path, iface, method)
         reply, _ = conn.send_message_with_reply_sync(call, Gio.DBusSendMessageFlags.NONE,

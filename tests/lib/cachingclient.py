@@ -15,7 +15,6 @@ object, leaving out what the daemon's introspection says it does not
 announce (EmitsChangedSignal "false"; "invalidates" only by name).
 """
 
-import os
 import time
 
 from gi.repository import Gio, GLib
@@ -96,18 +95,10 @@ def read_model(conn):
     return fresh
 
 
-def connect():
-    """A connection of its own to the test's bus."""
-    return Gio.DBusConnection.new_for_address_sync(
-        os.environ["DBUS_SESSION_BUS_ADDRESS"],
-        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
-        Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
-
-
 class CachingClients:
     def __init__(self, dm):
         self.dm = dm
-        self.conn = connect()
+        self.conn = bt.connect()
         self.fresh = None   # the last truth exact() compared with
         # Subscribed before the first GetManagedObjects, so that nothing
         # falls between the snapshot and the signals.
