@@ -58,11 +58,17 @@ static uint64_t now_ms(void)
 
 static void emit_marker(Backlog *b, uint64_t dropped, uint64_t first_seqnum, uint64_t last_seqnum)
 {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
-        r = sd_bus_emit_signal(b->p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER, "SignalsDropped",
-                               "ttt", dropped, first_seqnum, last_seqnum);
-        if (r < 0)
+        /* In order with the signals around it (hold.c): a subscriber learns of the gap where it is. */
+        r = sd_bus_message_new_signal(b->p->bus, &s, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+                                      "SignalsDropped");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "ttt", dropped, first_seqnum, last_seqnum);
+        if (r >= 0)
+                bus_send_in_order(b->p, s, 64);
+        else if (!bus_gone_error(r))
                 log_warning_errno(r, "Cannot send SignalsDropped: %m");
 }
 

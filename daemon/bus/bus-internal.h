@@ -43,6 +43,12 @@ struct Publisher {
         uv_loop_t *loop;
         BusWrite *writes;        /* Set's writes on the thread pool (write.c) */
         BusGmo *gmos;            /* GetManagedObjects replies being built (managed-objects.c) */
+        /* Signals, and replies that follow them, waiting for the reply being built (hold.c). */
+        struct {
+                sd_bus_message **m;
+                size_t n, n_allocated, bytes;
+                bool on;
+        } held;
         uv_idle_t *gmo_idle;     /* its own allocation: it goes in its close callback */
         BusMembers *members;     /* large ksets' Members being appended (members-reply.c) */
         uv_idle_t *members_idle; /* as gmo_idle */
@@ -77,6 +83,18 @@ static inline size_t bus_reply_body_max(const Publisher *p)
  * the bus takes: then SignalsDropped (e: its Uevent, if any), with a log line; a failure is logged. */
 void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const EventRecord *e,
                      const char *what, const char *path);
+
+/* ---- hold.c ---- */
+
+/* From now until bus_hold_release(): a GetManagedObjects reply's building began. */
+void bus_hold_begin(Publisher *p);
+/* Sends what waited, in order (call it right after the reply); holding stops. */
+void bus_hold_release(Publisher *p);
+/* Sends m, a signal, now or, while a reply is built, right after it (bytes: about its size). */
+void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes);
+/* The reply to call (types and the values as sd_bus_message_append()'s; NULL: none), sent as
+ * bus_send_in_order() sends a signal: for an answer that promises the signals before it went out. */
+int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ...);
 
 /* ---- object.c ---- */
 

@@ -66,7 +66,7 @@ struct BusGmo {
         Reply reply;
         Kobject *top;      /* a reference; NULL: the root */
         ModelRound taking; /* below the root or a kset: the objects, taken in slices */
-        Kobject **objects; /* references: what there was when the call came (or its taking ended) */
+        Kobject **objects; /* references: what there was when its building began (or its taking ended) */
         size_t n_objects, n_allocated, pos;
         size_t estimated, estimate;     /* the reply is started once every object's size is estimated */
         GmoBatch *batches[GMO_BATCHES]; /* oldest first */
@@ -81,6 +81,7 @@ struct BusGmo {
         size_t kset_iface; /* the index of the interface Members is in */
         MembersSnapshot *members;
         size_t members_pos, members_off;
+        bool begun; /* the first in line, its objects taken or being taken, signals held (hold.c) */
         BusGmo *next;
 };
 
@@ -243,6 +244,21 @@ static int collect(Publisher *p, Kobject *k, void *userdata)
 
 static void on_gmo_idle(uv_idle_t *h);
 
+/* The first in line begins: from now on it answers for every change, and the signals that tell them
+ * wait for it (hold.c). */
+static int gmo_begin(Publisher *p, BusGmo *g)
+{
+        g->begun = true;
+        bus_hold_begin(p);
+        if (!g->top || g->top->ktype->id == KTYPE_KSET) {
+                model_round_begin_below(&g->taking, p->model, g->top);
+                return 0;
+        }
+        /* A disk's or a device's few objects: at once, in as little room (it was room for every object in
+         * the model, 730 KB at 10,000 x 4, for each of a reading in parts' calls). */
+        return foreach_below(p, g->top, collect, g);
+}
+
 static void batch_free(GmoBatch *b)
 {
         prefetch_free(b->prefetch);
@@ -377,6 +393,7 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 (void) sd_bus_reply_method_errno(g->call, r, NULL);
         if (r < 0)
                 log_debug_errno(r, "GetManagedObjects failed: %m");
+        bus_hold_release(p);
         p->gmos = g->next;
         gmo_free(p, g);
         live_warmup_release(p->live);
@@ -452,6 +469,10 @@ static void on_gmo_idle(uv_idle_t *h)
                 (void) uv_idle_stop(p->gmo_idle);
                 return;
         }
+        if (!g->begun && (r = gmo_begin(p, g)) < 0) {
+                gmo_finish(p, g, r);
+                return;
+        }
         /* What comes before the next object, each part done or left for the next slice: taking the
          * objects, estimating the reply, a kset's members begun in an earlier slice. */
         if (g->taking.taking)
@@ -479,7 +500,7 @@ static void on_gmo_idle(uv_idle_t *h)
                         return;
                 }
                 g->pos++;
-                /* Gone meanwhile: its InterfacesRemoved went out before this reply will. */
+                /* Gone meanwhile: its InterfacesRemoved waits for this reply (hold.c). */
                 members_left = false;
                 if (k->linked && object_in_slices(k, &members_iface)) {
                         r = gmo_kset_open(p, g, k, &d, members_iface);
@@ -507,6 +528,8 @@ static void gmo_drop(Publisher *p, BusGmo **at)
 {
         BusGmo *g = *at;
 
+        if (g->begun)
+                bus_hold_release(p);
         *at = g->next;
         gmo_free(p, g);
         live_warmup_release(p->live);
@@ -535,10 +558,11 @@ void bus_gmo_forget(Publisher *p, const char *sender)
 /*
  * The root answers for every object; a kset, a disk or a device for the objects below it, so that a
  * model too large for one message (10,000 disks with every attribute) can still be read whole, in
- * parts.  The reply is built in slices while the loop serves everyone else, from the objects there
- * were when the call came (those added since are announced by their signals, which go out before
- * the reply, as do the removals of those that went).  Its size is estimated first, in the same
- * slices: a reply that would not fit in one message is refused in its place.
+ * parts.  The replies are built one at a time, in the order the calls came, each in slices while the
+ * loop serves everyone else, from the objects there are when its building begins; the signals of
+ * what changes meanwhile wait and go out right after it (hold.c), so that it holds everything told
+ * before it.  Its size is estimated first, in the same slices: a reply that would not fit in one
+ * message is refused in its place.
  */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error)
@@ -547,7 +571,6 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
          * drops a connection that sends more.  Refuse instead. */
         size_t limit = bus_reply_body_max(p);
         BusGmo *g, **tail;
-        int r;
 
         g = calloc(1, sizeof(BusGmo));
         if (!g)
@@ -557,17 +580,6 @@ int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *t
         g->estimate = WIRE_DICT_ARRAY_HEAD;
         g->call = sd_bus_message_ref(msg);
         g->top = kobject_ref(top);
-        if (!top || top->ktype->id == KTYPE_KSET)
-                model_round_begin_below(&g->taking, p->model, top);
-        else {
-                /* A disk's or a device's few objects: at once, in as little room (it was room for every
-                 * object in the model, 730 KB at 10,000 x 4, for each of a reading in parts' calls). */
-                r = foreach_below(p, top, collect, g);
-                if (r < 0) {
-                        gmo_free(p, g);
-                        return r;
-                }
-        }
         for (tail = &p->gmos; *tail; tail = &(*tail)->next)
                 ;
         *tail = g;

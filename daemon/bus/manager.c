@@ -88,10 +88,16 @@ static int method_resolve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, "o", k ? k->path : BLKMODEL_ROOT_PATH);
 }
 
+typedef struct RescanCall {
+        Publisher *p;
+        sd_bus_message *msg;
+} RescanCall;
+
 /* The reply waits for the rescan, which runs in slices while the loop serves everyone else. */
 static void rescan_done(int result, void *userdata)
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+        _cleanup_(freep) RescanCall *c = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = c->msg;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         if (result < 0) {
@@ -103,16 +109,23 @@ static void rescan_done(int result, void *userdata)
                 (void) sd_bus_reply_method_error(msg, &error);
                 return;
         }
-        (void) sd_bus_reply_method_return(msg, NULL);
+        /* Done means every difference was told: after the signals, even those a reply being built holds. */
+        (void) bus_reply_in_order(c->p, msg, NULL);
 }
 
 static int rescan_authorized(Publisher *p, sd_bus_message *msg, sd_bus_error *error)
 {
+        RescanCall *c;
         int r;
 
-        r = live_rescan_start(p->live, rescan_done, sd_bus_message_ref(msg));
+        c = malloc(sizeof(RescanCall));
+        if (!c)
+                return -ENOMEM;
+        *c = (RescanCall){p, sd_bus_message_ref(msg)};
+        r = live_rescan_start(p->live, rescan_done, c);
         if (r < 0) {
                 sd_bus_message_unref(msg);
+                free(c);
                 return bus_error_errno(error, r, "Rescan failed");
         }
         return 1;

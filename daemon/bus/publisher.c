@@ -141,6 +141,7 @@ Publisher *publisher_free(Publisher *p)
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
         bus_gmo_cancel(p);
+        bus_hold_release(p);
         bus_members_cancel(p);
         if (p->gmo_idle)
                 uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
@@ -249,7 +250,8 @@ void publisher_uevent(Publisher *p, const EventRecord *e)
 
 void publisher_settled(Publisher *p, sd_bus_message *msg)
 {
-        int r = sd_bus_reply_method_return(msg, "t", eventlog_last_seqnum(p->events));
+        /* Settled means every signal up to that seqnum went out: after those a reply being built holds. */
+        int r = bus_reply_in_order(p, msg, "t", eventlog_last_seqnum(p->events));
         if (r < 0)
                 log_ratelimit_warning_errno(r, "Cannot answer Settle(): %m");
 }
@@ -261,13 +263,16 @@ void publisher_refuse_exiting(sd_bus_message *msg)
 
 void publisher_events_lost(Publisher *p)
 {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         int r;
 
         if (!backlog_admit(p->backlog, NULL))
                 return;
-        /* On the Manager's own path: on the root, sd-bus finds no such property and sends nothing. */
-        r = sd_bus_emit_properties_changed(p->bus, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
-                                           "EventsLost", NULL);
-        if (r < 0)
-                log_warning_errno(r, "Cannot announce EventsLost: %m");
+        /* Built here, not by sd_bus_emit_properties_changed(), which sends at once: it goes in order with
+         * the other signals (hold.c). */
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, IFACE_PROPERTIES, "PropertiesChanged");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "sa{sv}as", BLKMODEL_IFACE_MANAGER, 1, "EventsLost", "t",
+                                          live_events_lost(p->live), 0);
+        bus_send_signal(p, s, r, 128, NULL, "PropertiesChanged", BLKMODEL_MANAGER_PATH);
 }

@@ -30,10 +30,12 @@ void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const
                 backlog_oversized(p->backlog, e);
                 return;
         }
-        if (r >= 0)
-                r = sd_bus_send(p->bus, s, NULL);
-        if (r < 0 && !bus_gone_error(r))
-                log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
+        if (r < 0) {
+                if (!bus_gone_error(r))
+                        log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
+                return;
+        }
+        bus_send_in_order(p, s, bound);
 }
 
 void publisher_object_added(Publisher *p, Kobject *k, ObjDir *d)

@@ -73,7 +73,8 @@ static void on_written(uv_work_t *work, int status)
                 k = model_find_path(p->model, sd_bus_message_get_path(w->msg));
                 if (k)
                         live_object_after_write(p->live, k);
-                r = sd_bus_reply_method_return(w->msg, NULL);
+                /* After the change's signals, even if a reply being built holds them. */
+                r = bus_reply_in_order(p, w->msg, NULL);
         }
         if (r < 0)
                 log_warning_errno(r, "Cannot answer a Set of %s/%s: %m", w->devpath, w->rel);

@@ -16,6 +16,7 @@ Then a caching client that watched it all holds exactly what a fresh GetAll
 says."""
 import os
 import re
+import shutil
 import threading
 import time
 import unittest
@@ -136,6 +137,112 @@ class GmoChurn(unittest.TestCase):
         why = self.clients.exact()
         if why:
             self.fail("after the churn:\n%s" % why)
+
+
+# Disks removed while the replies are built: after the churned ones, before the last (their devpaths).
+REMOVED = range(CHURNED + 10, CHURNED + 40)
+
+
+class ReplyHoldsWhatWasTold(unittest.TestCase):
+    """A reply built in slices holds every change a signal told before it
+    came, as a service's that answers at once does: a client that applies
+    signals as they come and the reply over them (GDBus's
+    DBusObjectManagerClient when the name changes owner) kept a disk removed
+    meanwhile, and Sizes older than told.  Every message the connection gets
+    is seen in the order it came (a filter, on GDBus's own thread); disks
+    are resized (each Size larger than the last) and others removed all
+    through four replies."""
+
+    def setUp(self):
+        self.sys = os.path.join(bt.make_fixture(disks=DISKS, partitions=PARTITIONS), "sys")
+        self.dm = bt.Daemon(self.sys, uevent_socket=True, extra_args=["--poll-interval=0"])
+        self.conn = bt.connect()
+        self.seen = []  # (member, path, body) of signals, ("reply", serial, body) of replies, in order
+        self.conn.add_filter(self.on_message)
+        self.subs = [self.conn.signal_subscribe(bt.BUS_NAME, None, None, None, None,
+                                                Gio.DBusSignalFlags.NONE, lambda *a: None)]
+
+    def tearDown(self):
+        for s in self.subs:
+            self.conn.signal_unsubscribe(s)
+        self.conn.close_sync(None)
+        self.dm.stop()
+
+    def on_message(self, conn, msg, incoming):
+        if incoming and msg.get_message_type() == Gio.DBusMessageType.SIGNAL:
+            self.seen.append((msg.get_member(), msg.get_path(), msg.get_body()))
+        elif incoming and msg.get_message_type() == Gio.DBusMessageType.METHOD_RETURN:
+            self.seen.append(("reply", msg.get_reply_serial(), msg.get_body()))
+        return msg
+
+    def remove(self, i):
+        name = bt.mksysfs.sd_name(i)
+        disk = os.path.realpath(os.path.join(self.sys, "block", name))
+        rel = "/" + os.path.relpath(disk, self.sys)
+        parts = sorted(p for p in os.listdir(disk) if p.startswith(name))
+        for link in ["class/block/" + n for n in parts + [name]] + ["block/" + name]:
+            os.unlink(os.path.join(self.sys, link))
+        shutil.rmtree(disk)
+        for part in parts:
+            self.dm.send_uevent("remove", rel + "/" + part, {"SUBSYSTEM": "block", "DEVTYPE": "partition"})
+        self.dm.send_uevent("remove", rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+        return bt.path_of("block", name)
+
+    def test_signals_before_a_reply_are_in_it(self):
+        churn = Churn(self.dm, self.sys)
+        removed, settles = [], []
+        churn.start()
+        try:
+            time.sleep(0.1)
+            serials = []
+            for _ in range(CALLS):
+                msg = Gio.DBusMessage.new_method_call(bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects")
+                _, serial = self.conn.send_message(msg, Gio.DBusSendMessageFlags.NONE)
+                serials.append(serial)
+                # Its answer promises every Uevent up to its seqnum was sent: the held ones too.
+                msg = Gio.DBusMessage.new_method_call(bt.BUS_NAME, bt.MANAGER_PATH, bt.IFACE + "Manager",
+                                                      "Settle")
+                settles.append(self.conn.send_message(msg, Gio.DBusSendMessageFlags.NONE)[1])
+                # Removals while it is built: one every few ms until its reply comes.
+                deadline = time.monotonic() + 60
+                while not any(m[0] == "reply" and m[1] == serial for m in list(self.seen)):
+                    self.assertLess(time.monotonic(), deadline)
+                    if len(removed) < len(REMOVED):
+                        removed.append(self.remove(REMOVED[len(removed)]))
+                    time.sleep(0.003)
+        finally:
+            churn.stop.set()
+            churn.join()
+        bt.ctl("settle", check=0)
+
+        sizes, gone, checked, uevents, settled = {}, set(), 0, set(), 0
+        for m in list(self.seen):
+            if m[0] == "Uevent":
+                uevents.add(m[2].unpack()[0])
+            elif m[0] == "reply" and m[1] in settles:
+                last = m[2].unpack()[0]
+                self.assertEqual(set(range(1, last + 1)) - uevents, set(),
+                                 "Settle answered %d before these Uevents" % last)
+                settled += 1
+            elif m[0] == "PropertiesChanged":
+                iface, changed, _ = m[2].unpack()
+                if iface == bt.IFACE + "Disk" and "Size" in changed:
+                    sizes[m[1]] = max(sizes.get(m[1], 0), changed["Size"])
+            elif m[0] == "InterfacesRemoved":
+                gone.add(m[2].unpack()[0])
+            elif m[0] == "reply" and m[1] in serials:
+                objects = m[2].unpack()[0]
+                for path, size in sizes.items():
+                    self.assertGreaterEqual(objects[path][bt.IFACE + "Disk"]["Size"], size,
+                                            "%s: a Size told before the reply is newer than its" % path)
+                for path in gone:
+                    self.assertNotIn(path, objects, "removed, told before the reply, and in it")
+                checked += 1
+        self.assertEqual((checked, settled), (CALLS, CALLS))
+        # Changes and removals were told, while the replies were built and around them.
+        self.assertTrue(sizes)
+        self.assertEqual(sorted(gone & set(removed)), sorted(removed))
+        self.assertGreater(len(removed), CALLS)
 
 
 # Fewer than for the replies: a poll round takes its time (its CPU budget), and 3 of them are waited for.

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+
+#include "base/log-ratelimit.h"
+#include "base/log.h"
+#include "bus/bus-internal.h"
+#include "bus/errors.h"
+
+/*
+ * Signals wait while a GetManagedObjects reply is built.
+ *
+ * A large reply is built in slices while the loop serves everyone else, so a change made meanwhile
+ * is in it or not as its object's slice came after it or before.  A service that answers at once
+ * sends a reply holding every change told before it, and ObjectManager clients count on that: GDBus's
+ * DBusObjectManagerClient, resyncing after the name changed owner, applies the signals as they come
+ * and then the reply over them, and so kept a disk removed meanwhile, or a disk's Partitions without
+ * the partition added meanwhile, for good.  So from the moment a reply's building begins until it is
+ * sent, every signal, and every reply that promises its signals went out first (Settle, Rescan, Set),
+ * waits here in order, and goes out right after the reply.  One reply is built at a time (the next
+ * begins only once this one is sent), so nothing waits longer than one reply's building.
+ */
+
+/* What may wait: past it everything held goes out at once, and the reply being built tells less than
+ * the signals before it (the signals, applied after the reply as org.blkmodel1(5) says, still make
+ * the model).  A storm of 9,000 Uevents is ~3 MiB. */
+#define HOLD_BYTES_MAX ((size_t) 16 << 20)
+
+static void send_now(Publisher *p, sd_bus_message *m)
+{
+        int r = sd_bus_send(p->bus, m, NULL);
+
+        if (r >= 0 || bus_gone_error(r))
+                return;
+        if (sd_bus_message_is_signal(m, NULL, NULL))
+                log_warning_errno(r, "Cannot send %s on %s: %m", sd_bus_message_get_member(m),
+                                  sd_bus_message_get_path(m));
+        else /* a reply: any caller can ask for one */
+                log_ratelimit_warning_errno(r, "Cannot send a reply to %s: %m",
+                                            strna(sd_bus_message_get_destination(m)));
+}
+
+void bus_hold_begin(Publisher *p)
+{
+        p->held.on = true;
+}
+
+void bus_hold_release(Publisher *p)
+{
+        for (size_t i = 0; i < p->held.n; i++) {
+                send_now(p, p->held.m[i]);
+                sd_bus_message_unref(p->held.m[i]);
+        }
+        p->held.m = mfree(p->held.m);
+        p->held.n = p->held.n_allocated = p->held.bytes = 0;
+        p->held.on = false;
+}
+
+void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes)
+{
+        if (p->held.on && p->held.bytes + bytes > HOLD_BYTES_MAX) {
+                log_debug("%zu messages (%zu bytes) waiting for a GetManagedObjects reply sent before it: "
+                          "more may not wait.",
+                          p->held.n, p->held.bytes);
+                bus_hold_release(p);
+        }
+        if (p->held.on && GREEDY_REALLOC(p->held.m, p->held.n_allocated, p->held.n + 1) < 0)
+                bus_hold_release(p);
+        if (!p->held.on) {
+                send_now(p, m);
+                return;
+        }
+        p->held.m[p->held.n++] = sd_bus_message_ref(m);
+        p->held.bytes += bytes;
+}
+
+int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ...)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r < 0)
+                return r;
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(reply, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+        bus_send_in_order(p, reply, 64);
+        return 0;
+}
