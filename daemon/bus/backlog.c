@@ -67,7 +67,7 @@ static void emit_marker(Backlog *b, uint64_t dropped, uint64_t first_seqnum, uin
         if (r >= 0)
                 r = sd_bus_message_append(s, "ttt", dropped, first_seqnum, last_seqnum);
         if (r >= 0)
-                bus_send_in_order(b->p, s, 64);
+                bus_send_in_order(b->p, s, 64, 0);
         else if (!bus_gone_error(r))
                 log_warning_errno(r, "Cannot send SignalsDropped: %m");
 }
@@ -189,7 +189,11 @@ bool backlog_congested(Backlog *b, bool paused)
         /* While shedding, waiting would only let the kernel's queue overflow and the model go stale. */
         if (b->state.shedding)
                 return false;
-        return publisher_queued(b->p) > (paused ? BACKLOG_LOW : BACKLOG_HIGH);
+        /* Signals held for a reply being built count too (hold.c): they all join the queue at once when
+         * it is sent, and uevents that went on meanwhile made thousands of them, which a bus with a few
+         * subscribers took seconds to drain, and was then called stuck.  Not for being stuck: a long
+         * building is not a bus that does not read. */
+        return publisher_queued(b->p) + b->p->held.n > (paused ? BACKLOG_LOW : BACKLOG_HIGH);
 }
 
 int backlog_new(Publisher *p, uv_loop_t *loop, Backlog **ret)

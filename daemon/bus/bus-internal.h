@@ -47,6 +47,7 @@ struct Publisher {
         struct {
                 sd_bus_message **m;
                 size_t n, n_allocated, bytes;
+                uint64_t first_seqnum; /* of the first Uevent held; 0: none */
                 bool on;
         } held;
         uv_idle_t *gmo_idle;     /* its own allocation: it goes in its close callback */
@@ -90,8 +91,12 @@ void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const
 void bus_hold_begin(Publisher *p);
 /* Sends what waited, in order (call it right after the reply); holding stops. */
 void bus_hold_release(Publisher *p);
-/* Sends m, a signal, now or, while a reply is built, right after it (bytes: about its size). */
-void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes);
+/* Sends m, a signal, now or, while a reply is built, right after it (bytes: about its size; seqnum: a
+ * Uevent's, else 0). */
+void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes, uint64_t seqnum);
+/* The seqnum of the last Uevent told: sent, or not sent while the bus was stuck (SignalsDropped tells
+ * it), but not one still held.  LastSeqnum, and where GetEvents stops. */
+uint64_t bus_told_seqnum(Publisher *p);
 /* The reply to call (types and the values as sd_bus_message_append()'s; NULL: none), sent as
  * bus_send_in_order() sends a signal: for an answer that promises the signals before it went out. */
 int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ...);

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
+#include "uevent/eventlog.h"
 
 /*
  * Signals wait while a GetManagedObjects reply is built.
@@ -22,7 +23,7 @@
 
 /* What may wait: past it everything held goes out at once, and the reply being built tells less than
  * the signals before it (the signals, applied after the reply as org.blkmodel1(5) says, still make
- * the model).  A storm of 9,000 Uevents is ~3 MiB. */
+ * the model).  Seldom reached: uevents wait once 64 signals are held (backlog_congested()). */
 #define HOLD_BYTES_MAX ((size_t) 16 << 20)
 
 static void send_now(Publisher *p, sd_bus_message *m)
@@ -52,15 +53,16 @@ void bus_hold_release(Publisher *p)
         }
         p->held.m = mfree(p->held.m);
         p->held.n = p->held.n_allocated = p->held.bytes = 0;
+        p->held.first_seqnum = 0;
         p->held.on = false;
 }
 
-void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes)
+void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes, uint64_t seqnum)
 {
         if (p->held.on && p->held.bytes + bytes > HOLD_BYTES_MAX) {
-                log_debug("%zu messages (%zu bytes) waiting for a GetManagedObjects reply sent before it: "
-                          "more may not wait.",
-                          p->held.n, p->held.bytes);
+                log_info("%zu signals (%zu bytes) held while a GetManagedObjects reply is built sent "
+                         "before it: more may not wait; that reply may tell less than they did.",
+                         p->held.n, p->held.bytes);
                 bus_hold_release(p);
         }
         if (p->held.on && GREEDY_REALLOC(p->held.m, p->held.n_allocated, p->held.n + 1) < 0)
@@ -71,6 +73,8 @@ void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes)
         }
         p->held.m[p->held.n++] = sd_bus_message_ref(m);
         p->held.bytes += bytes;
+        if (seqnum > 0 && p->held.first_seqnum == 0)
+                p->held.first_seqnum = seqnum;
 }
 
 int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ...)
@@ -89,6 +93,13 @@ int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ..
                 if (r < 0)
                         return r;
         }
-        bus_send_in_order(p, reply, 64);
+        bus_send_in_order(p, reply, 64, 0);
         return 0;
+}
+
+uint64_t bus_told_seqnum(Publisher *p)
+{
+        /* A client that read LastSeqnum, or GetEvents up to it, then got the held Uevents would see
+         * them twice. */
+        return p->held.first_seqnum > 0 ? p->held.first_seqnum - 1 : eventlog_last_seqnum(p->events);
 }

@@ -250,6 +250,16 @@ static int gmo_begin(Publisher *p, BusGmo *g)
 {
         g->begun = true;
         bus_hold_begin(p);
+        if (g->top && !g->top->linked) {
+                /* Gone while the call waited its turn, maybe back under its name (its InterfacesAdded
+                 * already sent): the object there is now, as a call made now would find. */
+                Kobject *now = model_find_path(p->model, g->top->path);
+
+                if (!now)
+                        return -ENOENT;
+                kobject_unref(p->model, g->top);
+                g->top = kobject_ref(now);
+        }
         if (!g->top || g->top->ktype->id == KTYPE_KSET) {
                 model_round_begin_below(&g->taking, p->model, g->top);
                 return 0;
@@ -377,6 +387,8 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
 
         if (r == -E2BIG)
                 r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
+        else if (r == -ENOENT && g->top && !g->reply.m)
+                r = bus_error_unknown_object(&error, g->top->path);
         else if (r < 0 && sysfs_errno_is_resource(r))
                 r = bus_error_unread(&error, g->top ? g->top->path : BLKMODEL_ROOT_PATH, r);
         if (r >= 0)

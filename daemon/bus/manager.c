@@ -41,7 +41,7 @@ static int property_get_last_seqnum(sd_bus *bus, const char *path, const char *i
                                     sd_bus_error *error)
 {
         Publisher *p = userdata;
-        return sd_bus_message_append(reply, "t", eventlog_last_seqnum(p->events));
+        return sd_bus_message_append(reply, "t", bus_told_seqnum(p));
 }
 
 static int property_get_oldest_seqnum(sd_bus *bus, const char *path, const char *interface,
@@ -183,6 +183,8 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return bus_error_events_expired(error, after, eventlog_oldest_seqnum(p->events));
         if (r < 0)
                 return bus_error_errno(error, r, "Cannot list the events");
+        /* Not those whose Uevents wait for a reply being built: they come as signals, once. */
+        n = after >= bus_told_seqnum(p) ? 0 : MIN(n, (size_t) (bus_told_seqnum(p) - after));
 
         /* As many whole events as fit well below any bus's message limit (a log of 2^20 events would
          * pass it); the client asks again after the last seqnum it got. */

@@ -141,7 +141,6 @@ Publisher *publisher_free(Publisher *p)
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
         bus_gmo_cancel(p);
-        bus_hold_release(p);
         bus_members_cancel(p);
         if (p->gmo_idle)
                 uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
@@ -209,6 +208,11 @@ static int on_name_released(sd_bus_message *m, void *userdata, sd_bus_error *err
 
 void publisher_release_name(Publisher *p)
 {
+        /* The replies being built are not finished (their callers are told the daemon exits), and the
+         * signals they held go out before the name goes: a subscriber matching the name (blkmodelctl
+         * monitor) would get none of them after. */
+        bus_gmo_cancel(p);
+        bus_hold_release(p);
         if (!p->name_taken)
                 return;
         p->name_taken = false;

@@ -35,7 +35,7 @@ void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const
                         log_warning_errno(r, "Cannot send %s for %s: %m", what, path);
                 return;
         }
-        bus_send_in_order(p, s, bound);
+        bus_send_in_order(p, s, bound, e ? e->seqnum : 0);
 }
 
 void publisher_object_added(Publisher *p, Kobject *k, ObjDir *d)

@@ -245,6 +245,134 @@ class ReplyHoldsWhatWasTold(unittest.TestCase):
         self.assertGreater(len(removed), CALLS)
 
 
+class HeldSignals(unittest.TestCase):
+    """While a reply is built its signals wait (daemon/bus/hold.c): meanwhile
+    LastSeqnum and GetEvents stop at the last Uevent sent (a client that
+    read them, then got the held Uevents, saw them twice), and a SIGTERM
+    sends them before the name goes (a subscriber matching the name, as
+    blkmodelctl monitor does, got none of them)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sys = os.path.join(bt.make_fixture(disks=1000, partitions=2), "sys")
+
+    def test_told_seqnum_and_the_exit(self):
+        sys_ = self.sys
+        dm = bt.Daemon(sys_, uevent_socket=True, extra_args=["--poll-interval=0"])
+        try:
+            sub_conn, conn = bt.connect(), bt.connect()
+            got = []
+            sub = sub_conn.signal_subscribe(bt.BUS_NAME, bt.IFACE + "Manager", "Uevent", None, None,
+                                            Gio.DBusSignalFlags.NONE,
+                                            lambda *a: got.append(a[5].unpack()[0]))
+            answer = []
+            conn.call(bt.BUS_NAME, bt.ROOT, bt.OM, "GetManagedObjects", None, None,
+                      Gio.DBusCallFlags.NONE, 600000, None,
+                      lambda c, res: answer.append(self.finish(c, res)))
+            self.assertTrue(bt.wait_until(
+                lambda: "GetManagedObjects on %s: about" % bt.ROOT in dm.output(), 0.001, 60))
+            disk = os.path.relpath(os.path.realpath(os.path.join(sys_, "block", "sda")), sys_)
+            for _ in range(20):
+                dm.send_uevent("change", "/" + disk, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+            time.sleep(0.2)  # read and applied between the reply's slices
+            last = conn.call_sync(bt.BUS_NAME, bt.MANAGER_PATH, "org.freedesktop.DBus.Properties", "Get",
+                                  GLib.Variant("(ss)", (bt.IFACE + "Manager", "LastSeqnum")), None,
+                                  Gio.DBusCallFlags.NONE, 60000, None).unpack()[0]
+            events = conn.call_sync(bt.BUS_NAME, bt.MANAGER_PATH, bt.IFACE + "Manager", "GetEvents",
+                                    GLib.Variant("(t)", (0,)), None, Gio.DBusCallFlags.NONE, 60000,
+                                    None).unpack()[0]
+            ctx = GLib.MainContext.default()
+            while ctx.pending():
+                ctx.iteration(False)
+            told = max(got, default=0)
+            self.assertLessEqual(last, told, "LastSeqnum ahead of the Uevents sent")
+            self.assertLessEqual(max((e[0] for e in events), default=0), told,
+                                 "GetEvents ahead of the Uevents sent")
+            out = dm.stop()
+            deadline = time.monotonic() + 10
+            while not answer and time.monotonic() < deadline:
+                ctx.iteration(False) or time.sleep(0.001)
+            # The reply was still being built at the SIGTERM: the signals were held then.
+            self.assertIn("exiting", str(answer), "the reply was done before the SIGTERM: nothing held")
+            deadline = time.monotonic() + 10
+            while len(got) < 20 and time.monotonic() < deadline:
+                ctx.iteration(False) or time.sleep(0.001)
+            self.assertEqual(got, list(range(1, 21)), out[-3000:])
+            sub_conn.signal_unsubscribe(sub)
+        finally:
+            dm.stop()
+
+    def test_a_part_asked_for_before_it_went_and_came_back(self):
+        """A disk's GetManagedObjects waiting behind the root's is built for
+        the disk there is when its turn comes: one removed meanwhile is
+        UnknownObject, as a call made then gets, and one back under its name
+        (its InterfacesAdded sent before the reply) is in it, not an empty
+        reply."""
+        name = bt.mksysfs.sd_name(500)
+        disk = os.path.realpath(os.path.join(self.sys, "block", name))
+        rel = "/" + os.path.relpath(disk, self.sys)
+        parts = sorted(p for p in os.listdir(disk) if p.startswith(name))
+        links = {os.path.join(self.sys, l): os.readlink(os.path.join(self.sys, l))
+                 for l in ["class/block/" + n for n in parts + [name]] + ["block/" + name]}
+
+        def away():
+            for link in links:
+                os.unlink(link)
+            os.rename(disk, disk + ".away")
+            for part in parts:
+                dm.send_uevent("remove", rel + "/" + part, {"SUBSYSTEM": "block", "DEVTYPE": "partition"})
+            dm.send_uevent("remove", rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+
+        def back():
+            os.rename(disk + ".away", disk)
+            for link, target in links.items():
+                os.symlink(target, link)
+            dm.send_uevent("add", rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
+            for part in parts:
+                dm.send_uevent("add", rel + "/" + part, {"SUBSYSTEM": "block", "DEVTYPE": "partition"})
+
+        conn = bt.connect()
+        ctx = GLib.MainContext.default()
+        with bt.Daemon(self.sys, uevent_socket=True, extra_args=["--poll-interval=0"]) as dm:
+            for come_back in (False, True):
+                answers = {}
+                for what, path in (("root", bt.ROOT), ("disk", bt.path_of("block", name))):
+                    conn.call(bt.BUS_NAME, path, bt.OM, "GetManagedObjects", None, None,
+                              Gio.DBusCallFlags.NONE, 600000, None,
+                              lambda c, res, what=what: answers.setdefault(what, self.finish(c, res)))
+                self.assertTrue(bt.wait_until(
+                    lambda: dm.output().count("GetManagedObjects on %s: about" % bt.ROOT) > come_back,
+                    0.001, 60))
+                try:
+                    away()
+                finally:
+                    if come_back:
+                        back()
+                deadline = time.monotonic() + 60
+                while len(answers) < 2 and time.monotonic() < deadline:
+                    ctx.iteration(False) or time.sleep(0.001)
+                self.assertIn("root", answers)
+                if come_back:
+                    dm.manager("Settle")
+                    fresh = conn.call_sync(bt.BUS_NAME, bt.path_of("block", name), bt.OM,
+                                           "GetManagedObjects", None, None, Gio.DBusCallFlags.NONE,
+                                           60000, None).unpack()[0]
+                    self.assertGreater(len(fresh), len(parts))
+                    self.assertEqual(sorted(answers["disk"].unpack()[0]), sorted(fresh))
+                else:
+                    self.assertIn("UnknownObject", str(answers["disk"]))
+                    back()
+                    dm.manager("Settle")
+        conn.close_sync(None)
+
+    @staticmethod
+    def finish(conn, res):
+        try:
+            return conn.call_finish(res)
+        except GLib.Error as e:
+            return e.message
+
+
 # Fewer than for the replies: a poll round takes its time (its CPU budget), and 3 of them are waited for.
 POLL_DISKS = 60
 POLL_LINE = re.compile(r"A poll round took \d+ ms; (\d+) objects read ahead, (\d+) read again")
