@@ -83,6 +83,9 @@ int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ..
         va_list ap;
         int r;
 
+        /* As sd_bus_reply_method_return(): none for a call sent with NO_REPLY_EXPECTED. */
+        if (!sd_bus_message_get_expect_reply(call))
+                return 0;
         r = sd_bus_message_new_method_return(call, &reply);
         if (r < 0)
                 return r;

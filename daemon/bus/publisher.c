@@ -274,7 +274,8 @@ void publisher_events_lost(Publisher *p)
                 return;
         /* Built here, not by sd_bus_emit_properties_changed(), which sends at once: it goes in order with
          * the other signals (hold.c). */
-        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, IFACE_PROPERTIES, "PropertiesChanged");
+        r = sd_bus_message_new_signal(p->bus, &s, BLKMODEL_MANAGER_PATH, IFACE_PROPERTIES,
+                                      "PropertiesChanged");
         if (r >= 0)
                 r = sd_bus_message_append(s, "sa{sv}as", BLKMODEL_IFACE_MANAGER, 1, "EventsLost", "t",
                                           live_events_lost(p->live), 0);
