@@ -570,11 +570,9 @@ void bus_gmo_forget(Publisher *p, const char *sender)
 /*
  * The root answers for every object; a kset, a disk or a device for the objects below it, so that a
  * model too large for one message (10,000 disks with every attribute) can still be read whole, in
- * parts.  The replies are built one at a time, in the order the calls came, each in slices while the
- * loop serves everyone else, from the objects there are when its building begins; the signals of
- * what changes meanwhile wait and go out right after it (hold.c), so that it holds everything told
- * before it.  Its size is estimated first, in the same slices: a reply that would not fit in one
- * message is refused in its place.
+ * parts.  One reply at a time, in the order of the calls, built in slices while the loop serves everyone
+ * else; the signals of what changes meanwhile wait for it (hold.c).  Its size is estimated first, in
+ * the same slices: a reply that would not fit in one message is refused in its place.
  */
 int bus_method_get_managed_objects(Publisher *p, sd_bus_message *msg, Kobject *top, bool privileged,
                                    sd_bus_error *error)
