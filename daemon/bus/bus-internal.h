@@ -122,6 +122,9 @@ bool backlog_admit(Backlog *b, const EventRecord *e);
  * with SignalsDropped. */
 void backlog_oversized(Backlog *b, const EventRecord *e);
 bool backlog_congested(Backlog *b, bool paused);
+/* Many messages were just queued at once by us (the signals held for a reply): a bus that drains them
+ * is not stuck however long that takes, only one that stops draining. */
+void backlog_burst(Backlog *b);
 
 /* The decision alone, apart from the bus and the clock (tests/unit/test-backlog.c): one look at the
  * write queue's length at now_ms. */
@@ -130,6 +133,7 @@ typedef struct BacklogState {
         bool waiting;          /* the queue passed HIGH and has not been down to LOW since */
         uint64_t waiting_since_ms;
         uint64_t peak;         /* while shedding: the longest the queue was */
+        uint64_t burst_low;    /* since a burst of ours: the shortest the queue was; 0: none */
 } BacklogState;
 typedef enum BacklogStep {
         BACKLOG_STEADY,
@@ -137,6 +141,8 @@ typedef enum BacklogStep {
         BACKLOG_SHED_STOP,  /* the queue drained: send SignalsDropped, then signals again */
 } BacklogStep;
 BacklogStep backlog_state_update(BacklogState *s, uint64_t queued, uint64_t now_ms);
+/* A burst of ours took the queue to queued at now_ms. */
+void backlog_state_burst(BacklogState *s, uint64_t queued, uint64_t now_ms);
 
 /*
  * ---- wire sizes: what the D-Bus marshalling makes of a value, for bounds on a reply's size ----

@@ -25,6 +25,9 @@
  * the signals before it (the signals, applied after the reply as org.blkmodel1(5) says, still make
  * the model).  Seldom reached: uevents wait once 64 signals are held (backlog_congested()). */
 #define HOLD_BYTES_MAX ((size_t) 16 << 20)
+/* Half what the backlog calls stuck at once (BACKLOG_HARD_MAX): released together, they are a burst
+ * the bus may drain (backlog_burst()). */
+#define HOLD_MESSAGES_MAX ((size_t) 32768)
 
 static void send_now(Publisher *p, sd_bus_message *m)
 {
@@ -51,6 +54,8 @@ void bus_hold_release(Publisher *p)
                 send_now(p, p->held.m[i]);
                 sd_bus_message_unref(p->held.m[i]);
         }
+        if (p->held.n > 0 && p->backlog)
+                backlog_burst(p->backlog);
         p->held.m = mfree(p->held.m);
         p->held.n = p->held.n_allocated = p->held.bytes = 0;
         p->held.first_seqnum = 0;
@@ -59,7 +64,7 @@ void bus_hold_release(Publisher *p)
 
 void bus_send_in_order(Publisher *p, sd_bus_message *m, size_t bytes, uint64_t seqnum)
 {
-        if (p->held.on && p->held.bytes + bytes > HOLD_BYTES_MAX) {
+        if (p->held.on && (p->held.bytes + bytes > HOLD_BYTES_MAX || p->held.n >= HOLD_MESSAGES_MAX)) {
                 log_info("%zu signals (%zu bytes) held while a GetManagedObjects reply is built sent "
                          "before it: more may not wait; that reply may tell less than they did.",
                          p->held.n, p->held.bytes);

@@ -280,6 +280,38 @@ static void test_nothing_dropped_no_marker(void)
         filter = NULL;
 }
 
+static void test_a_burst_of_ours_drained_slowly(void)
+{
+        /* 19,222 released at once at 1000 and taken at 4,000 a second: 4.8 s above the marks, never
+         * called stuck; and the same burst, once the bus stops taking any, is stuck 2 s after the last
+         * message it took. */
+        static const uint64_t draining[][2] = {
+                {1250, 18000}, {2250, 14000}, {3250, 10000}, {4250, 6000}, {5250, 2000}, {5800, 16},
+        };
+        static const uint64_t stopping[][2] = {
+                {1250, 18000}, {2250, 14000}, {3250, 14000}, {4249, 14000}, {4250, 14000},
+        };
+        BacklogState s = {};
+        BacklogStep step;
+
+        backlog_state_burst(&s, 19222, 1000);
+        CHECK(RUN(&s, draining, &step) == 0 && step == BACKLOG_STEADY);
+        CHECK(!s.waiting && s.burst_low == 0);
+
+        s = (BacklogState){};
+        backlog_state_burst(&s, 19222, 1000);
+        CHECK(RUN(&s, stopping, &step) == 4250 && step == BACKLOG_SHED_START);
+
+        /* Without the burst's rule, the draining one was called stuck at 3,250. */
+        s = (BacklogState){};
+        CHECK(RUN(&s, draining, &step) == 3250 && step == BACKLOG_SHED_START);
+
+        /* A burst of a few is no burst. */
+        s = (BacklogState){};
+        backlog_state_burst(&s, 40, 1000);
+        CHECK(!s.waiting && s.burst_low == 0);
+}
+
 int main(void)
 {
         test_a_bus_that_reads();
@@ -288,6 +320,7 @@ int main(void)
         test_between_the_marks_without_passing_high();
         test_shedding_ends_at_low();
         test_hard_max_at_once();
+        test_a_burst_of_ours_drained_slowly();
         test_marker_says_what_was_dropped();
         test_nothing_dropped_no_marker();
         return tests_summary();
