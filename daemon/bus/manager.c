@@ -172,7 +172,7 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Publisher *p = userdata;
         size_t first, n, max = MIN(GET_EVENTS_REPLY_MAX, bus_reply_body_max(p));
-        uint64_t after;
+        uint64_t after, told;
         int r;
 
         r = sd_bus_message_read(msg, "t", &after);
@@ -184,7 +184,8 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         if (r < 0)
                 return bus_error_errno(error, r, "Cannot list the events");
         /* Not those whose Uevents wait for a reply being built: they come as signals, once. */
-        n = after >= bus_told_seqnum(p) ? 0 : MIN(n, (size_t) (bus_told_seqnum(p) - after));
+        told = bus_told_seqnum(p);
+        n = after >= told ? 0 : MIN(n, (size_t) (told - after));
 
         /* As many whole events as fit well below any bus's message limit (a log of 2^20 events would
          * pass it); the client asks again after the last seqnum it got. */

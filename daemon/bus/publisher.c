@@ -137,10 +137,9 @@ Publisher *publisher_free(Publisher *p)
 {
         if (!p)
                 return NULL;
-        publisher_release_name(p);
+        publisher_release_name(p); /* cancels the replies being built too */
         /* Their slots belong to the bus: gone before it is. */
         bus_authorizations_cancel(p);
-        bus_gmo_cancel(p);
         bus_members_cancel(p);
         if (p->gmo_idle)
                 uv_close((uv_handle_t *) p->gmo_idle, on_idle_closed);
