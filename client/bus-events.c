@@ -52,6 +52,13 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret)
         return 0;
 }
 
+bool bus_error_is_earlier_daemons(const sd_bus_error *error)
+{
+        /* The daemon's message says which of the two kinds of EventsExpired it is (org.blkmodel1(5)). */
+        return sd_bus_error_has_name(error, BLKMODEL_ERROR_EVENTS_EXPIRED) && error->message &&
+               startswith(error->message, "Seqnum ");
+}
+
 int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error)
 {
         return sd_bus_get_property_trivial(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,

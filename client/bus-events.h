@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <json-c/json.h>
@@ -31,6 +32,9 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret);
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);
 int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
                    sd_bus_error *error);
+
+/* EventsExpired for a seqnum from before the daemon started: one kept from an earlier daemon. */
+bool bus_error_is_earlier_daemons(const sd_bus_error *error);
 
 /* Manager.LastSeqnum or OldestSeqnum. */
 int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error);

@@ -69,6 +69,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
         for (unsigned tries = 0;; tries++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 uint64_t oldest = 0;
+                bool earlier;
 
                 r = bus_get_events(bus, after, UINT64_MAX, events_one, &el, &error);
                 if (r >= 0)
@@ -78,21 +79,28 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 if (!sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED) || tries >= 8)
                         return bus_report_error(ctl, &error, r, "Failed to get events");
 
+                earlier = bus_error_is_earlier_daemons(&error);
                 sd_bus_error_free(&error);
                 r = bus_get_seqnum(bus, BLKMODEL_PROP_OLDEST_SEQNUM, &oldest, &error);
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, "Failed to get events");
-                (void) ctl_warn("warning: the events after %" PRIu64 " up to %" PRIu64
-                                " have expired from blkmodeld's log; showing from %" PRIu64
-                                ", the oldest it retains",
-                                after, oldest > 0 ? oldest - 1 : 0, oldest);
+                if (earlier)
+                        (void) ctl_warn("warning: seqnum %" PRIu64 " is older than this blkmodeld (kept from "
+                                        "an earlier one?); showing from %" PRIu64 ", the oldest it retains",
+                                        after, oldest);
+                else
+                        (void) ctl_warn("warning: the events after %" PRIu64 " up to %" PRIu64
+                                        " have expired from blkmodeld's log; showing from %" PRIu64
+                                        ", the oldest it retains",
+                                        after, oldest - 1, oldest);
                 /* Whatever was printed so far is older than what comes now: nothing twice. */
                 after = MAX(after, el.last);
-                after = MAX(after, oldest > 0 ? oldest - 1 : 0);
+                after = MAX(after, oldest - 1);
         }
 
-        /* Nothing after a seqnum the daemon never reached: it comes from an earlier daemon, and an
-         * empty answer would look like a quiet log. */
+        /* Nothing after a seqnum the daemon never reached: not one of its own (mistyped, or kept from
+         * an earlier daemon whose clock ran ahead of this one's), and an empty answer would look like a
+         * quiet log. */
         if (ctl->since_set && el.last == 0) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 uint64_t last = 0;
@@ -102,7 +110,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                         return bus_report_error(ctl, &error, r, "Failed to get events");
                 if (after > last)
                         (void) ctl_warn("warning: seqnum %" PRIu64 " is ahead of blkmodeld's last (%" PRIu64
-                                        "); it has restarted since?",
+                                        "); not one of its seqnums",
                                         after, last);
         }
 

@@ -143,8 +143,8 @@ static int replay_one(const BusEvent *ev, void *userdata)
 
 /*
  * Prints the retained events after `after` and below `upto` that were not
- * printed yet.  Returns 0, 1 if they had expired, or a negative error
- * (already reported).
+ * printed yet.  Returns 0, 1 if they had expired, 2 if `after` is an earlier
+ * daemon's seqnum, or a negative error (already reported).
  */
 static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
 {
@@ -157,6 +157,8 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
                            &error);
         if (r >= 0)
                 return 0;
+        if (bus_error_is_earlier_daemons(&error))
+                return 2;
         if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
                 return 1;
         if (bus_error_is_not_running(&error))
@@ -176,8 +178,9 @@ static uint64_t monitor_oldest(Monitor *mon)
         return oldest;
 }
 
-/* Events after `after` expired: say so and go on from the oldest retained. */
-static int monitor_expired(Monitor *mon, uint64_t after)
+/* Events after `after` expired (earlier: it is older than the daemon, kept from an earlier one): say so
+ * and go on from the oldest retained. */
+static int monitor_expired(Monitor *mon, uint64_t after, bool earlier)
 {
         uint64_t oldest = monitor_oldest(mon);
         json_object *j = json_object_new_object();
@@ -186,10 +189,16 @@ static int monitor_expired(Monitor *mon, uint64_t after)
                 json_object_object_add(j, "after", json_object_new_uint64(after));
                 json_object_object_add(j, "oldest", json_object_new_uint64(oldest));
         }
-        monitor_notice(mon, "expired", j,
-                       "events after %" PRIu64 " have expired (oldest retained: %" PRIu64
-                       "); resync with 'blkmodelctl dump'",
-                       after, oldest);
+        if (earlier)
+                monitor_notice(mon, "expired", j,
+                               "seqnum %" PRIu64 " is older than this blkmodeld (kept from an earlier one?; "
+                               "oldest retained: %" PRIu64 "); resync with 'blkmodelctl dump'",
+                               after, oldest);
+        else
+                monitor_notice(mon, "expired", j,
+                               "events after %" PRIu64 " have expired (oldest retained: %" PRIu64
+                               "); resync with 'blkmodelctl dump'",
+                               after, oldest);
 
         mon->have_last = oldest > 0;
         mon->last = oldest > 0 ? oldest - 1 : 0;
@@ -220,7 +229,7 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 uint64_t from = mon->last;
 
                 r = monitor_replay(mon, from, ev.seqnum);
-                if (r == 1)
+                if (r > 0)
                         monitor_notice_gap(mon, from + 1, ev.seqnum - 1);
                 else if (r == 0 && mon->last + 1 < ev.seqnum)
                         monitor_notice_gap(mon, mon->last + 1, ev.seqnum - 1);
@@ -247,13 +256,13 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         }
 
-        /* A new daemon counts from the start: show what it did so far. */
+        /* A new daemon counts from a start of its own: show what it did so far. */
         monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
                        isempty(old_owner) ? "started" : "was replaced");
-        mon->have_last = true;
+        mon->have_last = false;
         mon->last = 0;
         if (monitor_replay(mon, 0, UINT64_MAX) == 1)
-                (void) monitor_expired(mon, 0);
+                (void) monitor_expired(mon, 0, false);
         return 0;
 }
 
@@ -345,8 +354,9 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
         if (ctl->since_set) {
                 uint64_t since = ctl->since;
 
-                /* A seqnum the daemon never reached comes from an earlier
-                 * daemon; taken as it is, it would hide every event up to it. */
+                /* A seqnum the daemon never reached is not one of its own
+                 * (mistyped, or from an earlier daemon whose clock ran ahead);
+                 * taken as it is, it would hide every event up to it. */
                 if (since > last) {
                         json_object *j = json_object_new_object();
 
@@ -356,15 +366,16 @@ int cmd_monitor(Ctl *ctl, char **args, int n_args)
                         }
                         monitor_notice(&mon, "future", j,
                                        "seqnum %" PRIu64 " is ahead of blkmodeld's last (%" PRIu64
-                                       "); it has restarted since? going on from %" PRIu64,
+                                       "); not one of its seqnums, going on from %" PRIu64,
                                        since, last, last);
                         since = last;
                 }
-                mon.have_last = true;
+                /* 0, which no event has, is "from the daemon's first". */
+                mon.have_last = since > 0;
                 mon.last = since;
                 r = monitor_replay(&mon, since, UINT64_MAX);
-                if (r == 1)
-                        r = monitor_expired(&mon, since);
+                if (r > 0)
+                        r = monitor_expired(&mon, since, r == 2);
                 if (r < 0)
                         return EXIT_FAIL;
         }

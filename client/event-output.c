@@ -10,9 +10,9 @@
 
 #include "common/util.h"
 
-/* Wide enough for any seqnum a daemon reaches in years (4 billion events), so that no column moves as
- * they grow. */
-#define SEQNUM_WIDTH 10
+/* A daemon's seqnums start from the wall clock in µs (org.blkmodel1(5)): 16 digits until the year 2286,
+ * so that no column moves as they grow. */
+#define SEQNUM_WIDTH 16
 /* "HH:MM:SS.uuuuuu" */
 #define TIME_WIDTH 15
 /* The longest action: offline. */

@@ -5,6 +5,8 @@
 #include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "base/turn.h"
+#include "common/time-util.h"
+#include "common/util.h"
 #include "manager.h"
 #include "sysfs/scan.h"
 
@@ -303,6 +305,18 @@ static int handles_init(Manager *m)
         return r;
 }
 
+/*
+ * Where this daemon's seqnums start: the wall clock in µs.  An earlier
+ * daemon, started before, numbered at most one event per µs since then
+ * (none comes near), so its seqnums are all below ours, and one a client
+ * kept from it is refused by GetEvents as expired instead of naming our
+ * events.  Only a clock set back between the two defeats that.
+ */
+static uint64_t first_seqnum(void)
+{
+        return MAX(clock_nsec(CLOCK_REALTIME) / 1000, (uint64_t) 1);
+}
+
 /* Before the first thread starts, so that every thread reads the fixture as kernfs would. */
 static void drop_dac_override(const char *root)
 {
@@ -337,7 +351,9 @@ int manager_new(const ManagerOptions *o, uv_loop_t *loop, Manager **ret)
                 manager_free(m);
                 return r;
         }
-        r = eventlog_new(o->event_log_size, &m->events);
+        r = eventlog_new(o->event_log_size, first_seqnum(), &m->events);
+        if (r >= 0)
+                log_info("Numbering events from %" PRIu64, eventlog_first_seqnum(m->events));
         if (r >= 0) {
                 r = sysfs_open(o->sysfs_root, &m->sysfs);
                 if (r < 0)

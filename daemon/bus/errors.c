@@ -106,8 +106,14 @@ int bus_error_no_such_object(sd_bus_error *error, const char *spec)
         return setf(error, BLKMODEL_ERROR_NO_SUCH_OBJECT, "No such object: %s", spec);
 }
 
-int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest)
+int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t first, uint64_t oldest)
 {
+        /* Clients tell the two apart by the message's first word (org.blkmodel1(5)). */
+        if (after != 0 && after + 1 < first)
+                return setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
+                            "Seqnum %" PRIu64 " is from before this daemon started (its first is %" PRIu64
+                            "); resynchronize with GetManagedObjects.",
+                            after, first);
         return setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
                     "Events after %" PRIu64 " are no longer retained (oldest is %" PRIu64
                     "); resynchronize with GetManagedObjects.",

@@ -27,7 +27,7 @@ int bus_error_limits_exceeded(sd_bus_error *error, const char *fmt, ...) _sd_pri
 void bus_sizes_text(size_t bytes, size_t limit, char *buf, size_t n);
 /* blkmodel's own (SPEC §3): org.blkmodel1.Error.<Name> */
 int bus_error_no_such_object(sd_bus_error *error, const char *spec);
-int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t oldest);
+int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t first, uint64_t oldest);
 /* r: the negative errno of the read or write; devpath/file: what was read or written. */
 int bus_error_read_failed(sd_bus_error *error, const char *devpath, const char *file, int r);
 /* A reply that could not read its values for want of descriptors or memory (ObjDir.resource_error):

@@ -172,7 +172,7 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Publisher *p = userdata;
         size_t first, n, max = MIN(GET_EVENTS_REPLY_MAX, bus_reply_body_max(p));
-        uint64_t after, told;
+        uint64_t after, told, from;
         int r;
 
         r = sd_bus_message_read(msg, "t", &after);
@@ -180,12 +180,14 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return r;
         r = eventlog_since(p->events, after, &first, &n);
         if (r == -ESTALE)
-                return bus_error_events_expired(error, after, eventlog_oldest_seqnum(p->events));
+                return bus_error_events_expired(error, after, eventlog_first_seqnum(p->events),
+                                                eventlog_oldest_seqnum(p->events));
         if (r < 0)
                 return bus_error_errno(error, r, "Cannot list the events");
         /* Not those whose Uevents wait for a reply being built: they come as signals, once. */
         told = bus_told_seqnum(p);
-        n = after >= told ? 0 : MIN(n, (size_t) (told - after));
+        from = eventlog_oldest_seqnum(p->events) + first;
+        n = told < from ? 0 : MIN(n, (size_t) (told - from + 1));
 
         /* As many whole events as fit well below any bus's message limit (a log of 2^20 events would
          * pass it); the client asks again after the last seqnum it got. */

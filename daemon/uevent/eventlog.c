@@ -13,7 +13,8 @@ struct EventLog {
         size_t capacity;
         size_t head;
         size_t n;             /* retained records */
-        uint64_t last_seqnum; /* of the newest record ever appended */
+        uint64_t first_seqnum;
+        uint64_t last_seqnum; /* of the newest record ever appended; first_seqnum - 1 before */
 };
 
 /* Adds a to *total, or returns false if size_t would overflow. */
@@ -96,13 +97,13 @@ EventRecord *event_record_free(EventRecord *r)
         return NULL;
 }
 
-int eventlog_new(size_t capacity, EventLog **ret)
+int eventlog_new(size_t capacity, uint64_t first_seqnum, EventLog **ret)
 {
         EventLog *l;
 
         assert(ret);
 
-        if (capacity == 0)
+        if (capacity == 0 || first_seqnum == 0)
                 return -EINVAL;
 
         l = calloc(1, sizeof(EventLog));
@@ -119,6 +120,8 @@ int eventlog_new(size_t capacity, EventLog **ret)
                 return -ENOMEM;
         }
         l->capacity = capacity;
+        l->first_seqnum = first_seqnum;
+        l->last_seqnum = first_seqnum - 1;
 
         *ret = l;
         return 0;
@@ -158,6 +161,12 @@ uint64_t eventlog_append(EventLog *l, EventRecord *rec)
         return rec->seqnum;
 }
 
+uint64_t eventlog_first_seqnum(const EventLog *l)
+{
+        assert(l);
+        return l->first_seqnum;
+}
+
 uint64_t eventlog_last_seqnum(const EventLog *l)
 {
         assert(l);
@@ -168,8 +177,6 @@ uint64_t eventlog_oldest_seqnum(const EventLog *l)
 {
         assert(l);
 
-        if (l->n == 0)
-                return 0;
         /* Seqnums have no gaps, so the oldest follows from the newest. */
         return l->last_seqnum - l->n + 1;
 }
@@ -194,13 +201,14 @@ int eventlog_since(const EventLog *l, uint64_t after, size_t *ret_first_index, s
         assert(ret_first_index);
         assert(ret_count);
 
+        if (after == 0)
+                after = l->first_seqnum - 1;
         if (after >= l->last_seqnum) {
                 *ret_first_index = l->n;
                 *ret_count = 0;
                 return 0;
         }
 
-        /* after < last, so at least one record was appended; n >= 1 since capacity >= 1. */
         oldest = eventlog_oldest_seqnum(l);
         if (after + 1 < oldest)
                 return -ESTALE;

@@ -7,8 +7,11 @@
 /*
  * The retained event window behind Manager.GetEvents (SPEC §5): a ring of
  * the last `capacity` events, each numbered by the daemon's own counter
- * (1, 2, 3, ... with no gaps), so that a client can ask for "everything
- * after N" and either get exactly that or learn that it is too late.
+ * (first, first + 1, ... with no gaps), so that a client can ask for
+ * "everything after N" and either get exactly that or learn that it is too
+ * late.  The daemon starts its counter where no earlier daemon's reached
+ * (see manager.c), so that an N kept from one of those is too late too,
+ * rather than naming other events.
  *
  * Fixed size: the ring is allocated once by eventlog_new() and an append
  * never allocates; once full, it frees the oldest record and reuses its
@@ -39,23 +42,29 @@ EventRecord *event_record_free(EventRecord *r);
 
 typedef struct EventLog EventLog;
 
-/* capacity >= 1 records (-EINVAL for 0); -ENOMEM. *ret untouched on failure. */
-int eventlog_new(size_t capacity, EventLog **ret);
+/*
+ * capacity >= 1 records, numbered from first_seqnum >= 1 (-EINVAL for 0 of
+ * either); -ENOMEM.  *ret untouched on failure.
+ */
+int eventlog_new(size_t capacity, uint64_t first_seqnum, EventLog **ret);
 /* Frees the log and every retained record.  Accepts NULL; returns NULL. */
 EventLog *eventlog_free(EventLog *l);
 
 /*
  * Appends a record made by event_record_new() and takes ownership of it.
- * Assigns rec->seqnum (the previous one + 1, starting at 1) and returns it.
+ * Assigns rec->seqnum (the previous one + 1, starting at first_seqnum) and
+ * returns it.
  * Cannot fail.  If the log was full, the oldest record is freed.  rec stays
  * valid until `capacity` more records have been appended, so the caller may
  * still read it (to emit the signal) right after this call.
  */
 uint64_t eventlog_append(EventLog *l, EventRecord *rec);
 
-/* The seqnum of the newest record ever appended; 0 if none yet. */
+/* The seqnum the log started from. */
+uint64_t eventlog_first_seqnum(const EventLog *l);
+/* The seqnum of the newest record ever appended; first_seqnum - 1 if none yet. */
 uint64_t eventlog_last_seqnum(const EventLog *l);
-/* The seqnum of the oldest record still retained; 0 if none yet. */
+/* The seqnum of the oldest record still retained; the next one's if none. */
 uint64_t eventlog_oldest_seqnum(const EventLog *l);
 /* How many records are retained now, and at most. */
 size_t eventlog_size(const EventLog *l);
@@ -65,12 +74,14 @@ size_t eventlog_capacity(const EventLog *l);
  * The records with seqnum > after, oldest first, as a range of indexes for
  * eventlog_get(): *ret_first_index .. *ret_first_index + *ret_count - 1.
  *
- * Returns 0, or -ESTALE (→ org.blkmodel1.Error.EventsExpired) if records
- * after `after` have already been evicted, i.e. after + 1 < oldest: the
- * caller would see a gap and must resync.  after >= last gives count 0
- * (nothing new; this includes an `after` from the future, for example one
- * remembered from an earlier daemon instance: the caller decides whether
- * that deserves an error).  Outputs untouched on failure.
+ * `after` 0, which no event has, means from the first: all of them while
+ * none has been evicted.  Returns 0, or -ESTALE
+ * (→ org.blkmodel1.Error.EventsExpired) if records after `after` have been
+ * evicted or were never here, i.e. after + 1 < oldest: the caller would see
+ * a gap, or events that are not the ones it means, and must resync.
+ * after >= last gives count 0 (nothing new; this includes an `after` from
+ * the future: the caller decides whether that deserves an error).  Outputs
+ * untouched on failure.
  */
 int eventlog_since(const EventLog *l, uint64_t after, size_t *ret_first_index, size_t *ret_count);
 

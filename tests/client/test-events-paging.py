@@ -5,7 +5,9 @@ client reads LastSeqnum first and asks again after the last seqnum it got
 until it has reached it.  A scripted stand-in that answers at most 7
 events per call shows that events and monitor --since page, with no gap
 and no repeat; the real daemon with --event-log-size=100000 and 20,000
-events shows the same at scale."""
+events shows the same at scale.  Both number their events from a first
+seqnum of 16 digits (the real daemon's: the wall clock in µs at its
+start), and GetEvents(0) means from that first."""
 import json
 import subprocess
 import sys
@@ -15,6 +17,15 @@ import unittest
 import blkmodeltest as bt
 import clienttest as ct
 
+# The stand-in's first seqnum, as the daemon's: 16 digits.
+FIRST = 1796680429088313
+
+
+def seq(k):
+    """The stand-in's k-th event's seqnum (1 is the first)."""
+    return FIRST + k - 1
+
+
 FAKE = r'''
 import sys
 import dbus, dbus.service
@@ -23,7 +34,8 @@ from gi.repository import GLib
 
 DBusGMainLoop(set_as_default=True)
 M = "org.blkmodel1.Manager"
-LAST = 50
+FIRST = int(sys.argv[1])
+LAST = FIRST + 49       # 50 events
 PAGE = 7
 
 
@@ -38,11 +50,13 @@ class Manager(dbus.service.Object):
     @dbus.service.method("org.freedesktop.DBus.Properties",
                          in_signature="ss", out_signature="v")
     def Get(self, iface, prop):
-        return dbus.UInt64({"LastSeqnum": LAST, "OldestSeqnum": 1}[prop])
+        return dbus.UInt64({"LastSeqnum": LAST, "OldestSeqnum": FIRST}[prop])
 
     @dbus.service.method(M, in_signature="t", out_signature="a(tssoa{ss})")
     def GetEvents(self, after):
         print("GetEvents %d" % after, flush=True)
+        if after == 0:                  # from the first
+            after = FIRST - 1
         return dbus.Array([ev(n) for n in range(after + 1,
                                                 min(after + PAGE, LAST) + 1)],
                           signature="(tssoa{ss})")
@@ -58,7 +72,7 @@ GLib.MainLoop().run()
 
 class PagingStandIn(unittest.TestCase):
     def setUp(self):
-        self.fake = subprocess.Popen([sys.executable, "-c", FAKE],
+        self.fake = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST)],
                                      stdout=subprocess.PIPE, text=True)
         self.assertEqual(self.fake.stdout.readline(), "ready\n")
 
@@ -73,14 +87,15 @@ class PagingStandIn(unittest.TestCase):
 
     def test_events_pages(self):
         j = ct.run_json("events")
-        self.assertEqual([e["seqnum"] for e in j], list(range(1, 51)))
-        self.assertEqual(self.calls(), list(range(0, 50, 7)))
+        self.assertEqual([e["seqnum"] for e in j], list(range(seq(1), seq(50) + 1)))
+        # 0 (from the first), then after the last of each page.
+        self.assertEqual(self.calls(), [0] + [seq(k) for k in range(7, 50, 7)])
 
     def test_events_since_pages(self):
-        p = ct.run("events", "--since=30", check=0)
+        p = ct.run("events", "--since=%d" % seq(30), check=0)
         self.assertEqual([int(ln.split()[0]) for ln in
-                          p.stdout.split("\n")[:-1]], list(range(31, 51)))
-        self.assertEqual(self.calls(), [30, 37, 44])
+                          p.stdout.split("\n")[:-1]], list(range(seq(31), seq(50) + 1)))
+        self.assertEqual(self.calls(), [seq(30), seq(37), seq(44)])
 
     def test_monitor_since_pages(self):
         with ct.Background("--json", "monitor", "--since=0") as mon:
@@ -88,9 +103,9 @@ class PagingStandIn(unittest.TestCase):
             time.sleep(0.2)
             self.assertEqual(mon.stop(), (0, ""))
         self.assertEqual([json.loads(ln)["seqnum"] for ln in mon.lines],
-                         list(range(1, 51)))
+                         list(range(seq(1), seq(50) + 1)))
         self.assertEqual(len(lines), 50)
-        self.assertEqual(self.calls(), list(range(0, 50, 7)))
+        self.assertEqual(self.calls(), [0] + [seq(k) for k in range(7, 50, 7)])
 
 
 class PagingDaemon(unittest.TestCase):
@@ -105,15 +120,15 @@ class PagingDaemon(unittest.TestCase):
                 if i % 2000 == 1999:
                     time.sleep(0.05)     # the socket's buffer is finite
             deadline = time.monotonic() + 120
-            while dm.manager_prop("LastSeqnum") < total:
+            while dm.manager_prop("LastSeqnum") < dm.seq(total):
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.05)
-            self.assertEqual(dm.manager_prop("OldestSeqnum"), 1)
+            self.assertEqual(dm.manager_prop("OldestSeqnum"), dm.seq(1))
 
             j = ct.run_json("events")
             self.assertEqual([e["seqnum"] for e in j],
-                             list(range(1, total + 1)))
-            p = ct.run("events", "--since=%d" % (total - 100), check=0)
+                             list(range(dm.seq(1), dm.seq(total) + 1)))
+            p = ct.run("events", "--since=%d" % dm.seq(total - 100), check=0)
             self.assertEqual(p.stdout.count("\n"), 100)
             with ct.Background("--json", "monitor", "--since=0") as mon:
                 mon.wait_lines(lambda ls: len(ls) >= total, timeout=120)
@@ -121,7 +136,7 @@ class PagingDaemon(unittest.TestCase):
                 mon.wait_lines(lambda ls: len(ls) >= total + 1)
                 self.assertEqual(mon.stop(), (0, ""))
             self.assertEqual([json.loads(ln)["seqnum"] for ln in mon.lines],
-                             list(range(1, total + 2)))
+                             list(range(dm.seq(1), dm.seq(total + 1) + 1)))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """monitor's handling of a seqnum gap in the Uevent signal stream.  The
 real daemon never makes one (its counter is gap-free and the bus is
-reliable), so a scripted stand-in owns org.blkmodel1 here: once monitor
-has subscribed and asked for LastSeqnum, it emits seqnums 1, 4 and 7.
-GetEvents(1) still has 2 and 3, which monitor must fill in silently;
-GetEvents(4) answers EventsExpired, which monitor must report as a gap
-of 5-6 before it prints 7."""
+reliable), so a scripted stand-in owns org.blkmodel1 here, numbering
+from a first seqnum F of 16 digits as the daemon does (the wall clock in
+µs): once monitor has subscribed and asked for LastSeqnum (F - 1), it
+emits seqnums F, F+3 and F+6.  GetEvents(F) still has F+1 and F+2, which
+monitor must fill in silently; GetEvents(F+3) answers EventsExpired,
+which monitor must report as a gap of F+4 to F+5 before it prints F+6."""
 import json
 import subprocess
 import sys
@@ -13,6 +14,15 @@ import unittest
 
 import blkmodeltest as bt
 import clienttest as ct
+
+# The stand-in's first seqnum, as the daemon's: 16 digits.
+FIRST = 1796680429088313
+
+
+def seq(k):
+    """The stand-in's k-th event's seqnum (1 is the first)."""
+    return FIRST + k - 1
+
 
 FAKE = r'''
 import sys
@@ -23,6 +33,7 @@ from gi.repository import GLib
 DBusGMainLoop(set_as_default=True)
 M = "org.blkmodel1.Manager"
 LOOP0 = "/devices/virtual/block/loop0"
+FIRST = int(sys.argv[1])
 
 
 def ev(n):
@@ -40,21 +51,26 @@ class Manager(dbus.service.Object):
         if not self.started:
             self.started = True
             GLib.timeout_add(100, self.emit)
-        return dbus.UInt64(0)
+        return dbus.UInt64(FIRST - 1)   # LastSeqnum: no event yet
 
     @dbus.service.method(M, in_signature="t", out_signature="a(tssoa{ss})")
     def GetEvents(self, after):
-        if after == 1:
-            return dbus.Array([ev(2), ev(3)], signature="(tssoa{ss})")
-        raise dbus.DBusException("events after %d are gone" % after,
-                                 name="org.blkmodel1.Error.EventsExpired")
+        if after == FIRST:
+            return dbus.Array([ev(FIRST + 1), ev(FIRST + 2)],
+                              signature="(tssoa{ss})")
+        # The daemon's wording for this kind (not "Seqnum ...", which is
+        # for a seqnum from before it started).
+        raise dbus.DBusException(
+            "Events after %d are no longer retained (oldest is %d); "
+            "resynchronize with GetManagedObjects." % (after, FIRST + 6),
+            name="org.blkmodel1.Error.EventsExpired")
 
     @dbus.service.signal(M, signature="tssoa{ss}")
     def Uevent(self, seqnum, action, devpath, obj, env):
         pass
 
     def emit(self):
-        for n in (1, 4, 7):
+        for n in (FIRST, FIRST + 3, FIRST + 6):
             self.Uevent(*ev(n))
         return False
 
@@ -69,7 +85,7 @@ GLib.MainLoop().run()
 
 class Gaps(unittest.TestCase):
     def test_gap_filled_then_reported(self):
-        fake = subprocess.Popen([sys.executable, "-c", FAKE],
+        fake = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST)],
                                 stdout=subprocess.PIPE, text=True)
         try:
             self.assertEqual(fake.stdout.readline(), "ready\n")
@@ -82,9 +98,9 @@ class Gaps(unittest.TestCase):
             fake.stdout.close()
         got = [json.loads(ln) for ln in lines]
         self.assertEqual([(j["type"], j.get("seqnum")) for j in got],
-                         [("event", 1), ("event", 2), ("event", 3),
-                          ("event", 4), ("gap", None), ("event", 7)])
-        self.assertEqual((got[4]["from"], got[4]["to"]), (5, 6))
+                         [("event", seq(1)), ("event", seq(2)), ("event", seq(3)),
+                          ("event", seq(4)), ("gap", None), ("event", seq(7))])
+        self.assertEqual((got[4]["from"], got[4]["to"]), (seq(5), seq(6)))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 """monitor and events against uevents injected through --uevent-socket:
 --since replays GetEvents and continues live with no gap and no repeat
 while events keep coming; --action filters; --properties prints the
-environment; an expired --since and a --since the daemon never reached
-are reported and the stream goes on; a daemon restart is reported and
-the stream goes on with the new daemon's events; SIGINT ends it with 0."""
+environment; an expired --since, a --since the daemon never reached and
+one kept from an earlier daemon are reported and the stream goes on; a
+daemon restart is reported and the stream goes on with the new daemon's
+events, numbered above the old one's; SIGINT ends it with 0."""
 import json
 import threading
 import time
@@ -18,11 +19,11 @@ MD0 = "/devices/virtual/block/md0"
 
 def fields(line):
     """A text event line: (seqnum, time, action, devpath).  The columns
-    have fixed widths: seqnum right-aligned in 10, the time (HH:MM:SS.µs,
+    have fixed widths: seqnum right-aligned in 16, the time (HH:MM:SS.µs,
     or '-' where GetEvents gave none) in 15, the action in 7."""
-    assert line[10] == " " and line[26] == " " and line[34] == " ", line
-    return (int(line[:10]), line[11:26].rstrip(), line[27:34].rstrip(),
-            line[35:])
+    assert line[16] == " " and line[32] == " " and line[40] == " ", line
+    return (int(line[:16]), line[17:32].rstrip(), line[33:40].rstrip(),
+            line[41:])
 
 
 def seqnums(lines):
@@ -41,8 +42,12 @@ class Monitor(unittest.TestCase):
     def last(self):
         return self.dm.manager_prop("LastSeqnum")
 
-    def wait_last(self, n, timeout=30):
+    def wait_events(self, n, timeout=30):
         """Until the daemon has handled n events in all."""
+        self.wait_last(self.dm.seq(n), timeout)
+
+    def wait_last(self, n, timeout=30):
+        """Until the daemon's LastSeqnum is n or more."""
         deadline = time.monotonic() + timeout
         while self.last() < n:
             if time.monotonic() > deadline:
@@ -69,22 +74,23 @@ class Monitor(unittest.TestCase):
         started.wait(30)
         with ct.Background("--json", "monitor", "--since=0") as mon:
             th.join()
-            self.wait_last(total)
+            self.wait_events(total)
             lines = mon.wait_lines(lambda ls: len(ls) >= total)
             time.sleep(0.2)               # nothing more may come
             code, err = mon.stop()
         self.assertEqual((code, err), (0, ""))
-        self.assertEqual(seqnums(mon.lines), list(range(1, total + 1)))
+        self.assertEqual(seqnums(mon.lines),
+                         list(range(self.dm.seq(1), self.dm.seq(total) + 1)))
         self.assertEqual(len(lines), total)       # no notices either
 
         # From the middle: only what came after.
-        with ct.Background("monitor", "--since=%d" % (total - 3)) as mon:
+        with ct.Background("monitor", "--since=%d" % self.dm.seq(total - 3)) as mon:
             lines = mon.wait_lines(lambda ls: len(ls) >= 3)
             ct.send_change(self.dm)
             lines = mon.wait_lines(lambda ls: len(ls) >= 4)
             self.assertEqual(mon.stop(), (0, ""))
         self.assertEqual([fields(ln)[0] for ln in lines],
-                         list(range(total - 2, total + 2)))
+                         list(range(self.dm.seq(total - 2), self.dm.seq(total + 2))))
         self.assertEqual(fields(lines[-1])[2:], ("change", ct.LOOP0))
         # Replayed ones carry no time; the live one its arrival's.
         self.assertEqual(fields(lines[0])[1], "-")
@@ -120,10 +126,10 @@ class Monitor(unittest.TestCase):
             ct.send_loop_uevent(self.dm, "remove", 1)
             self.wait_last(base + 3)
             lines = mon.wait_lines(lambda ls: any(
-                ln[:10].strip() == str(base + 3) for ln in ls) and
+                ln[:16].strip() == str(base + 3) for ln in ls) and
                 ls[-1] == "")
             self.assertEqual(mon.stop(), (0, ""))
-        heads = [ln for ln in lines if ln[:10].strip().isdigit()]
+        heads = [ln for ln in lines if ln[:16].strip().isdigit()]
         loop1 = "/devices/virtual/block/loop1"
         self.assertEqual([(f[0], f[2], f[3]) for f in map(fields, heads)],
                          [(base + 1, "add", loop1),
@@ -152,13 +158,14 @@ class Monitor(unittest.TestCase):
     def test_events(self):
         ct.send_change(self.dm)
         ct.send_change(self.dm, MD0)
-        self.wait_last(2)
+        self.wait_events(2)
         p = ct.run("events", check=0)
-        self.assertEqual(p.stdout, "%10d %-15s %-7s %s\n%10d %-15s %-7s %s\n"
-                         % (1, "-", "change", ct.LOOP0, 2, "-", "change", MD0))
-        p = ct.run("events", "--since=1", "--action=change", check=0)
+        self.assertEqual(p.stdout, "%16d %-15s %-7s %s\n%16d %-15s %-7s %s\n"
+                         % (self.dm.seq(1), "-", "change", ct.LOOP0,
+                            self.dm.seq(2), "-", "change", MD0))
+        p = ct.run("events", "--since=%d" % self.dm.seq(1), "--action=change", check=0)
         self.assertEqual([fields(ln) for ln in p.stdout.split("\n")[:-1]],
-                         [(2, "-", "change", MD0)])
+                         [(self.dm.seq(2), "-", "change", MD0)])
         p = ct.run("events", "--action=add", check=0)
         self.assertEqual(p.stdout, "")
 
@@ -168,72 +175,78 @@ class Monitor(unittest.TestCase):
                             extra_args=["--event-log-size=4"])
         for _ in range(10):
             ct.send_change(self.dm)
-        self.wait_last(10)
-        self.assertEqual(self.dm.manager_prop("OldestSeqnum"), 7)
+        self.wait_events(10)
+        s = self.dm.seq
+        self.assertEqual(self.dm.manager_prop("OldestSeqnum"), s(7))
 
         # A wrapped log is a warning, not an error: the retained events
         # follow, exit 0.
-        for args in (("events", "--since=2"), ("events",),
-                     ("--json", "events", "--since=2")):
+        since2 = "--since=%d" % s(2)
+        for args in (("events", since2), ("events",),
+                     ("--json", "events", since2)):
             p = ct.run(*args)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
-            self.assertIn("warning: the events after %d up to 6 have expired"
-                          % (0 if args == ("events",) else 2), p.stderr)
-            self.assertIn("showing from 7", p.stderr)
+            self.assertIn("warning: the events after %d up to %d have expired"
+                          % (0 if args == ("events",) else s(2), s(6)), p.stderr)
+            self.assertIn("showing from %d" % s(7), p.stderr)
         self.assertEqual([fields(ln)[0] for ln in ct.run(
-            "events", "--since=2").stdout.split("\n")[:-1]], [7, 8, 9, 10])
+            "events", since2).stdout.split("\n")[:-1]], [s(7), s(8), s(9), s(10)])
         self.assertEqual([e["seqnum"] for e in ct.run_json(
-            "events", "--since=2")], [7, 8, 9, 10])
-        p = ct.run("events", "--since=6", check=0)
+            "events", since2)], [s(7), s(8), s(9), s(10)])
+        p = ct.run("events", "--since=%d" % s(6), check=0)
         self.assertEqual((len(p.stdout.split("\n")), p.stderr), (5, ""))
 
         # monitor says so (a JSON notice on stdout; with text on stderr)
         # and goes on from the oldest event retained.
-        with ct.Background("--json", "monitor", "--since=2") as mon:
+        with ct.Background("--json", "monitor", since2) as mon:
             lines = mon.wait_lines(lambda ls: len(ls) >= 5)
             ct.send_change(self.dm)
             lines = mon.wait_lines(lambda ls: len(ls) >= 6)
             self.assertEqual(mon.stop(), (0, ""))
         notice = json.loads(lines[0])
         self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
-                         ("expired", 2, 7))
+                         ("expired", s(2), s(7)))
         # The man page's order: type and message first, then the notice's own.
         self.assertEqual(list(notice), ["type", "message", "after", "oldest"])
-        self.assertEqual(seqnums(lines), [7, 8, 9, 10, 11])
+        self.assertEqual(seqnums(lines), [s(7), s(8), s(9), s(10), s(11)])
 
         with ct.Background("monitor", "--since=0") as mon:
             lines = mon.wait_lines(lambda ls: len(ls) >= 4)  # 8..11 kept
             code, err = mon.stop()
         self.assertEqual(code, 0)
-        self.assertEqual([fields(ln)[0] for ln in lines], [8, 9, 10, 11])
-        self.assertIn("events after 0 have expired (oldest retained: 8)",
+        self.assertEqual([fields(ln)[0] for ln in lines], [s(8), s(9), s(10), s(11)])
+        self.assertIn("events after 0 have expired (oldest retained: %d)" % s(8),
                       err)
         self.assertEqual(len(err.strip().split("\n")), 1)
 
     def test_since_ahead_of_daemon(self):
-        # A seqnum from an earlier daemon: said, and the stream goes on.
-        with ct.Background("--json", "monitor", "--since=1000") as mon:
+        # Not one of the daemon's seqnums (mistyped, or from a daemon whose
+        # clock ran ahead): said, and the stream goes on.
+        ahead = self.dm.seq(1000)
+        with ct.Background("--json", "monitor", "--since=%d" % ahead) as mon:
             lines = mon.wait_lines(lambda ls: len(ls) >= 1)
             self.assertEqual(list(json.loads(lines[0]))[:3], ["type", "message", "since"])
             self.assertEqual(json.loads(lines[0])["type"], "future")
             ct.send_change(self.dm)
             lines = mon.wait_lines(lambda ls: len(ls) >= 2)
             self.assertEqual(mon.stop(), (0, ""))
-        self.assertEqual(seqnums(lines), [1])
+        self.assertEqual(seqnums(lines), [self.dm.seq(1)])
 
         # events says so too, on stderr; its output stays what it was.
-        for args, out in ((("events", "--since=1000"), ""), (("--json", "events", "--since=1000"), "[\n]\n")):
+        for args, out in ((("events", "--since=%d" % ahead), ""),
+                          (("--json", "events", "--since=%d" % ahead), "[\n]\n")):
             p = ct.run(*args)
             self.assertEqual((p.returncode, p.stdout), (0, out), p.stderr)
-            self.assertEqual(p.stderr, "blkmodelctl: warning: seqnum 1000 is ahead of blkmodeld's "
-                             "last (1); it has restarted since?\n")
-        p = ct.run("events", "--since=1")
+            self.assertEqual(p.stderr, "blkmodelctl: warning: seqnum %d is ahead of blkmodeld's "
+                             "last (%d); not one of its seqnums\n" % (ahead, self.dm.seq(1)))
+        p = ct.run("events", "--since=%d" % self.dm.seq(1))
         self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
 
     def test_daemon_restart(self):
         ct.send_change(self.dm)
-        self.wait_last(1)
+        self.wait_events(1)
+        old = self.dm.seq(1)
         with ct.Background("--json", "monitor", "--since=0") as mon:
             mon.wait_lines(lambda ls: len(ls) >= 1)
             self.dm.stop()
@@ -246,9 +259,56 @@ class Monitor(unittest.TestCase):
         types = [json.loads(ln)["type"] for ln in lines]
         self.assertEqual(types, ["event", "daemon-stopped", "daemon-started",
                                  "event"])
-        # The new daemon counts from 1 again.
-        self.assertEqual(seqnums(lines), [1, 1])
+        # The new daemon counts from a start of its own, above the old one's,
+        # and its first event is no gap.
+        self.assertEqual(seqnums(lines), [old, self.dm.seq(1)])
+        self.assertGreater(self.dm.seq(1), old)
         self.assertEqual(json.loads(lines[3])["devpath"], MD0)
+
+    def test_since_from_an_earlier_daemon(self):
+        """A seqnum kept from before a restart names none of the new
+        daemon's events: GetEvents refuses it as expired, and events and
+        monitor say it is an earlier daemon's and show everything the new
+        one has (skipping nothing), not the events after the same number."""
+        for _ in range(5):
+            ct.send_change(self.dm)
+        self.wait_events(5)
+        kept = self.dm.seq(5)
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, uevent_socket=True)
+        self.assertGreater(self.dm.seq(1), kept)
+        for _ in range(3):
+            ct.send_change(self.dm, MD0)
+        self.wait_events(3)
+        new = [self.dm.seq(k) for k in (1, 2, 3)]
+
+        with self.assertRaises(bt.dbus.exceptions.DBusException) as e:
+            self.dm.call(bt.MANAGER_PATH, bt.IFACE + "Manager", "GetEvents",
+                         bt.dbus.UInt64(kept))
+        self.assertEqual(e.exception.get_dbus_name(),
+                         "org.blkmodel1.Error.EventsExpired")
+        self.assertTrue(e.exception.get_dbus_message().startswith(
+            "Seqnum %d is from before this daemon started (its first is %d)"
+            % (kept, new[0])), e.exception.get_dbus_message())
+
+        p = ct.run("events", "--since=%d" % kept)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "blkmodelctl: warning: seqnum %d is older than this "
+                         "blkmodeld (kept from an earlier one?); showing from %d, the "
+                         "oldest it retains\n" % (kept, new[0]))
+        self.assertEqual([fields(ln)[0] for ln in p.stdout.split("\n")[:-1]], new)
+
+        with ct.Background("--json", "monitor", "--since=%d" % kept) as mon:
+            lines = mon.wait_lines(lambda ls: len(ls) >= 4)
+            ct.send_change(self.dm)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 5)
+            self.assertEqual(mon.stop(), (0, ""))
+        notice = json.loads(lines[0])
+        self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
+                         ("expired", kept, new[0]))
+        self.assertIn("is older than this blkmodeld (kept from an earlier one?",
+                      notice["message"])
+        self.assertEqual(seqnums(lines), new + [self.dm.seq(4)])
 
     def test_sigterm_ends_cleanly(self):
         with ct.Background("monitor") as mon:

@@ -60,7 +60,7 @@ class TriggerFixture(unittest.TestCase):
         # An event of before: must not count.
         self.kernel_sends(SDA, "change")
         deadline = time.monotonic() + 30
-        while self.dm.manager_prop("LastSeqnum") < 1:
+        while self.dm.manager_prop("LastSeqnum") < self.dm.seq(1):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.01)
 
@@ -86,7 +86,7 @@ class TriggerFixture(unittest.TestCase):
             "objects": [bt.path_of("block", "sda"),
                         bt.path_of("block", "sda", "sda1")]})
         # Every Uevent it waited for has been signalled (so applied).
-        self.assertEqual(self.dm.manager_prop("LastSeqnum"), 4)
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), self.dm.seq(4))
 
     def test_settle_times_out(self):
         t0 = time.monotonic()
@@ -161,10 +161,11 @@ class TriggerFixture(unittest.TestCase):
         self.assertEqual(len(j["objects"]), 13)
 
     def test_settle(self):
-        # Idle: at once.
+        # Idle: at once; no event yet, so the last is the one before the
+        # daemon's first.
         t0 = time.monotonic()
         self.assertEqual(ct.run_json("settle"), {"settled": True,
-                                                 "last_seqnum": 0})
+                                                 "last_seqnum": self.dm.seq(0)})
         self.assertLess(time.monotonic() - t0, 5)
 
         # Every event sent before settle started is applied and signalled
@@ -175,8 +176,8 @@ class TriggerFixture(unittest.TestCase):
             ct.send_change(self.dm, ct.LOOP0 if i % 2 else
                            "/devices/virtual/block/md0")
         p = ct.run("--json", "settle", "--timeout=60", check=0)
-        self.assertEqual(json.loads(p.stdout)["last_seqnum"], total)
-        self.assertEqual(self.dm.manager_prop("LastSeqnum"), total)
+        self.assertEqual(json.loads(p.stdout)["last_seqnum"], self.dm.seq(total))
+        self.assertEqual(self.dm.manager_prop("LastSeqnum"), self.dm.seq(total))
 
     def test_settle_timeout(self):
         # A daemon that does not answer (stopped here): settle gives up.

@@ -241,10 +241,12 @@ class Worker:
     # fixture takes it ~15 ms, a call with 512 KiB of "é" ~10 ms).
     MAX_PENDING = 1
 
-    def __init__(self, address, seed, seconds, privileged):
+    def __init__(self, address, seed, seconds, privileged, first_seqnum):
         self.rng = random.Random(seed)
         self.deadline = time.monotonic() + seconds
         self.privileged = privileged
+        # The daemon's seqnums start here (the wall clock in µs), not at 1.
+        self.first_seqnum = first_seqnum
         self.conn = dbus.bus.BusConnection(address, mainloop=DBusGMainLoop())
         self.model = introspect_all(self.conn)
         self.paths = sorted(self.model)
@@ -344,8 +346,12 @@ class Worker:
                 self.send(m, "org.blkmodel1.Manager", "Resolve", "s",
                           [v.string()])
             elif what < 0.6:
+                # Around the daemon's own seqnums, and below its first (an
+                # earlier daemon's: EventsExpired).
+                first = self.first_seqnum
                 self.send(m, "org.blkmodel1.Manager", "GetEvents", "t",
                           [rng.choice((0, 1, 2**64 - 1, rng.randrange(2**64),
+                                       first - 1 + rng.randrange(1000),
                                        rng.randrange(1000)))])
             elif what < 0.95:
                 action = rng.choice(ODD_STRINGS[22:33] + [v.string()])
@@ -483,7 +489,7 @@ def child_main(argv):
     if kind == "ping":
         print(json.dumps(pinger(address, float(argv[2]), int(argv[3]))))
         return
-    seed, seconds, uid = int(argv[2]), float(argv[3]), int(argv[4])
+    seed, seconds, uid, first = int(argv[2]), float(argv[3]), int(argv[4]), int(argv[5])
     # The clients ask as fast as they can: on two cores they would take the
     # CPU from the daemon and the pinger, and the pings would measure the
     # scheduler.  Niced, they still keep the daemon busy all the time.
@@ -492,7 +498,7 @@ def child_main(argv):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    print(json.dumps(Worker(address, seed, seconds, uid == 0).run()))
+    print(json.dumps(Worker(address, seed, seconds, uid == 0, first).run()))
 
 
 # ---- the test ---------------------------------------------------------------
@@ -518,10 +524,11 @@ class CallFuzz(unittest.TestCase):
                 me + ["ping", address, str(seconds + 300), str(dm.proc.pid)],
                 stdout=subprocess.PIPE, text=True),
             "root": subprocess.Popen(
-                me + ["fuzz", address, str(seed), str(seconds), "0"],
+                me + ["fuzz", address, str(seed), str(seconds), "0", str(dm.first_seqnum)],
                 stdout=subprocess.PIPE, text=True),
             "nobody": subprocess.Popen(
-                me + ["fuzz", address, str(seed + 1), str(seconds), "65534"],
+                me + ["fuzz", address, str(seed + 1), str(seconds), "65534",
+                      str(dm.first_seqnum)],
                 stdout=subprocess.PIPE, text=True),
         }
         try:

@@ -98,16 +98,16 @@ class SmallBus(unittest.TestCase):
                                                  "SEQNUM": str(i + 1),
                                                  "PAD": "x" * 180})
             dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
-            self.assertEqual(dm.manager_prop("LastSeqnum"), n)
+            self.assertEqual(dm.manager_prop("LastSeqnum"), dm.seq(n))
             got, after, pages = [], 0, 0
-            while after < n:
+            while after < dm.seq(n):
                 page = dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents",
                                bt.dbus.UInt64(after))
                 self.assertGreater(len(page), 0)
                 pages += 1
                 got += [int(e[0]) for e in page]
                 after = int(page[-1][0])
-            self.assertEqual(got, list(range(1, n + 1)))
+            self.assertEqual(got, list(range(dm.seq(1), dm.seq(n) + 1)))
             self.assertGreater(pages, 2)
             self.assertEqual(dm.proc.poll(), None, dm.output())
 
@@ -162,24 +162,26 @@ class SmallBus(unittest.TestCase):
             dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
             got = rec.wait_for(lambda ss: len(rec.of("SignalsDropped")) >= 2)
             self.assertEqual([x[3] for x in rec.of("SignalsDropped")],
-                             [[1, 0, 0], [1, 2, 2]])
+                             [[1, 0, 0], [1, dm.seq(2), dm.seq(2)]])
             self.assertEqual([x[3][1] for x in rec.of("Uevent")], ["add"])
             # The disk's is not sent; its queue's fits.
             self.assertEqual(sorted(x[3][0] for x in rec.of("InterfacesAdded")),
                              [bt.path_of("block", "loop9", "queue")], got)
             with self.assertRaises(bt.dbus.DBusException) as cm:
-                dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents", bt.dbus.UInt64(1))
+                dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents", bt.dbus.UInt64(dm.seq(1)))
             self.assertEqual(cm.exception.get_dbus_name(), LIMITS)
-            self.assertIn("Event 2 of /" + rel, str(cm.exception))
+            self.assertIn("Event %d of /%s" % (dm.seq(2), rel), str(cm.exception))
             self.assertEqual(len(dm.call(bt.MANAGER_PATH, bt.MANAGER, "GetEvents",
                                          bt.dbus.UInt64(0))), 1)
             # blkmodelctl steps over it, saying so, and goes on.
             dm.send_uevent("change", "/" + rel, {"SUBSYSTEM": "block", "DEVTYPE": "disk"})
             dm.call(bt.MANAGER_PATH, bt.MANAGER, "Settle")
             p = bt.ctl("--json", "events", check=0)
-            self.assertEqual([e["seqnum"] for e in json.loads(p.stdout)], [1, 3], p.stdout)
-            self.assertRegex(p.stderr, r"^blkmodelctl: warning: event 2 is skipped, too large for "
-                             r"this bus: Event 2 of /%s is about \d+ KiB" % re.escape(rel))
+            self.assertEqual([e["seqnum"] for e in json.loads(p.stdout)], [dm.seq(1), dm.seq(3)],
+                             p.stdout)
+            self.assertRegex(p.stderr, r"^blkmodelctl: warning: event %d is skipped, too large for "
+                             r"this bus: Event %d of /%s is about \d+ KiB"
+                             % (dm.seq(2), dm.seq(2), re.escape(rel)))
             self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
             self.assertEqual(dm.get(bt.path_of("block", "loop9"),
                                     bt.IFACE + "Group.big", "f001"), "v" * 100)

@@ -876,13 +876,17 @@ class EventWindow(unittest.TestCase):
                 rel, _ = fx.add_loop(n)
                 dm.send_uevent("add", devpath(rel), {"SUBSYSTEM": "block"})
             rec.wait_for(lambda s: len(uevents(rec)) >= 4)
-            self.assertEqual(dm.manager_prop("LastSeqnum"), 4)
-            self.assertEqual(dm.manager_prop("OldestSeqnum"), 3)
-            self.assertEqual([e[0] for e in dm.manager("GetEvents", bt.dbus.UInt64(2))], [3, 4])
+            self.assertEqual(dm.manager_prop("LastSeqnum"), dm.seq(4))
+            self.assertEqual(dm.manager_prop("OldestSeqnum"), dm.seq(3))
+            self.assertEqual([e[0] for e in dm.manager("GetEvents", bt.dbus.UInt64(dm.seq(2)))],
+                             [dm.seq(3), dm.seq(4)])
             with self.assertRaises(bt.dbus.DBusException) as cm:
-                dm.manager("GetEvents", bt.dbus.UInt64(1))
+                dm.manager("GetEvents", bt.dbus.UInt64(dm.seq(1)))
             self.assertEqual(cm.exception.get_dbus_name(),
                              "org.blkmodel1.Error.EventsExpired")
+            # Expired from this daemon's log, not an earlier daemon's seqnum.
+            self.assertTrue(cm.exception.get_dbus_message().startswith(
+                "Events after %d" % dm.seq(1)), cm.exception.get_dbus_message())
             rec.close()
 
 
@@ -913,7 +917,7 @@ class SocketPermissions(unittest.TestCase):
                 self.assertEqual(status, 0)
                 rec = bt.SignalRecorder()
                 rec.pump(0.5)
-                self.assertEqual(dm.manager_prop("LastSeqnum"), 0)
+                self.assertEqual(dm.manager_prop("LastSeqnum"), dm.seq(0))
                 self.assertIn("dropped", dm.output())
                 rec.close()
 

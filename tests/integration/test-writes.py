@@ -130,7 +130,7 @@ class FixtureWrites(unittest.TestCase):
         self.assertEqual(self.dm.get(self.queue, QUEUE, "Scheduler"), "bfq")
         self.assertEqual(bt.read_attr(self.qdir + "/iosched/read_expire"), "400")
         # The switch was told; and every signal of the storm read here, none left to the next test.
-        self.assertEqual(self.dm.manager("Settle"), 3001)
+        self.assertEqual(self.dm.manager("Settle"), self.dm.seq(3001))
         self.rec.wait_for(lambda s: any(x[1] == "PropertiesChanged" and x[2] == self.queue
                                         and x[3][1].get("Scheduler") == "bfq" for x in s))
         self.rec.pump(0.5)

@@ -205,6 +205,23 @@ class Daemon:
         raise AssertionError("blkmodeld did not take its name in %d s:\n%s"
                              % (timeout, self.output()))
 
+    @property
+    def first_seqnum(self):
+        """The seqnum of this daemon's first event (it starts from the wall
+        clock in µs), from its log line at the start."""
+        if getattr(self, "_first_seqnum", None) is None:
+            out = self.final_output if self.log.closed else self.output()
+            m = re.search(r"Numbering events from (\d+)", out)
+            if not m:
+                raise AssertionError("blkmodeld did not say where its seqnums "
+                                     "start:\n" + out)
+            self._first_seqnum = int(m.group(1))
+        return self._first_seqnum
+
+    def seq(self, k):
+        """The seqnum of this daemon's k-th event (1 is the first)."""
+        return self.first_seqnum + k - 1
+
     def output(self):
         self.log.flush()
         # The daemon logs odd names as they are: not always UTF-8.

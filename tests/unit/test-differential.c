@@ -117,7 +117,7 @@ typedef struct Instance {
 static void instance_new(Instance *in, const Sysfs *s, uv_loop_t *loop)
 {
         *in = (Instance){};
-        if (model_new(&in->model) < 0 || eventlog_new(64, &in->log) < 0)
+        if (model_new(&in->model) < 0 || eventlog_new(64, 1, &in->log) < 0)
                 abort();
         checker_init(&in->checker, s, in->model);
         LiveConfig config = {

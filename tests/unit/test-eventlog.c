@@ -70,17 +70,18 @@ static void test_basics(void)
         size_t first = 77, count = 77;
         const EventRecord *r;
 
-        CHECK(eventlog_new(0, &l) == -EINVAL);
+        CHECK(eventlog_new(0, 1, &l) == -EINVAL);
+        CHECK(eventlog_new(3, 0, &l) == -EINVAL);
         CHECK(l == (EventLog *) 0x1);
         CHECK(eventlog_free(NULL) == NULL);
 
-        CHECK(eventlog_new(3, &l) == 0);
+        CHECK(eventlog_new(3, 1, &l) == 0);
         CHECK(eventlog_capacity(l) == 3);
 
         /* Empty: nothing to give, nothing expired. */
         CHECK(eventlog_size(l) == 0);
         CHECK(eventlog_last_seqnum(l) == 0);
-        CHECK(eventlog_oldest_seqnum(l) == 0);
+        CHECK(eventlog_oldest_seqnum(l) == 1);
         CHECK(eventlog_since(l, 0, &first, &count) == 0);
         CHECK(count == 0);
         CHECK(eventlog_since(l, 42, &first, &count) == 0);
@@ -151,7 +152,7 @@ static void test_capacity_one(void)
         size_t first, count;
         EventLog *l = NULL;
 
-        CHECK(eventlog_new(1, &l) == 0);
+        CHECK(eventlog_new(1, 1, &l) == 0);
         if (!l)
                 return;
         for (unsigned i = 1; i <= 10; i++) {
@@ -167,6 +168,41 @@ static void test_capacity_one(void)
         eventlog_free(l);
 }
 
+/*
+ * A daemon's counter starts where no earlier daemon's reached: an `after`
+ * below its first (one kept from an earlier daemon) is refused as expired,
+ * even before any event, while 0 still means "from the first".
+ */
+static void test_first_seqnum(void)
+{
+        const uint64_t base = UINT64_C(1796680000000000);
+        size_t first = 77, count = 77;
+        EventLog *l = NULL;
+
+        CHECK(eventlog_new(2, base, &l) == 0);
+        if (!l)
+                return;
+        CHECK(eventlog_last_seqnum(l) == base - 1);
+        CHECK(eventlog_oldest_seqnum(l) == base);
+        CHECK(eventlog_since(l, 0, &first, &count) == 0 && count == 0);
+        CHECK(eventlog_since(l, base - 1, &first, &count) == 0 && count == 0);
+        CHECK(eventlog_since(l, 5, &first, &count) == -ESTALE);
+        CHECK(eventlog_since(l, base - 2, &first, &count) == -ESTALE);
+
+        CHECK(eventlog_append(l, make(1)) == base);
+        CHECK(eventlog_since(l, 0, &first, &count) == 0 && first == 0 && count == 1);
+        CHECK(eventlog_since(l, base - 1, &first, &count) == 0 && first == 0 && count == 1);
+        CHECK(eventlog_since(l, 1, &first, &count) == -ESTALE);
+
+        /* Once the first is evicted, 0 has expired like any other `after` before the window. */
+        CHECK(eventlog_append(l, make(2)) == base + 1);
+        CHECK(eventlog_append(l, make(3)) == base + 2);
+        CHECK(eventlog_oldest_seqnum(l) == base + 1);
+        CHECK(eventlog_since(l, 0, &first, &count) == -ESTALE);
+        CHECK(eventlog_since(l, base, &first, &count) == 0 && first == 0 && count == 2);
+        eventlog_free(l);
+}
+
 /* Long run against a model of what must be there; ASan catches any leaked or double-freed eviction. */
 static void test_wraparound(void)
 {
@@ -174,7 +210,7 @@ static void test_wraparound(void)
         EventLog *l = NULL;
         unsigned bad = 0;
 
-        CHECK(eventlog_new(cap, &l) == 0);
+        CHECK(eventlog_new(cap, 1, &l) == 0);
         if (!l)
                 return;
 
@@ -224,6 +260,7 @@ int main(void)
         test_record();
         test_basics();
         test_capacity_one();
+        test_first_seqnum();
         test_wraparound();
 
         return tests_summary();

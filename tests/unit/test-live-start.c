@@ -152,7 +152,7 @@ static bool instance_new(Instance *in, const Fixture *f, uv_loop_t *loop)
         *in = (Instance){.sysfs = {.root_fd = -1}, .loop = loop};
         CHECK(sysfs_open(f->root, &in->sysfs) == 0);
         CHECK(model_new(&in->model) == 0);
-        CHECK(eventlog_new(16, &in->log) == 0);
+        CHECK(eventlog_new(16, 1, &in->log) == 0);
         if (in->sysfs.root_fd < 0 || !in->model || !in->log)
                 return false;
         LiveConfig c = {.loop = loop,

@@ -1005,7 +1005,7 @@ static bool setup_begin(Setup *t, unsigned poll_interval_ms)
                 return false;
         CHECK(sysfs_open(t->f.root, &t->s) == 0);
         CHECK(model_new(&t->m) == 0);
-        CHECK(eventlog_new(256, &t->log) == 0);
+        CHECK(eventlog_new(256, 1, &t->log) == 0);
         if (!t->m || !t->log || t->s.root_fd < 0)
                 return false;
         rec.model = t->m;
