@@ -143,8 +143,9 @@ static int replay_one(const BusEvent *ev, void *userdata)
 
 /*
  * Prints the retained events after `after` and below `upto` that were not
- * printed yet.  Returns 0, 1 if they had expired, 2 if `after` is an earlier
- * daemon's seqnum, or a negative error (already reported).
+ * printed yet.  Returns 0, 1 if they had expired, 2 if `after` is older than
+ * the daemon (kept from an earlier one), or a negative error (already
+ * reported).
  */
 static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
 {

@@ -55,6 +55,16 @@ class Monitor(unittest.TestCase):
                                      % (self.last(), n))
             time.sleep(0.01)
 
+    def monitor_replay_then_live(self, since, replayed):
+        """monitor --json with since: its lines once it has printed a notice
+        and `replayed` events, and then one more sent live."""
+        with ct.Background("--json", "monitor", since) as mon:
+            mon.wait_lines(lambda ls: len(ls) >= 1 + replayed)
+            ct.send_change(self.dm)
+            lines = mon.wait_lines(lambda ls: len(ls) >= 2 + replayed)
+            self.assertEqual(mon.stop(), (0, ""))
+        return lines
+
     def test_since_replays_without_gap_or_repeat(self):
         # Events keep coming while monitor starts: some are replayed from
         # GetEvents, some arrive live, some both ways; each is printed
@@ -199,11 +209,7 @@ class Monitor(unittest.TestCase):
 
         # monitor says so (a JSON notice on stdout; with text on stderr)
         # and goes on from the oldest event retained.
-        with ct.Background("--json", "monitor", since2) as mon:
-            lines = mon.wait_lines(lambda ls: len(ls) >= 5)
-            ct.send_change(self.dm)
-            lines = mon.wait_lines(lambda ls: len(ls) >= 6)
-            self.assertEqual(mon.stop(), (0, ""))
+        lines = self.monitor_replay_then_live(since2, 4)
         notice = json.loads(lines[0])
         self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
                          ("expired", s(2), s(7)))
@@ -298,11 +304,7 @@ class Monitor(unittest.TestCase):
                          "oldest it retains\n" % (kept, new[0]))
         self.assertEqual([fields(ln)[0] for ln in p.stdout.split("\n")[:-1]], new)
 
-        with ct.Background("--json", "monitor", "--since=%d" % kept) as mon:
-            lines = mon.wait_lines(lambda ls: len(ls) >= 4)
-            ct.send_change(self.dm)
-            lines = mon.wait_lines(lambda ls: len(ls) >= 5)
-            self.assertEqual(mon.stop(), (0, ""))
+        lines = self.monitor_replay_then_live("--since=%d" % kept, 3)
         notice = json.loads(lines[0])
         self.assertEqual((notice["type"], notice["after"], notice["oldest"]),
                          ("expired", kept, new[0]))
