@@ -59,20 +59,26 @@ bool bus_error_is_earlier_daemons(const sd_bus_error *error)
                startswith(error->message, "Seqnum ");
 }
 
-int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error)
+int bus_get_seqnum_from(sd_bus *bus, const char *dest, const char *property, uint64_t *ret,
+                        sd_bus_error *error)
 {
-        return sd_bus_get_property_trivial(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
+        return sd_bus_get_property_trivial(bus, dest ?: BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                            BLKMODEL_IFACE_MANAGER, property, error, 't', ret);
 }
 
+int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error)
+{
+        return bus_get_seqnum_from(bus, NULL, property, ret, error);
+}
+
 /* One GetEvents call; the seqnum of the last event in *last, untouched if there was none. */
-static int get_events_page(sd_bus *bus, uint64_t after, BusEventCallback cb, void *userdata, uint64_t *last,
-                           sd_bus_error *error)
+static int get_events_page(sd_bus *bus, const char *dest, uint64_t after, BusEventCallback cb, void *userdata,
+                           uint64_t *last, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
-        r = sd_bus_call_method(bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
+        r = sd_bus_call_method(bus, dest, BLKMODEL_MANAGER_PATH, BLKMODEL_IFACE_MANAGER,
                                BLKMODEL_METHOD_GET_EVENTS, error, &reply, "t", after);
         if (r < 0)
                 return r;
@@ -121,20 +127,21 @@ static bool refused_as_too_large(const sd_bus_error *error, uint64_t after, uint
         return true;
 }
 
-int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
-                   sd_bus_error *error)
+int bus_get_events_from(sd_bus *bus, const char *dest, uint64_t after, uint64_t until, BusEventCallback cb,
+                        void *userdata, sd_bus_error *error)
 {
         int r;
 
+        dest = dest ?: BLKMODEL_BUS_NAME;
         if (until == UINT64_MAX) {
-                r = bus_get_seqnum(bus, BLKMODEL_PROP_LAST_SEQNUM, &until, error);
+                r = bus_get_seqnum_from(bus, dest, BLKMODEL_PROP_LAST_SEQNUM, &until, error);
                 if (r < 0)
                         return r;
         }
         while (after < until) {
                 uint64_t last = 0;
 
-                r = get_events_page(bus, after, cb, userdata, &last, error);
+                r = get_events_page(bus, dest, after, cb, userdata, &last, error);
                 if (r < 0 && refused_as_too_large(error, after, &last)) {
                         (void) ctl_warn("warning: event %" PRIu64 " is skipped, too large for this bus: %s",
                                         last, error->message);
@@ -149,4 +156,10 @@ int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback
                 after = last;
         }
         return 0;
+}
+
+int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
+                   sd_bus_error *error)
+{
+        return bus_get_events_from(bus, NULL, after, until, cb, userdata, error);
 }

@@ -32,9 +32,15 @@ int bus_message_read_event_fields(sd_bus_message *m, BusEvent *ret);
 typedef int (*BusEventCallback)(const BusEvent *ev, void *userdata);
 int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
                    sd_bus_error *error);
+/* The same, asked of dest (a daemon's unique name: the one whose seqnums they are; NULL: whichever owns
+ * the name at each call). */
+int bus_get_events_from(sd_bus *bus, const char *dest, uint64_t after, uint64_t until, BusEventCallback cb,
+                        void *userdata, sd_bus_error *error);
 
 /* EventsExpired for a seqnum from before the daemon started: one kept from an earlier daemon. */
 bool bus_error_is_earlier_daemons(const sd_bus_error *error);
 
 /* Manager.LastSeqnum or OldestSeqnum. */
 int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error);
+int bus_get_seqnum_from(sd_bus *bus, const char *dest, const char *property, uint64_t *ret,
+                        sd_bus_error *error);

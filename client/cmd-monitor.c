@@ -37,9 +37,25 @@ static uint64_t now_realtime_usec(void)
         return clock_nsec(CLOCK_REALTIME) / 1000;
 }
 
+/* *p = a copy of s, the old one freed; -ENOMEM leaves *p as it was. */
+static int set_owner(char **p, const char *s)
+{
+        char *t = strdup(s);
+
+        if (!t)
+                return -ENOMEM;
+        free(*p);
+        *p = t;
+        return 0;
+}
+
 typedef struct Monitor {
         Ctl *ctl;
         sd_bus *bus;
+        /* The unique name of the daemon whose seqnums `last` counts: every call for events goes to it,
+         * never to whichever owns the name by then (a newer daemon, whose NameOwnerChanged is still
+         * queued and would replay its events again).  NULL: not known yet. */
+        char *owner;
         bool have_last;
         uint64_t last; /* the highest seqnum dealt with */
         int failed;    /* an EXIT_* code when a write failed */
@@ -154,8 +170,8 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
         int r;
 
         /* Page by page up to what the daemon had when asked (upto - 1), or all it has. */
-        r = bus_get_events(mon->bus, after, upto == UINT64_MAX ? UINT64_MAX : upto - 1, replay_one, &rp,
-                           &error);
+        r = bus_get_events_from(mon->bus, mon->owner, after, upto == UINT64_MAX ? UINT64_MAX : upto - 1,
+                                replay_one, &rp, &error);
         if (r >= 0)
                 return 0;
         if (bus_error_is_earlier_daemons(&error))
@@ -172,9 +188,7 @@ static uint64_t monitor_oldest(Monitor *mon)
 {
         uint64_t oldest = 0;
 
-        if (sd_bus_get_property_trivial(mon->bus, BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
-                                        BLKMODEL_IFACE_MANAGER, BLKMODEL_PROP_OLDEST_SEQNUM, NULL, 't',
-                                        &oldest) < 0)
+        if (bus_get_seqnum_from(mon->bus, mon->owner, BLKMODEL_PROP_OLDEST_SEQNUM, &oldest, NULL) < 0)
                 return 0;
         return oldest;
 }
@@ -257,9 +271,14 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         }
 
-        /* A new daemon counts from a start of its own: show what it did so far. */
+        /* A new daemon counts from a start of its own: show what it did so far, asking it and no later
+         * one (gone already, it has nothing more to show than its signals still queued here). */
         monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
                        isempty(old_owner) ? "started" : "was replaced");
+        if (set_owner(&mon->owner, new_owner) < 0) {
+                mon->failed = ctl_fail("Out of memory");
+                return 0;
+        }
         mon->have_last = false;
         mon->last = 0;
         if (monitor_replay(mon, 0, UINT64_MAX) == 1)
@@ -279,10 +298,13 @@ static int monitor_subscribe(Monitor *mon)
 }
 
 /* The daemon's LastSeqnum, asked in a way that also starts it if the bus
- * can activate it, and that tells a daemon which is not there. */
+ * can activate it, and that tells a daemon which is not there; then which
+ * daemon that is (mon->owner), and its LastSeqnum again from it. */
 static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *owner;
         uint64_t last;
         int r;
 
@@ -291,6 +313,17 @@ static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
                                         &last);
         if (r < 0)
                 return bus_report_error(mon->ctl, &error, r, "Failed to reach blkmodeld");
+
+        r = sd_bus_call_method(mon->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetNameOwner", &error, &reply, "s",
+                               BLKMODEL_BUS_NAME);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &owner);
+        if (r >= 0 && set_owner(&mon->owner, owner) < 0)
+                return ctl_fail("Out of memory");
+        /* No owner by now: the calls go to the name, as before; else the owner's own LastSeqnum. */
+        if (r >= 0)
+                (void) bus_get_seqnum_from(mon->bus, mon->owner, BLKMODEL_PROP_LAST_SEQNUM, &last, NULL);
         *ret_last = last;
         return EXIT_OK;
 }
@@ -322,14 +355,20 @@ static int monitor_reconnect(Monitor *mon, int sigfd)
 
         /* A new bus means a new daemon too: its seqnums are its own. */
         monitor_notice(mon, "reconnected", NULL, "reconnected to the bus");
+        mon->owner = mfree(mon->owner);
         mon->have_last = false;
         return 0;
+}
+
+static void monitor_done(Monitor *mon)
+{
+        mon->owner = mfree(mon->owner);
 }
 
 int cmd_monitor(Ctl *ctl, char **args, int n_args)
 {
         _cleanup_(closep) int sigfd = -1;
-        Monitor mon = {.ctl = ctl};
+        _cleanup_(monitor_done) Monitor mon = {.ctl = ctl};
         uint64_t last = 0;
         int r;
 

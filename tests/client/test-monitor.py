@@ -7,6 +7,7 @@ one kept from an earlier daemon are reported and the stream goes on; a
 daemon restart is reported and the stream goes on with the new daemon's
 events, numbered above the old one's; SIGINT ends it with 0."""
 import json
+import signal
 import threading
 import time
 import unittest
@@ -270,6 +271,45 @@ class Monitor(unittest.TestCase):
         self.assertEqual(seqnums(lines), [old, self.dm.seq(1)])
         self.assertGreater(self.dm.seq(1), old)
         self.assertEqual(json.loads(lines[3])["devpath"], MD0)
+
+    def test_two_restarts_while_behind(self):
+        """A monitor that reads its queue late (stopped, or behind a full
+        pipe) while the daemon restarts twice: the middle daemon is gone
+        before its NameOwnerChanged is read, and the replay asked then must
+        not reach the third one.  Every event of each daemon exactly once:
+        none of the middle one's dropped as already printed, none of the
+        third one's printed twice."""
+        ct.send_change(self.dm)
+        self.wait_events(1)
+        seen = [self.dm.seq(1)]
+        with ct.Background("--json", "monitor") as mon:
+            time.sleep(0.3)  # subscribed
+            ct.send_change(self.dm)
+            self.wait_events(2)
+            mon.wait_lines(lambda ls: len(ls) >= 1)
+            seen.append(self.dm.seq(2))
+            mon.proc.send_signal(signal.SIGSTOP)
+            try:
+                for n in (3, 2):
+                    self.dm.stop()
+                    self.dm = bt.Daemon(self.sys, uevent_socket=True)
+                    for _ in range(n):
+                        ct.send_change(self.dm, MD0)
+                    self.wait_events(n)
+                    seen += [self.dm.seq(k) for k in range(1, n + 1)]
+            finally:
+                mon.proc.send_signal(signal.SIGCONT)
+            mon.wait_lines(lambda ls: seen[-1] in seqnums(ls))
+            ct.send_change(self.dm)
+            self.wait_events(3)
+            seen.append(self.dm.seq(3))
+            mon.wait_lines(lambda ls: seen[-1] in seqnums(ls))
+            time.sleep(0.3)
+            lines = mon.wait_lines(lambda ls: True)
+            self.assertEqual(mon.stop(), (0, ""))
+        self.assertEqual(seqnums(lines), seen[1:])
+        self.assertEqual([json.loads(ln)["type"] for ln in lines if json.loads(ln)["type"] != "event"],
+                         ["daemon-stopped", "daemon-started"] * 2)
 
     def test_since_from_an_earlier_daemon(self):
         """A seqnum kept from before a restart names none of the new
