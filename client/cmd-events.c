@@ -88,6 +88,11 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                         (void) ctl_warn("warning: seqnum %" PRIu64 " is older than this blkmodeld (kept from "
                                         "an earlier one?); showing from %" PRIu64 ", the oldest it retains",
                                         after, oldest);
+                else if (after == 0)
+                        (void) ctl_warn("warning: the first events up to %" PRIu64
+                                        " have expired from blkmodeld's log; showing from %" PRIu64
+                                        ", the oldest it retains",
+                                        oldest - 1, oldest);
                 else
                         (void) ctl_warn("warning: the events after %" PRIu64 " up to %" PRIu64
                                         " have expired from blkmodeld's log; showing from %" PRIu64

@@ -209,6 +209,11 @@ static int monitor_expired(Monitor *mon, uint64_t after, bool earlier)
                                "seqnum %" PRIu64 " is older than this blkmodeld (kept from an earlier one?; "
                                "oldest retained: %" PRIu64 "); resync with 'blkmodelctl dump'",
                                after, oldest);
+        else if (after == 0)
+                monitor_notice(mon, "expired", j,
+                               "the first events have expired (oldest retained: %" PRIu64
+                               "); resync with 'blkmodelctl dump'",
+                               oldest);
         else
                 monitor_notice(mon, "expired", j,
                                "events after %" PRIu64 " have expired (oldest retained: %" PRIu64

@@ -114,6 +114,11 @@ int bus_error_events_expired(sd_bus_error *error, uint64_t after, uint64_t first
                             "Seqnum %" PRIu64 " is from before this daemon started (its first is %" PRIu64
                             "); resynchronize with GetManagedObjects.",
                             after, first);
+        if (after == 0)
+                return setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
+                            "Events from the first (%" PRIu64 ") are no longer retained (oldest is %" PRIu64
+                            "); resynchronize with GetManagedObjects.",
+                            first, oldest);
         return setf(error, BLKMODEL_ERROR_EVENTS_EXPIRED,
                     "Events after %" PRIu64 " are no longer retained (oldest is %" PRIu64
                     "); resynchronize with GetManagedObjects.",

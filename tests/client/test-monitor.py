@@ -198,8 +198,10 @@ class Monitor(unittest.TestCase):
             p = ct.run(*args)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
-            self.assertIn("warning: the events after %d up to %d have expired"
-                          % (0 if args == ("events",) else s(2), s(6)), p.stderr)
+            self.assertIn("warning: the first events up to %d have expired" % s(6)
+                          if args == ("events",) else
+                          "warning: the events after %d up to %d have expired" % (s(2), s(6)),
+                          p.stderr)
             self.assertIn("showing from %d" % s(7), p.stderr)
         self.assertEqual([fields(ln)[0] for ln in ct.run(
             "events", since2).stdout.split("\n")[:-1]], [s(7), s(8), s(9), s(10)])
@@ -223,7 +225,7 @@ class Monitor(unittest.TestCase):
             code, err = mon.stop()
         self.assertEqual(code, 0)
         self.assertEqual([fields(ln)[0] for ln in lines], [s(8), s(9), s(10), s(11)])
-        self.assertIn("events after 0 have expired (oldest retained: %d)" % s(8),
+        self.assertIn("the first events have expired (oldest retained: %d)" % s(8),
                       err)
         self.assertEqual(len(err.strip().split("\n")), 1)
 

@@ -887,6 +887,14 @@ class EventWindow(unittest.TestCase):
             # Expired from this daemon's log, not an earlier daemon's seqnum.
             self.assertTrue(cm.exception.get_dbus_message().startswith(
                 "Events after %d" % dm.seq(1)), cm.exception.get_dbus_message())
+            # 0, "from the first", names the first rather than 0.
+            with self.assertRaises(bt.dbus.DBusException) as cm:
+                dm.manager("GetEvents", bt.dbus.UInt64(0))
+            self.assertEqual(cm.exception.get_dbus_name(),
+                             "org.blkmodel1.Error.EventsExpired")
+            self.assertTrue(cm.exception.get_dbus_message().startswith(
+                "Events from the first (%d) are no longer retained (oldest is %d)"
+                % (dm.seq(1), dm.seq(3))), cm.exception.get_dbus_message())
             rec.close()
 
 
