@@ -59,16 +59,32 @@ bool bus_error_is_earlier_daemons(const sd_bus_error *error)
                startswith(error->message, "Seqnum ");
 }
 
+int bus_get_daemon_owner(sd_bus *bus, char **ret)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *owner;
+        char *s;
+        int r;
+
+        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetNameOwner", NULL, &reply, "s", BLKMODEL_BUS_NAME);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &owner);
+        if (r < 0)
+                return r;
+        s = strdup(owner);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 int bus_get_seqnum_from(sd_bus *bus, const char *dest, const char *property, uint64_t *ret,
                         sd_bus_error *error)
 {
         return sd_bus_get_property_trivial(bus, dest ?: BLKMODEL_BUS_NAME, BLKMODEL_MANAGER_PATH,
                                            BLKMODEL_IFACE_MANAGER, property, error, 't', ret);
-}
-
-int bus_get_seqnum(sd_bus *bus, const char *property, uint64_t *ret, sd_bus_error *error)
-{
-        return bus_get_seqnum_from(bus, NULL, property, ret, error);
 }
 
 /* One GetEvents call; the seqnum of the last event in *last, untouched if there was none. */
@@ -156,10 +172,4 @@ int bus_get_events_from(sd_bus *bus, const char *dest, uint64_t after, uint64_t 
                 after = last;
         }
         return 0;
-}
-
-int bus_get_events(sd_bus *bus, uint64_t after, uint64_t until, BusEventCallback cb, void *userdata,
-                   sd_bus_error *error)
-{
-        return bus_get_events_from(bus, NULL, after, until, cb, userdata, error);
 }

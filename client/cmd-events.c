@@ -51,12 +51,18 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
         _cleanup_(json_object_putp) json_object *array = NULL;
         EventsList el = {.ctl = ctl};
         uint64_t after = ctl->since_set ? ctl->since : 0;
+        _cleanup_(freep) char *owner = NULL;
         sd_bus *bus = NULL;
         int r;
 
         r = ctl_bus(ctl, &bus);
         if (r != EXIT_OK)
                 return r;
+        /* Every page from one daemon: one that restarts meanwhile ends the reading (not running)
+         * rather than mixing its successor's events, and a warning about a seqnum nobody typed, into
+         * it.  No owner yet (a daemon the bus starts on the first call): the calls go to the name. */
+        if (bus_get_daemon_owner(bus, &owner) == -ENOMEM)
+                return ctl_fail("Out of memory");
 
         if (ctl->json) {
                 array = json_object_new_array();
@@ -71,7 +77,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 uint64_t oldest = 0;
                 bool earlier;
 
-                r = bus_get_events(bus, after, UINT64_MAX, events_one, &el, &error);
+                r = bus_get_events_from(bus, owner, after, UINT64_MAX, events_one, &el, &error);
                 if (r >= 0)
                         break;
                 if (r == -ENOMEM && !sd_bus_error_is_set(&error))
@@ -81,7 +87,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
 
                 earlier = bus_error_is_earlier_daemons(&error);
                 sd_bus_error_free(&error);
-                r = bus_get_seqnum(bus, BLKMODEL_PROP_OLDEST_SEQNUM, &oldest, &error);
+                r = bus_get_seqnum_from(bus, owner, BLKMODEL_PROP_OLDEST_SEQNUM, &oldest, &error);
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, "Failed to get events");
                 if (earlier)
@@ -110,7 +116,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 uint64_t last = 0;
 
-                r = bus_get_seqnum(bus, BLKMODEL_PROP_LAST_SEQNUM, &last, &error);
+                r = bus_get_seqnum_from(bus, owner, BLKMODEL_PROP_LAST_SEQNUM, &last, &error);
                 if (r < 0)
                         return bus_report_error(ctl, &error, r, "Failed to get events");
                 if (after > last)

@@ -308,8 +308,6 @@ static int monitor_subscribe(Monitor *mon)
 static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *owner;
         uint64_t last;
         int r;
 
@@ -319,12 +317,9 @@ static int monitor_check_daemon(Monitor *mon, uint64_t *ret_last)
         if (r < 0)
                 return bus_report_error(mon->ctl, &error, r, "Failed to reach blkmodeld");
 
-        r = sd_bus_call_method(mon->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                               "org.freedesktop.DBus", "GetNameOwner", &error, &reply, "s",
-                               BLKMODEL_BUS_NAME);
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "s", &owner);
-        if (r >= 0 && set_owner(&mon->owner, owner) < 0)
+        mon->owner = mfree(mon->owner);
+        r = bus_get_daemon_owner(mon->bus, &mon->owner);
+        if (r == -ENOMEM)
                 return ctl_fail("Out of memory");
         /* No owner by now: the calls go to the name, as before; else the owner's own LastSeqnum. */
         if (r >= 0)

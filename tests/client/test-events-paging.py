@@ -7,7 +7,9 @@ events per call shows that events and monitor --since page, with no gap
 and no repeat; the real daemon with --event-log-size=100000 and 20,000
 events shows the same at scale.  Both number their events from a first
 seqnum of 16 digits (the real daemon's: the wall clock in µs at its
-start), and GetEvents(0) means from that first."""
+start), and GetEvents(0) means from that first.  A reading whose daemon
+hands the name to another between two pages gets every page from the
+daemon it began with."""
 import json
 import subprocess
 import sys
@@ -37,6 +39,9 @@ M = "org.blkmodel1.Manager"
 FIRST = int(sys.argv[1])
 LAST = FIRST + 49       # 50 events
 PAGE = 7
+# "handover": gives the name up (to a stand-in queued for it) while it
+# answers its first GetEvents, and goes on answering by its unique name.
+HANDOVER = sys.argv[2:] == ["handover"]
 
 
 def ev(n):
@@ -55,8 +60,15 @@ class Manager(dbus.service.Object):
     @dbus.service.method(M, in_signature="t", out_signature="a(tssoa{ss})")
     def GetEvents(self, after):
         print("GetEvents %d" % after, flush=True)
+        if HANDOVER:
+            b.release_name("org.blkmodel1")
         if after == 0:                  # from the first
             after = FIRST - 1
+        elif after < FIRST - 1:
+            raise dbus.DBusException(
+                "Seqnum %d is from before this daemon started (its first is "
+                "%d); resynchronize with GetManagedObjects." % (after, FIRST),
+                name="org.blkmodel1.Error.EventsExpired")
         return dbus.Array([ev(n) for n in range(after + 1,
                                                 min(after + PAGE, LAST) + 1)],
                           signature="(tssoa{ss})")
@@ -106,6 +118,30 @@ class PagingStandIn(unittest.TestCase):
                          list(range(seq(1), seq(50) + 1)))
         self.assertEqual(len(lines), 50)
         self.assertEqual(self.calls(), [0] + [seq(k) for k in range(7, 50, 7)])
+
+
+class PagingAcrossRestart(unittest.TestCase):
+    def test_pages_from_one_daemon(self):
+        first_b = seq(1000)
+        a = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST), "handover"],
+                             stdout=subprocess.PIPE, text=True)
+        b = None
+        try:
+            self.assertEqual(a.stdout.readline(), "ready\n")
+            # Queued for the name: it has it once the first stand-in gives it up.
+            b = subprocess.Popen([sys.executable, "-c", FAKE, str(first_b)],
+                                 stdout=subprocess.PIPE, text=True)
+            self.assertEqual(b.stdout.readline(), "ready\n")
+            p = ct.run("--json", "events", check=0)
+        finally:
+            for fake in (a, b):
+                if fake:
+                    fake.terminate()
+                    fake.communicate(timeout=30)
+        # Every page from the first stand-in; nothing of the second, no warning.
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual([e["seqnum"] for e in json.loads(p.stdout)],
+                         list(range(seq(1), seq(50) + 1)))
 
 
 class PagingDaemon(unittest.TestCase):
