@@ -245,13 +245,22 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 return 0; /* printed from GetEvents already */
 
         if (mon->have_last && ev.seqnum > mon->last + 1) {
-                /* Fill the hole while the daemon still remembers it. */
-                uint64_t from = mon->last;
+                /* Fill the hole while the daemon still remembers it: what has expired from its log is
+                 * a gap, what it still retains is shown (the log may wrap again meanwhile: a few tries). */
+                r = 0;
+                for (unsigned tries = 0; mon->last + 1 < ev.seqnum; tries++) {
+                        uint64_t from = mon->last, oldest;
 
-                r = monitor_replay(mon, from, ev.seqnum);
-                if (r > 0)
-                        monitor_notice_gap(mon, from + 1, ev.seqnum - 1);
-                else if (r == 0 && mon->last + 1 < ev.seqnum)
+                        r = monitor_replay(mon, from, ev.seqnum);
+                        if (r <= 0 || tries >= 8)
+                                break;
+                        oldest = monitor_oldest(mon);
+                        if (oldest <= from + 1 || oldest >= ev.seqnum)
+                                break;
+                        monitor_notice_gap(mon, from + 1, oldest - 1);
+                        mon->last = oldest - 1;
+                }
+                if (r >= 0 && mon->last + 1 < ev.seqnum)
                         monitor_notice_gap(mon, mon->last + 1, ev.seqnum - 1);
         }
 
@@ -260,6 +269,8 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         mon->last = ev.seqnum;
         return 0;
 }
+
+static void monitor_new_daemon(Monitor *mon, const char *owner);
 
 static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
@@ -276,19 +287,30 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         }
 
+        /* The daemon this monitor asked already (one the bus started for its first call, or that
+         * started just before it asked): its seqnums are counted, its events shown. */
+        if (mon->owner && streq(mon->owner, new_owner))
+                return 0;
+
         /* A new daemon counts from a start of its own: show what it did so far, asking it and no later
          * one (gone already, it has nothing more to show than its signals still queued here). */
         monitor_notice(mon, "daemon-started", NULL, "blkmodeld %s; its seqnums start anew",
                        isempty(old_owner) ? "started" : "was replaced");
-        if (set_owner(&mon->owner, new_owner) < 0) {
+        monitor_new_daemon(mon, new_owner);
+        return 0;
+}
+
+/* Count from `owner`'s first seqnum, printing what it did so far. */
+static void monitor_new_daemon(Monitor *mon, const char *owner)
+{
+        if (set_owner(&mon->owner, owner) < 0) {
                 mon->failed = ctl_fail("Out of memory");
-                return 0;
+                return;
         }
         mon->have_last = false;
         mon->last = 0;
         if (monitor_replay(mon, 0, UINT64_MAX) == 1)
                 (void) monitor_expired(mon, 0, false);
-        return 0;
 }
 
 static int monitor_subscribe(Monitor *mon)
@@ -357,6 +379,21 @@ static int monitor_reconnect(Monitor *mon, int sigfd)
         monitor_notice(mon, "reconnected", NULL, "reconnected to the bus");
         mon->owner = mfree(mon->owner);
         mon->have_last = false;
+
+        /* A daemon there already started while we were away: what it did so far, as for one that
+         * starts now (its NameOwnerChanged, if still to come, names the owner we know by then). */
+        {
+                _cleanup_(freep) char *owner = NULL;
+
+                r = bus_get_daemon_owner(mon->bus, &owner);
+                if (r == -ENOMEM)
+                        mon->failed = ctl_fail("Out of memory");
+                else if (r >= 0) {
+                        monitor_notice(mon, "daemon-started", NULL,
+                                       "blkmodeld is running on the bus; its seqnums start anew");
+                        monitor_new_daemon(mon, owner);
+                }
+        }
         return 0;
 }
 

@@ -34,6 +34,9 @@ DBusGMainLoop(set_as_default=True)
 M = "org.blkmodel1.Manager"
 LOOP0 = "/devices/virtual/block/loop0"
 FIRST = int(sys.argv[1])
+# The oldest seqnum the log retains once F+3 is out: F+6 (the whole gap has
+# expired) or F+5 (its tail is still there, to be shown).
+OLDEST = int(sys.argv[2])
 
 
 def ev(n):
@@ -51,6 +54,8 @@ class Manager(dbus.service.Object):
         if not self.started:
             self.started = True
             GLib.timeout_add(100, self.emit)
+        if prop == "OldestSeqnum":
+            return dbus.UInt64(OLDEST)
         return dbus.UInt64(FIRST - 1)   # LastSeqnum: no event yet
 
     @dbus.service.method(M, in_signature="t", out_signature="a(tssoa{ss})")
@@ -58,11 +63,14 @@ class Manager(dbus.service.Object):
         if after == FIRST:
             return dbus.Array([ev(FIRST + 1), ev(FIRST + 2)],
                               signature="(tssoa{ss})")
+        if after == OLDEST - 1 and OLDEST < FIRST + 6:
+            return dbus.Array([ev(n) for n in range(OLDEST, FIRST + 6)],
+                              signature="(tssoa{ss})")
         # The daemon's wording for this kind (not "Seqnum ...", which is
         # for a seqnum from before it started).
         raise dbus.DBusException(
             "Events after %d are no longer retained (oldest is %d); "
-            "resynchronize with GetManagedObjects." % (after, FIRST + 6),
+            "resynchronize with GetManagedObjects." % (after, OLDEST),
             name="org.blkmodel1.Error.EventsExpired")
 
     @dbus.service.signal(M, signature="tssoa{ss}")
@@ -84,19 +92,32 @@ GLib.MainLoop().run()
 
 
 class Gaps(unittest.TestCase):
-    def test_gap_filled_then_reported(self):
-        fake = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST)],
+    def monitor(self, oldest, n):
+        fake = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST), str(oldest)],
                                 stdout=subprocess.PIPE, text=True)
         try:
             self.assertEqual(fake.stdout.readline(), "ready\n")
             with ct.Background("--json", "monitor") as mon:
-                lines = mon.wait_lines(lambda ls: len(ls) >= 6)
+                lines = mon.wait_lines(lambda ls: len(ls) >= n)
                 self.assertEqual(mon.stop(), (0, ""))
         finally:
             fake.terminate()
             fake.wait()
             fake.stdout.close()
-        got = [json.loads(ln) for ln in lines]
+        return [json.loads(ln) for ln in lines]
+
+    def test_gap_partly_retained(self):
+        """Of a gap the log has partly expired, what it still retains is
+        shown, and only the rest is reported."""
+        got = self.monitor(seq(6), 7)
+        self.assertEqual([(j["type"], j.get("seqnum")) for j in got],
+                         [("event", seq(1)), ("event", seq(2)), ("event", seq(3)),
+                          ("event", seq(4)), ("gap", None), ("event", seq(6)),
+                          ("event", seq(7))])
+        self.assertEqual((got[4]["from"], got[4]["to"]), (seq(5), seq(5)))
+
+    def test_gap_filled_then_reported(self):
+        got = self.monitor(seq(7), 6)
         self.assertEqual([(j["type"], j.get("seqnum")) for j in got],
                          [("event", seq(1)), ("event", seq(2)), ("event", seq(3)),
                           ("event", seq(4)), ("gap", None), ("event", seq(7))])
