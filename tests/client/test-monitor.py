@@ -7,9 +7,14 @@ one kept from an earlier daemon are reported and the stream goes on; a
 daemon restart is reported and the stream goes on with the new daemon's
 events, numbered above the old one's; SIGINT ends it with 0."""
 import json
+import os
+import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
+import types
 import unittest
 
 import blkmodeltest as bt
@@ -25,6 +30,20 @@ def fields(line):
     assert line[16] == " " and line[32] == " " and line[40] == " ", line
     return (int(line[:16]), line[17:32].rstrip(), line[33:40].rstrip(),
             line[41:])
+
+
+def private_bus(tmp, listen, servicedir=None):
+    """A bus of the test's own (listening on listen, starting services
+    from servicedir): its address and pid."""
+    with open(os.path.join(tmp, "bus.conf"), "w") as f:
+        f.write("<busconfig><type>session</type><listen>%s</listen><auth>EXTERNAL</auth>%s"
+                "<policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>"
+                % (listen, "<servicedir>%s</servicedir>" % servicedir if servicedir else ""))
+    out = subprocess.run(["dbus-daemon", "--config-file=" + tmp + "/bus.conf", "--fork",
+                          "--print-address=1", "--print-pid=1"], capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split("\n")
+    return out[0], int(out[1])
 
 
 def seqnums(lines):
@@ -353,6 +372,94 @@ class Monitor(unittest.TestCase):
         self.assertIn("is older than this blkmodeld (kept from an earlier one?",
                       notice["message"])
         self.assertEqual(seqnums(lines), new + [self.dm.seq(4)])
+
+    def test_daemon_started_by_its_own_call(self):
+        """On a bus that starts blkmodeld when it is first called (D-Bus
+        activation), monitor's first call starts it: that daemon's events
+        are shown once, and its NameOwnerChanged, which comes after monitor
+        asked it, announces no other daemon."""
+        self.dm.stop()
+        tmp = tempfile.mkdtemp(prefix="activation-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        sock = os.path.join(tmp, "uevent.sock")
+        os.mkdir(os.path.join(tmp, "services"))
+        with open(os.path.join(tmp, "services", "org.blkmodel1.service"), "w") as f:
+            f.write("[D-BUS Service]\nName=org.blkmodel1\n"
+                    "Exec=/bin/sh -c 'exec %s --address=\"$DBUS_STARTER_ADDRESS\" "
+                    "--sysfs-root=%s --uevent-socket=%s >%s/log 2>&1'\n"
+                    % (bt.BLKMODELD, self.sys, sock, tmp))
+        address, bus_pid = private_bus(tmp, "unix:dir=" + tmp, tmp + "/services")
+        try:
+            with ct.Background("--json", "monitor", "--since=0",
+                               environ=ct.env(DBUS_SESSION_BUS_ADDRESS=address)) as mon:
+                dm = types.SimpleNamespace(uevent_socket=sock,
+                                           send_uevent=lambda *a: bt.Daemon.send_uevent(dm, *a))
+                deadline = time.monotonic() + 60
+                while not os.path.exists(sock):
+                    self.assertLess(time.monotonic(), deadline, "not started")
+                    time.sleep(0.02)
+                ct.send_change(dm)
+                ct.send_change(dm, MD0)
+                lines = mon.wait_lines(lambda ls: len(ls) >= 2)
+                time.sleep(0.5)          # nothing more may come
+                self.assertEqual(mon.stop(), (0, ""))
+        finally:
+            os.kill(bus_pid, signal.SIGTERM)    # the daemon exits with its bus
+        self.assertEqual([json.loads(ln)["type"] for ln in mon.lines], ["event", "event"])
+        first = json.loads(lines[0])["seqnum"]
+        self.assertEqual(seqnums(mon.lines), [first, first + 1])
+
+    def test_bus_restarted(self):
+        """The bus itself goes (the daemon with it) and comes back with a
+        new daemon, which may have sent its first events before monitor is
+        back (it tries once a second): monitor shows them, once."""
+        self.dm.stop()
+        tmp = tempfile.mkdtemp(prefix="busrestart-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        listen = "unix:path=" + tmp + "/bus"
+        address, bus_pid = private_bus(tmp, listen)
+
+        def daemon():
+            dm = bt.Daemon(self.sys, uevent_socket=True, wait=False,
+                           extra_args=["--address=" + address])
+            conn = bt.dbus.bus.BusConnection(address)
+            deadline = time.monotonic() + 60
+            while not conn.name_has_owner(bt.BUS_NAME):
+                self.assertLess(time.monotonic(), deadline, dm.output())
+                time.sleep(0.02)
+            conn.close()
+            return dm
+
+        try:
+            a = daemon()
+            # As the system bus's address, and a session bus's in /run/user, it names no guid: the
+            # bus that comes back has another.
+            with ct.Background("--json", "monitor",
+                               environ=ct.env(DBUS_SESSION_BUS_ADDRESS=listen)) as mon:
+                time.sleep(0.3)                  # subscribed
+                ct.send_change(a)
+                mon.wait_lines(lambda ls: len(ls) >= 1)
+                os.kill(bus_pid, signal.SIGTERM)
+                a.proc.wait(60)                  # "The bus went away; exiting."
+                a.stop(code=1)
+                if os.path.exists(tmp + "/bus"):   # dbus-daemon removes it at its exit
+                    os.unlink(tmp + "/bus")
+                address2, bus_pid = private_bus(tmp, listen)
+                self.assertEqual(address2.split(",")[0], address.split(",")[0])
+                address = address2
+                self.dm = b = daemon()
+                ct.send_change(b)
+                ct.send_change(b, MD0)
+                lines = mon.wait_lines(lambda ls: seqnums(ls)[-1:] == [b.seq(2)])
+                time.sleep(0.3)                  # nothing more may come
+                self.assertEqual(mon.stop(), (0, ""))
+        finally:
+            self.dm.stop()                       # before its bus, which it would exit 1 with
+            os.kill(bus_pid, signal.SIGTERM)
+        self.assertEqual(seqnums(mon.lines), [a.seq(1), b.seq(1), b.seq(2)])
+        types_ = [json.loads(ln)["type"] for ln in lines]
+        self.assertEqual(types_[-3:], ["daemon-started", "event", "event"], types_)
+        self.assertIn("reconnected", types_)
 
     def test_sigterm_ends_cleanly(self):
         with ct.Background("monitor") as mon:
