@@ -46,6 +46,16 @@ static int events_one(const BusEvent *ev, void *userdata)
         return 0;
 }
 
+/* A call that failed.  The daemon the reading began with gone meanwhile: not "not running", as the
+ * bus's error says (another may run by now), but gone during the reading. */
+static int events_failed(Ctl *ctl, const char *owner, const sd_bus_error *error, int r)
+{
+        if (owner && (bus_error_is_not_running(error) || sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY)))
+                return ctl_fail("blkmodeld stopped while its events were read; run events again (a new "
+                                "daemon has seqnums of its own)");
+        return bus_report_error(ctl, error, r, "Failed to get events");
+}
+
 int cmd_events(Ctl *ctl, char **args, int n_args)
 {
         _cleanup_(json_object_putp) json_object *array = NULL;
@@ -83,13 +93,13 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
                 if (r == -ENOMEM && !sd_bus_error_is_set(&error))
                         return ctl_fail("Out of memory");
                 if (!sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED) || tries >= 8)
-                        return bus_report_error(ctl, &error, r, "Failed to get events");
+                        return events_failed(ctl, owner, &error, r);
 
                 earlier = bus_error_is_earlier_daemons(&error);
                 sd_bus_error_free(&error);
                 r = bus_get_seqnum_from(bus, owner, BLKMODEL_PROP_OLDEST_SEQNUM, &oldest, &error);
                 if (r < 0)
-                        return bus_report_error(ctl, &error, r, "Failed to get events");
+                        return events_failed(ctl, owner, &error, r);
                 if (earlier)
                         (void) ctl_warn("warning: seqnum %" PRIu64 " is older than this blkmodeld (kept from "
                                         "an earlier one?); showing from %" PRIu64 ", the oldest it retains",
@@ -118,7 +128,7 @@ int cmd_events(Ctl *ctl, char **args, int n_args)
 
                 r = bus_get_seqnum_from(bus, owner, BLKMODEL_PROP_LAST_SEQNUM, &last, &error);
                 if (r < 0)
-                        return bus_report_error(ctl, &error, r, "Failed to get events");
+                        return events_failed(ctl, owner, &error, r);
                 if (after > last)
                         (void) ctl_warn("warning: seqnum %" PRIu64 " is ahead of blkmodeld's last (%" PRIu64
                                         "); not one of its seqnums",

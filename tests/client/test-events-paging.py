@@ -40,8 +40,10 @@ FIRST = int(sys.argv[1])
 LAST = FIRST + 49       # 50 events
 PAGE = 7
 # "handover": gives the name up (to a stand-in queued for it) while it
-# answers its first GetEvents, and goes on answering by its unique name.
-HANDOVER = sys.argv[2:] == ["handover"]
+# answers its first GetEvents, and goes on answering by its unique name;
+# "quit": the same, then leaves the bus once that answer is sent.
+HANDOVER = sys.argv[2:] in (["handover"], ["quit"])
+QUIT = sys.argv[2:] == ["quit"]
 
 
 def ev(n):
@@ -62,6 +64,8 @@ class Manager(dbus.service.Object):
         print("GetEvents %d" % after, flush=True)
         if HANDOVER:
             b.release_name("org.blkmodel1")
+        if QUIT:
+            GLib.idle_add(loop.quit)
         if after == 0:                  # from the first
             after = FIRST - 1
         elif after < FIRST - 1:
@@ -78,7 +82,8 @@ b = dbus.SessionBus()
 m = Manager(b, "/org/blkmodel1/Manager")
 name = dbus.service.BusName("org.blkmodel1", b)
 print("ready", flush=True)
-GLib.MainLoop().run()
+loop = GLib.MainLoop()
+loop.run()
 '''
 
 
@@ -121,9 +126,11 @@ class PagingStandIn(unittest.TestCase):
 
 
 class PagingAcrossRestart(unittest.TestCase):
-    def test_pages_from_one_daemon(self):
+    def events_while_handing_over(self, mode):
+        """events while the stand-in it asked first hands the name over to
+        another (mode: "handover", "quit"): its CompletedProcess."""
         first_b = seq(1000)
-        a = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST), "handover"],
+        a = subprocess.Popen([sys.executable, "-c", FAKE, str(FIRST), mode],
                              stdout=subprocess.PIPE, text=True)
         b = None
         try:
@@ -132,16 +139,27 @@ class PagingAcrossRestart(unittest.TestCase):
             b = subprocess.Popen([sys.executable, "-c", FAKE, str(first_b)],
                                  stdout=subprocess.PIPE, text=True)
             self.assertEqual(b.stdout.readline(), "ready\n")
-            p = ct.run("--json", "events", check=0)
+            p = ct.run("--json", "events")
         finally:
             for fake in (a, b):
                 if fake:
                     fake.terminate()
                     fake.communicate(timeout=30)
+        return p
+
+    def test_pages_from_one_daemon(self):
+        p = self.events_while_handing_over("handover")
         # Every page from the first stand-in; nothing of the second, no warning.
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertEqual([e["seqnum"] for e in json.loads(p.stdout)],
                          list(range(seq(1), seq(50) + 1)))
+
+    def test_daemon_gone_between_pages(self):
+        # Not "not running" (the second one is), and nothing of the second one.
+        p = self.events_while_handing_over("quit")
+        self.assertEqual((p.returncode, p.stdout), (1, ""), p.stderr)
+        self.assertEqual(p.stderr, "blkmodelctl: blkmodeld stopped while its events were read; "
+                         "run events again (a new daemon has seqnums of its own)\n")
 
 
 class PagingDaemon(unittest.TestCase):
