@@ -17,6 +17,10 @@ static bool have_openat2 = true;
 /* Set by sysfs_drop_dac_override() before any thread starts, only read after. */
 static bool opens_check_modes, may_raise_override;
 
+/* How often an openat2() the kernel could not check for a concurrent rename (EAGAIN) is tried
+ * again: each try takes microseconds; a rename storm that defeats this many is passed on. */
+#define OPENAT2_EAGAIN_RETRIES 128u
+
 #define DAC_OVERRIDE_CAPS ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))
 
 /* A name that can only be an entry of the directory itself: one component, not "..". */
@@ -41,7 +45,18 @@ int sysfs_openat_beneath(int dirfd, const char *path, int flags, bool no_symlink
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
                                            (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
                 };
-                int fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                int fd;
+
+                /* EAGAIN: a ".." was walked (a link of sysfs's, "../../devices/...") while something
+                 * anywhere on the system renamed a file or changed a mount, so the kernel could not
+                 * tell that it stayed beneath dirfd.  Nothing is wrong with the path: openat2(2) says
+                 * to retry.  Not passed on as if the path were not there (Resolve of "sda/device"
+                 * answered NoSuchObject while another program renamed files). */
+                for (unsigned attempt = 0;; attempt++) {
+                        fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                        if (fd >= 0 || errno != EAGAIN || attempt >= OPENAT2_EAGAIN_RETRIES)
+                                break;
+                }
                 if (fd >= 0)
                         return fd;
                 if (errno != ENOSYS)

@@ -6,6 +6,8 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "common/util.h"
 #include "sysfs/read.h"
@@ -135,6 +137,49 @@ static void check_resolve(const char *base, const char *target, const char *expe
                 CHECK_STREQ(r, expected);
         } else
                 CHECK(k < 0);
+}
+
+/*
+ * A link of sysfs's form ("../devices/x") followed while another process renames files: the kernel
+ * answers openat2(RESOLVE_BENEATH) with EAGAIN when a rename anywhere raced a "..", which is no
+ * reason for the open to fail (Resolve("sda/device") answered NoSuchObject beside another test).
+ */
+static void check_links_under_renames(const Sysfs *s)
+{
+        _cleanup_(freep) char *dev = path_join(root, "devices"), *x = path_join(root, "devices/x"),
+                              *cls = path_join(root, "class"), *lnk = path_join(root, "class/x"),
+                              *a = path_join(root, "ra"), *b = path_join(root, "rb");
+        unsigned failed = 0, eagain = 0;
+        pid_t pid;
+        int fd;
+
+        CHECK(mkdir(dev, 0755) == 0 && mkdir(x, 0755) == 0 && mkdir(cls, 0755) == 0);
+        CHECK(symlink("../devices/x", lnk) == 0);
+        write_file("ra", "", 0);
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                /* Never outliving the test, even one killed by a timeout. */
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                (void) alarm(60);
+                for (;;) {
+                        (void) rename(a, b);
+                        (void) rename(b, a);
+                }
+        }
+        for (unsigned i = 0; i < 20000; i++) {
+                fd = sysfs_openat_beneath(s->root_fd, "class/x", O_PATH | O_DIRECTORY, false);
+                if (fd < 0) {
+                        failed++;
+                        eagain += fd == -EAGAIN;
+                } else
+                        (void) close(fd);
+        }
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        if (failed)
+                fprintf(stderr, "class/x: %u of 20000 opens failed (%u with EAGAIN)\n", failed, eagain);
+        CHECK(failed == 0);
 }
 
 int main(void)
@@ -302,6 +347,7 @@ int main(void)
                 CHECK(sysfs_read_source_dup(fd, "holders/", false, arena_dup, &a, &v) == -ENOMEM);
         }
         close(fd);
+        check_links_under_renames(&s);
         sysfs_close(&s);
 
         /* The real sysfs is told apart: it refuses to open a file without read bits, even to root,
