@@ -271,7 +271,18 @@ static int on_uevent(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         return 0;
 }
 
-static void monitor_new_daemon(Monitor *mon, const char *owner);
+/* Count from `owner`'s first seqnum, printing what it did so far. */
+static void monitor_new_daemon(Monitor *mon, const char *owner)
+{
+        if (set_owner(&mon->owner, owner) < 0) {
+                mon->failed = ctl_fail("Out of memory");
+                return;
+        }
+        mon->have_last = false;
+        mon->last = 0;
+        if (monitor_replay(mon, 0, UINT64_MAX) == 1)
+                (void) monitor_expired(mon, 0, false);
+}
 
 static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
@@ -299,19 +310,6 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                        isempty(old_owner) ? "started" : "was replaced");
         monitor_new_daemon(mon, new_owner);
         return 0;
-}
-
-/* Count from `owner`'s first seqnum, printing what it did so far. */
-static void monitor_new_daemon(Monitor *mon, const char *owner)
-{
-        if (set_owner(&mon->owner, owner) < 0) {
-                mon->failed = ctl_fail("Out of memory");
-                return;
-        }
-        mon->have_last = false;
-        mon->last = 0;
-        if (monitor_replay(mon, 0, UINT64_MAX) == 1)
-                (void) monitor_expired(mon, 0, false);
 }
 
 static int monitor_subscribe(Monitor *mon)
