@@ -15,6 +15,11 @@ bool bus_error_is_not_running(const sd_bus_error *error)
         return sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
 }
 
+bool bus_error_is_gone(const sd_bus_error *error)
+{
+        return bus_error_is_not_running(error) || sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY);
+}
+
 char *bus_not_running_message(const Ctl *ctl)
 {
         char *s = NULL;

@@ -9,6 +9,9 @@
 
 /* True if the error says that nobody owns org.blkmodel1. */
 bool bus_error_is_not_running(const sd_bus_error *error);
+/* True if the daemon a call was addressed to is gone: not running by then, or gone without answering
+ * (NoReply) while it was asked. */
+bool bus_error_is_gone(const sd_bus_error *error);
 
 /* "blkmodeld is not running on the system bus (start blkmodeld.service, or use --address=...)": what
  * to do about it depends on the bus.  Caller frees; NULL when out of memory. */

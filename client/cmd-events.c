@@ -50,7 +50,7 @@ static int events_one(const BusEvent *ev, void *userdata)
  * bus's error says (another may run by now), but gone during the reading. */
 static int events_failed(Ctl *ctl, const char *owner, const sd_bus_error *error, int r)
 {
-        if (owner && (bus_error_is_not_running(error) || sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY)))
+        if (owner && bus_error_is_gone(error))
                 return ctl_fail("blkmodeld stopped while its events were read; run events again (a new "
                                 "daemon has seqnums of its own)");
         return bus_report_error(ctl, error, r, "Failed to get events");

@@ -178,8 +178,8 @@ static int monitor_replay(Monitor *mon, uint64_t after, uint64_t upto)
                 return 2;
         if (sd_bus_error_has_name(&error, BLKMODEL_ERROR_EVENTS_EXPIRED))
                 return 1;
-        /* It is gone (NoReply: while it was asked); NameOwnerChanged tells the rest. */
-        if (bus_error_is_not_running(&error) || sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+        /* It is gone; NameOwnerChanged tells the rest. */
+        if (bus_error_is_gone(&error))
                 return 0;
         (void) bus_report_error(mon->ctl, &error, r, "Failed to get events");
         return -EIO;
