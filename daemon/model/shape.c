@@ -261,7 +261,14 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(freep) char *rel = dir ? path_join(dir, files[i]) : NULL;
-                mode_flags[i] = mode_of ? attr_flags_of_mode(mode_of(rel ?: files[i], userdata)) : 0;
+                int mode = mode_of ? mode_of(rel ?: files[i], userdata) : 0;
+
+                /* Out of descriptors or memory says nothing of the file: taken as no write bit, a
+                 * Rescan under fd pressure told every attribute read-only (InterfacesRemoved and
+                 * InterfacesAdded) until the next one.  The caller keeps what was published. */
+                if (mode == -ENOMEM || mode == -EMFILE || mode == -ENFILE || mode == -ENOBUFS)
+                        return mode;
+                mode_flags[i] = attr_flags_of_mode(mode);
                 modes[i] = (char) ('0' + mode_flags[i]);
         }
         modes[n] = '\0';

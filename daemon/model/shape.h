@@ -84,7 +84,8 @@ typedef struct ShapeBuilder {
  * names but other modes (a chmod, a driver's is_visible()) have sets of their own.  A listing
  * gives names, not modes, and a stat of every file would cost several times the listing: an
  * object whose names make a shape seen before takes that shape without asking (shape_get()), and
- * the warm-up and every re-listing check its modes (exact).
+ * the warm-up and every re-listing check its modes (exact).  Out of descriptors or memory (-EMFILE,
+ * -ENFILE, -ENOMEM, -ENOBUFS) fails shape_get() with that errno: it says nothing of the file.
  */
 typedef int (*ShapeModeReader)(const char *relpath, void *userdata);
 
@@ -98,7 +99,7 @@ void shape_registry_deinit(ShapeRegistry *r);
 /* kind: the object kind ("disk"); reserved: the typed properties its interface has already, which no
  * attribute may shadow; what: the object, for log lines; exact: read every file's mode, rather than
  * take the shape first made of the same names.  Returns the interned shape with a new reference;
- * -ENOMEM.  Logs each name it leaves out. */
+ * -ENOMEM, or the error of a mode reader out of descriptors or memory.  Logs each name it leaves out. */
 int shape_get(ShapeRegistry *r, const ShapeBuilder *b, const char *kind, const PropertyInfo *reserved,
               ShapeModeReader mode_of, void *userdata, bool exact, const char *what, Shape **ret);
 Shape *shape_ref(Shape *s);

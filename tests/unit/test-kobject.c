@@ -747,6 +747,26 @@ static void test_shapes(void)
         s4 = NULL;
         CHECK(hashmap_size(&r.shapes) == 1);
         CHECK(hashmap_size(&r.attr_sets) == 2);
+
+        /* A mode that could not be read for want of descriptors or memory says nothing of the file:
+         * no shape with "ro" (or a group's file) read-only, which a re-listing would tell clients
+         * with InterfacesRemoved and InterfacesAdded; the error, and nothing made or kept. */
+        static const char *const starved[] = {"ro", "power/control"};
+        for (size_t i = 0; i < ELEMENTSOF(starved); i++)
+                for (int e = 0; e < 2; e++) {
+                        calls.chmodded = starved[i];
+                        calls.chmod_mode = e ? -ENOMEM : -EMFILE;
+                        s4 = NULL;
+                        CHECK(shape_get(&r, &b2, "disk", disk_properties, fake_mode, &calls, true, "sdb", &s4) ==
+                              calls.chmod_mode);
+                        CHECK(s4 == NULL);
+                        if (s4)
+                                shape_unref(&r, s4);
+                        CHECK(hashmap_size(&r.shapes) == 1);
+                        CHECK(hashmap_size(&r.attr_sets) == 2);
+                }
+        calls.chmodded = NULL;
+        s4 = NULL;
         shape_builder_done(&b2);
 
         /* The same files for another kind: reserved names differ per kind, so nothing is shared. */
