@@ -60,6 +60,14 @@ static inline void closep(int *fd)
         }
 }
 
+/* An error that says nothing of the thing asked about: the process or the system ran out of
+ * descriptors or memory.  What was published must not change on such an answer. */
+static inline bool errno_is_resource(int r)
+{
+        r = r < 0 ? -r : r;
+        return r == EMFILE || r == ENFILE || r == ENOMEM || r == ENOBUFS;
+}
+
 static inline bool streq(const char *a, const char *b)
 {
         return strcmp(a, b) == 0;

@@ -5,7 +5,7 @@
  * Descriptors at the start.  RLIMIT_NOFILE: a service gets a soft limit of 1,024 and a hard one of
  * 524,288 (or what LimitNOFILE= says): the soft limit is there for programs that select(), which
  * fails on descriptors past 1,023.  The daemon does not (epoll in libuv, poll in sd-bus), and since
- * a reply or signal that cannot open a file fails whole (ReadFailed, sysfs_errno_is_resource()), it
+ * a reply or signal that cannot open a file fails whole (ReadFailed, errno_is_resource()), it
  * raises its soft limit to the hard one, as systemd does for itself, at most to fs.nr_open.  Unlike
  * systemd running as root, it never raises the hard limit: that is the administrator's.  (Only one
  * over fs.nr_open, the sysctl lowered since it was set, comes down to it: the kernel refuses any

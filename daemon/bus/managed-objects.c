@@ -389,7 +389,7 @@ static void gmo_finish(Publisher *p, BusGmo *g, int r)
                 r = refuse(p, g->top, g->reply.bound, g->reply.limit, &error);
         else if (r == -ENOENT && g->top && !g->reply.m)
                 r = bus_error_unknown_object(&error, g->top->path);
-        else if (r < 0 && sysfs_errno_is_resource(r))
+        else if (r < 0 && errno_is_resource(r))
                 r = bus_error_unread(&error, g->top ? g->top->path : BLKMODEL_ROOT_PATH, r);
         if (r >= 0)
                 r = sd_bus_message_close_container(g->reply.m);

@@ -106,7 +106,7 @@ static int get_property(Publisher *p, sd_bus_message *msg, Kobject *k, const cha
         r = bus_append_property(p, &d, &iface, property, reply, false, &bound, error);
         if (r < 0 && sd_bus_error_is_set(error))
                 attr_failed(p, k, &d, &iface, property);
-        else if (r < 0 && sysfs_errno_is_resource(r))
+        else if (r < 0 && errno_is_resource(r))
                 return bus_error_unread(error, k->path, r);
         if (r < 0)
                 return r;
@@ -176,7 +176,7 @@ static int get_all_properties(Publisher *p, sd_bus_message *msg, Kobject *k, con
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = bus_append_iface_properties(p, &d, &iface, reply, privileged, &bound);
-        if (r < 0 && sysfs_errno_is_resource(r))
+        if (r < 0 && errno_is_resource(r))
                 return bus_error_unread(error, k->path, r);
         if (r < 0)
                 return r;

@@ -99,7 +99,7 @@ static int append_attr(ObjDir *d, const Iface *iface, const Attr *a, sd_bus_mess
         int r;
 
         r = objdir_read_attr(d, iface, a, &value);
-        if (sysfs_errno_is_resource(r)) /* nothing learnt of the file: no "" for it */
+        if (errno_is_resource(r)) /* nothing learnt of the file: no "" for it */
                 return r;
         if (r < 0) {
                 _cleanup_(freep) char *rel = iface_attr_relpath(iface, a);

@@ -24,7 +24,7 @@ void bus_send_signal(Publisher *p, sd_bus_message *s, int r, size_t bound, const
                 backlog_oversized(p->backlog, e);
                 return;
         }
-        if (r < 0 && sysfs_errno_is_resource(r)) {
+        if (r < 0 && errno_is_resource(r)) {
                 /* Its values could not be read: sent with "" for them, it would tell what is not so. */
                 log_warning_errno(r, "%s for %s not sent: %m; SignalsDropped tells subscribers.", what, path);
                 backlog_oversized(p->backlog, e);

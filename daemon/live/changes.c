@@ -496,7 +496,7 @@ int changes_reread(Live *l, Kobject *k)
         kobject_ref(k);
         l->rereading = true;
         r = scan_shape(l->sysfs, l->model, k, &shape);
-        if (r < 0 && sysfs_errno_is_resource(r))
+        if (r < 0 && errno_is_resource(r))
                 /* Nothing learnt: what was published stays. */
                 log_warning_errno(r, "%s: cannot re-read the directory, kept as published: %m", k->devpath);
         else if (r < 0) {

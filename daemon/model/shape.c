@@ -266,7 +266,7 @@ static int attr_set_get(ShapeRegistry *r, const char *const *files, size_t n, co
                 /* Out of descriptors or memory says nothing of the file: taken as no write bit, a
                  * Rescan under fd pressure told every attribute read-only (InterfacesRemoved and
                  * InterfacesAdded) until the next one.  The caller keeps what was published. */
-                if (mode == -ENOMEM || mode == -EMFILE || mode == -ENFILE || mode == -ENOBUFS)
+                if (errno_is_resource(mode))
                         return mode;
                 mode_flags[i] = attr_flags_of_mode(mode);
                 modes[i] = (char) ('0' + mode_flags[i]);

@@ -126,7 +126,7 @@ int block_dev_reader_next(BlockDevReader *r, size_t max, BlockDev **devs, size_t
                 if (GREEDY_REALLOC(*devs, *n_max, *n + 1) < 0)
                         return -ENOMEM;
                 k = read_entry(r->sysfs, r->fd, entry, type, &(*devs)[*n]);
-                if (sysfs_errno_is_resource(k)) /* an entry unread is no entry gone */
+                if (errno_is_resource(k)) /* an entry unread is no entry gone */
                         return k;
                 if (k >= 0)
                         (*n)++;
@@ -198,15 +198,15 @@ int class_block_check(const Sysfs *s, const char *devpath)
         rel = path_join("class/block", path_basename(devpath));
         fd = rel ? sysfs_openat_beneath(s->root_fd, rel, O_PATH | O_NOFOLLOW, false) : -ENOMEM;
         if (fd < 0)
-                return sysfs_errno_is_resource(fd) ? fd : 0;
+                return errno_is_resource(fd) ? fd : 0;
         (void) close(TAKE_FD(fd));
 
         fd = sysfs_open_dir(s, "class/block");
         if (fd < 0)
-                return sysfs_errno_is_resource(fd) ? fd : 0;
+                return errno_is_resource(fd) ? fd : 0;
         r = sysfs_readlink(fd, path_basename(devpath), &target);
         if (r < 0)
-                return sysfs_errno_is_resource(r) ? r : 0;
+                return errno_is_resource(r) ? r : 0;
         r = sysfs_resolve_relative("/class/block", target, &resolved);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
@@ -223,7 +223,7 @@ int scan_block_device_check(const Sysfs *s, const char *devpath)
         _cleanup_(closep) int fd = sysfs_open_dir(s, devpath);
 
         if (fd < 0)
-                return sysfs_errno_is_resource(fd) ? fd : 0;
+                return errno_is_resource(fd) ? fd : 0;
         return class_block_check(s, devpath);
 }
 

@@ -51,7 +51,7 @@ static inline void block_dev_reader_freep(BlockDevReader **r)
  * has no link of (every hardware device's). */
 bool class_block_lists(const Sysfs *s, const char *devpath);
 /* The same, telling "no" from "cannot tell": 1 listed, 0 not, negative errno when the process ran out
- * of something (sysfs_errno_is_resource()) and the answer is unknown. */
+ * of something (errno_is_resource()) and the answer is unknown. */
 int class_block_check(const Sysfs *s, const char *devpath);
 
 /*

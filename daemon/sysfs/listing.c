@@ -91,7 +91,7 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool 
                 return 0;
         fd = sysfs_open_subdir(dirfd, name);
         if (fd < 0)
-                return sysfs_errno_is_resource(fd) ? fd : 0;
+                return errno_is_resource(fd) ? fd : 0;
         if (kind != _KTYPE_MAX)
                 r = list_dir(fd, kind, true, pool, &sub);
         else {
@@ -106,7 +106,7 @@ static int list_subdir(int dirfd, KtypeId id, bool deep, const char *name, Pool 
                 r = sub.name ? 0 : -ENOMEM;
         }
         if (r < 0) /* what it took stays in the pool until the whole listing is freed */
-                return sysfs_errno_is_resource(r) ? r : 0;
+                return errno_is_resource(r) ? r : 0;
         l->subdirs[l->n_subdirs++] = sub;
         return 0;
 }

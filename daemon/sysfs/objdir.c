@@ -140,7 +140,7 @@ static int objdir_get(ObjDir *d, const char *relpath, const char **ret)
 {
         int r = objdir_lookup(d, relpath, ret);
 
-        if (r < 0 && sysfs_errno_is_resource(r) && d->resource_error == 0)
+        if (r < 0 && errno_is_resource(r) && d->resource_error == 0)
                 d->resource_error = r;
         return r;
 }

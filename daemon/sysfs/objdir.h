@@ -35,7 +35,7 @@ typedef struct ObjDir {
         /* A hash of every lookup's file and value, in turn, but those of what moves by itself:
          * two readings that asked the same of the same values have the same mark. */
         uint64_t mark;
-        /* The first read that failed for want of descriptors or memory (sysfs_errno_is_resource()),
+        /* The first read that failed for want of descriptors or memory (errno_is_resource()),
          * else 0: such a reading says nothing of sysfs, and what read it must not publish it. */
         int resource_error;
 } ObjDir;

@@ -242,7 +242,7 @@ void prefetch_hand_over(Prefetch *b, size_t i, ObjDir *d)
          * hold theirs): that says nothing of it, and the loop may well read it now.  Handed over, its
          * error would fail the reply (ObjDir.resource_error) or void the reading: d reads for itself. */
         for (size_t j = 0; j < o->n_values; j++)
-                if (!o->values[j].value && sysfs_errno_is_resource(o->values[j].error))
+                if (!o->values[j].value && errno_is_resource(o->values[j].error))
                         return;
         d->values = TAKE_PTR(o->values);
         d->n_values = d->n_borrowed = o->n_values;

@@ -186,7 +186,7 @@ static bool awaited(Reconcile *r, const char *devpath)
         return r->awaited && r->awaited(r->userdata, devpath);
 }
 
-/* 1 there, 0 not, negative errno: cannot tell (out of descriptors or memory: sysfs_errno_is_resource()). */
+/* 1 there, 0 not, negative errno: cannot tell (out of descriptors or memory: errno_is_resource()). */
 static int dir_check(const Sysfs *s, const char *devpath, const char *name)
 {
         _cleanup_(freep) char *rel = path_join(devpath, name);
@@ -194,7 +194,7 @@ static int dir_check(const Sysfs *s, const char *devpath, const char *name)
 
         if (fd >= 0)
                 return 1;
-        return sysfs_errno_is_resource(fd) ? fd : 0;
+        return errno_is_resource(fd) ? fd : 0;
 }
 
 /* A reading that could not tell keeps the object as it is: only sysfs saying so removes one. */
@@ -387,7 +387,7 @@ static int step_follow(Reconcile *r, Kobject *disk)
         if (!disk->linked)
                 return 0;
         k = scan_disk_device_devpath(r->sysfs, r->model, disk, &device);
-        if (k < 0 && sysfs_errno_is_resource(k))
+        if (k < 0 && errno_is_resource(k))
                 return cannot_tell(disk, k), 0;
         q = kobject_find_child_type(disk, KTYPE_QUEUE);
         int c = dir_check(r->sysfs, disk->devpath, "queue");

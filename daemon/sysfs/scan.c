@@ -218,7 +218,7 @@ int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret)
  * (resource_error, NULL for the live adds, which a Rescan completes). */
 static void note_skipped(int r, int *resource_error)
 {
-        if (resource_error && *resource_error == 0 && sysfs_errno_is_resource(r))
+        if (resource_error && *resource_error == 0 && errno_is_resource(r))
                 *resource_error = r;
 }
 
@@ -330,7 +330,7 @@ static int device_followable(const Sysfs *s, const Model *m, const char *devpath
                         return r < 0 ? r : 0;
                 fd = sysfs_open_dir(s, p);
                 if (fd < 0)
-                        return sysfs_errno_is_resource(fd) ? fd : 0;
+                        return errno_is_resource(fd) ? fd : 0;
                 (void) close(fd);
                 *strrchr(p, '/') = 0;
         }

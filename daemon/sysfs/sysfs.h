@@ -36,14 +36,6 @@ int sysfs_open(const char *root, Sysfs *ret);
  * one.  1 if it was, 0 if not, negative errno if the path is gone. */
 int sysfs_reopen_if_replaced(Sysfs *s);
 
-/* An error that says nothing of the file asked about: the process or the system ran out of
- * descriptors or memory.  What was published must not change on such an answer. */
-static inline bool sysfs_errno_is_resource(int r)
-{
-        r = r < 0 ? -r : r;
-        return r == EMFILE || r == ENFILE || r == ENOMEM || r == ENOBUFS;
-}
-
 /* openat() confined beneath dirfd (openat2 RESOLVE_BENEATH; one entry of dirfd not followed:
  * openat() O_NOFOLLOW; without openat2, plain openat() refusing absolute paths and ".."), following
  * symlinks unless no_symlinks. */
