@@ -64,6 +64,13 @@ char *sysfs_value_escape(const char *buf, size_t len)
         return value_copy(buf, len, heap_strndup, NULL);
 }
 
+static bool is_fifo(int fd)
+{
+        struct stat st;
+
+        return fstat(fd, &st) >= 0 && S_ISFIFO(st.st_mode);
+}
+
 static int read_fd(int fd, SysfsStrndup dup, void *userdata, char **ret)
 {
         char buf[SYSFS_VALUE_MAX];
@@ -72,12 +79,15 @@ static int read_fd(int fd, SysfsStrndup dup, void *userdata, char **ret)
         while (len < sizeof(buf)) {
                 ssize_t k = read(fd, buf + len, sizeof(buf) - len);
                 if (k < 0) {
-                        if (errno == EINTR)
+                        int r = -errno;
+
+                        if (r == -EINTR)
                                 continue;
-                        /* A FIFO with no writer, opened non-blocking: nothing to read. */
-                        if (errno == EAGAIN)
+                        /* A FIFO with no writer, opened non-blocking: nothing to read.  Anything else
+                         * answering EAGAIN (a driver's show()) failed to read, as with any errno. */
+                        if (r == -EAGAIN && is_fifo(fd))
                                 break;
-                        return -errno;
+                        return r;
                 }
                 if (k == 0)
                         break;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "common/util.h"
+#include "fail-read.h"
 #include "sysfs/read.h"
 #include "sysfs/sysfs.h"
 #include "tests.h"
@@ -243,6 +244,13 @@ int main(void)
         CHECK(sysfs_read_attr(fd, "fifo", false, &v) == 0);
         CHECK_STREQ(v, "");
         free(v);
+        /* Only a FIFO's EAGAIN reads as "": a driver's show() answering it failed to read (it read
+         * as "" with success, and a change told the value as "" without a word). */
+        v = NULL;
+        fail_reads("/dev/size", EAGAIN);
+        CHECK(sysfs_read_attr(fd, "size", false, &v) == -EAGAIN);
+        fail_reads(NULL, 0);
+        CHECK(v == NULL);
 
         /* Values are bounded by a page, as sysfs's own are. */
         v = NULL;
