@@ -158,9 +158,13 @@ static int read_slots(Live *l, Kobject *k, Refresh how, const ChangeRecord *old,
         return 0;
 }
 
-/* Did a queue's scheduler attribute change between two readings?  Its iosched kobject then did too. */
+/* Did a queue's scheduler attribute change between two readings?  Its iosched kobject then did too.
+ * Not when the file could not be read now (recorded as ""): that says nothing of a switch, and taking
+ * it as one removed the iosched on a driver's passing EIO.  The first reading that says something
+ * again is taken as a switch, as one may have come meanwhile: the iosched is read anew. */
 static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const ChangeRecord *now)
 {
+        char value[RECORD_SHORT_MAX + 1];
         size_t s = 0;
         Iface iface;
 
@@ -175,8 +179,13 @@ static bool scheduler_changed(const Kobject *k, const ChangeRecord *old, const C
         }
         kobject_iface(k, 1, &iface);
         for (size_t j = 0; iface.attrs && j < iface.attrs->n_attrs; j++)
-                if (streq(iface.attrs->attrs[j].file, "scheduler"))
-                        return !record_slot_equal(record_slot_at(old, s + j), record_slot_at(now, s + j));
+                if (streq(iface.attrs->attrs[j].file, "scheduler")) {
+                        RecordSlot is = record_slot_at(now, s + j);
+
+                        if (record_slot_string(is, value) && isempty(value))
+                                return false;
+                        return !record_slot_equal(record_slot_at(old, s + j), is);
+                }
         return false;
 }
 

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "common/util.h"
+#include "fail-read.h"
 #include "fixture.h"
 #include "live/live.h"
 #include "sysfs/scan.h"
@@ -803,6 +804,42 @@ static void test_elevator_follows_scheduler(Live *l, const Fixture *f, Model *m,
         }));
 }
 
+/* A scheduler file that fails to read says nothing of a switch: the iosched stays (it had been
+ * removed, and Elevator told "/", on a passing EIO).  The first reading after it reads the iosched
+ * anew, as a switch may have come meanwhile. */
+static void test_scheduler_unreadable(Live *l, const Fixture *f, Model *m)
+{
+        Kobject *q = model_find_devpath(m, FIXTURE_SDA "/queue"), *e;
+
+        CHECK(q != NULL);
+        if (!q)
+                return;
+        e = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(e != NULL);
+        recorded_clear();
+        fail_reads("/queue/scheduler", EIO);
+        feed_whole_change(l);
+        fail_reads(NULL, 0);
+        CHECK(kobject_find_child_type(q, KTYPE_ELEVATOR) == e);
+        CHECK(recorded((const char *const[]){
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,Schedulers,scheduler invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+        feed_whole_change(l);
+        e = kobject_find_child_type(q, KTYPE_ELEVATOR);
+        CHECK(e && e->shape && attr_set_find(e->shape->attrs, "read_expire") != NULL);
+        CHECK(recorded((const char *const[]){
+                        "removed " SDA_PATH "/queue/iosched",
+                        "added " SDA_PATH "/queue/iosched",
+                        "properties " SDA_PATH
+                        "/queue org.blkmodel1.Queue changed=Scheduler,Schedulers,scheduler invalidated=",
+                        "event change " FIXTURE_SDA " " SDA_PATH,
+                        NULL,
+        }));
+}
+
 /* A rename changes the object path: the old object goes, the new one comes, the event names the new. */
 static void test_move(Live *l, const Fixture *f, Model *m)
 {
@@ -1267,6 +1304,7 @@ static void test_live(void)
         test_scheduler_write(l, f, m);
         test_elevator_write_while_queued(l, f, m);
         test_elevator_follows_scheduler(l, f, m, s);
+        test_scheduler_unreadable(l, f, m);
         test_move(l, f, m);
         test_move_onto_itself(l, f, m);
         test_rescan(l, f, m, loop);
