@@ -275,6 +275,13 @@ static bool read_burst(UeventSource *s)
                         report_lost(s, "receive buffer overrun");
                         continue;
                 }
+                if (errno_is_resource(r)) {
+                        /* Out of memory or descriptors while receiving: whether the datagram was taken
+                         * is not said, so it counts as lost (a Rescan follows), and the next turn of
+                         * the loop reads on.  Ending the source here stopped every later event. */
+                        report_lost(s, strerror(-r));
+                        break;
+                }
                 if (r < 0) {
                         log_error("uevent source %s: read failed, no more events from it: %s",
                                   source_name(s), strerror(-r));

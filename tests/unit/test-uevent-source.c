@@ -214,6 +214,51 @@ static void make_path(char *buf, size_t size, const char *name)
         snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
+/* recvmsg(), as the source calls it (linked with --wrap=recvmsg): fails the next
+ * recvmsg_failures calls with recvmsg_errno, as a system short of memory may. */
+ssize_t __real_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags);
+static unsigned recvmsg_failures;
+static int recvmsg_errno;
+
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
+{
+        if (recvmsg_failures > 0) {
+                recvmsg_failures--;
+                errno = recvmsg_errno;
+                return -1;
+        }
+        return __real_recvmsg(fd, m, flags);
+}
+
+static void test_socket_receive_short_of_memory(uv_loop_t *loop)
+{
+        static const int errors[] = {ENOMEM, EMFILE};
+        char path[256];
+
+        make_path(path, sizeof(path), "short.sock");
+        for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+                Ctx c = {};
+
+                CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
+                if (!c.source)
+                        return;
+                /* Told as lost (a Rescan follows), and the events after it still come: the source
+                 * had ended for good on the first such error. */
+                recvmsg_errno = errors[i];
+                recvmsg_failures = 1;
+                CHECK(send_valid(path) == 0);
+                CHECK(run_until(loop, &c.lost, 1, 2000));
+                CHECK(send_marker(path) == 0);
+                CHECK(run_until(loop, &c.received, 2, 2000));
+                CHECK(c.lost == 1);
+                CHECK(strcmp(c.last_devpath, "/devices/virtual/block/marker") == 0);
+                recvmsg_failures = 0;
+                uevent_source_free(c.source);
+                settle(loop);
+        }
+}
+
 static void test_socket_basic(uv_loop_t *loop)
 {
         static const char unknown[] = "teleport@" LOOP0 "\0ACTION=teleport\0DEVPATH=" LOOP0 "\0SEQNUM=3";
@@ -894,6 +939,7 @@ int main(void)
         test_socket_drop_flood(&loop);
         test_socket_drop_summary(&loop);
         test_socket_paths(&loop);
+        test_socket_receive_short_of_memory(&loop);
 
         /* Created before any netlink source listens: its own "add" reaches none of them. */
         if (!loop_create())
