@@ -826,8 +826,9 @@ class SilentChanges(unittest.TestCase):
             self.assertEqual({p: u.get("PARTNAME") for p, u in uevents.items()},
                              {sda: "boot", sda1: "boot"})
             self.assertEqual(dm.get(sda1, bt.IFACE + "Partition", "Number"), 7)
-            self.assertTrue(any(x[1] == "PropertiesChanged" and x[2] == sda1
-                                and x[3][1].get("Number") == 7 for x in rec.signals))
+            # Its own signal (org.blkmodel1.Partition), maybe not yet taken in by the recorder.
+            rec.wait_for(lambda s: any(x[1] == "PropertiesChanged" and x[2] == sda1
+                                       and x[3][1].get("Number") == 7 for x in s), timeout=30)
             rec.close()
 
 

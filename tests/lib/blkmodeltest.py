@@ -60,7 +60,8 @@ BLKMODELCTL = os.environ.get("BLKMODELCTL", "blkmodelctl")
 DBusGMainLoop(set_as_default=True)
 
 _SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                    "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
+                    "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer",
+                    "WARNING: ThreadSanitizer")
 
 
 def daemon_sanitized():
