@@ -27,6 +27,10 @@
  */
 #define ERROR_SPIN_MAX 16
 
+/* A receive that failed for want of memory or descriptors is not tried again before this: trying at
+ * every turn of the loop kept a CPU busy and told a loss each time (13,700 a second). */
+#define RESOURCE_REST_MS 100
+
 typedef enum UeventSourceKind {
         UEVENT_SOURCE_NETLINK,
         UEVENT_SOURCE_SOCKET,
@@ -37,6 +41,7 @@ struct UeventSource {
         /* A burst cut short by its budget goes on at the next turn of the loop: the socket may be empty
          * by then, and an empty socket never wakes the poll, so only this can tell that it is drained. */
         uv_idle_t more;
+        uv_timer_t rest; /* the pause after a receive short of memory or descriptors */
         unsigned open_handles; /* the memory goes with the last close callback */
         UeventSourceKind kind;
         int fd;
@@ -45,6 +50,8 @@ struct UeventSource {
         bool paused;  /* the owner asked us not to read */
         bool closing; /* uevent_source_free() was called; wait for the close callback */
         bool dead;    /* a read error that won't clear: stay stopped */
+        bool resting; /* short of memory or descriptors: the rest timer runs */
+        bool short_of_resources; /* since the last datagram read: its loss was told once */
         unsigned error_spins;
 
         char *path; /* socket kind: the file we bound, and its identity, to unlink only our own */

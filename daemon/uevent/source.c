@@ -56,7 +56,7 @@ static void on_close(uv_handle_t *handle)
 /* Starts or stops the poll handle to match what the flags want. */
 static void update_polling(UeventSource *s)
 {
-        bool want = !s->paused && !s->closing && !s->dead;
+        bool want = !s->paused && !s->closing && !s->dead && !s->resting;
         int r;
 
         if (want == s->polling)
@@ -249,6 +249,23 @@ static int read_one(UeventSource *s)
 
 static void on_more(uv_idle_t *handle);
 
+static void on_rested(uv_timer_t *timer)
+{
+        UeventSource *s = timer->data;
+
+        s->resting = false;
+        update_polling(s);
+        /* Whoever waits for "drained" hears it once the socket is read again. */
+        (void) uevent_source_watch_drained(s);
+}
+
+static void start_rest(UeventSource *s)
+{
+        s->resting = true;
+        update_polling(s);
+        (void) uv_timer_start(&s->rest, on_rested, RESOURCE_REST_MS, 0);
+}
+
 /* Reads until the socket is empty, at most READ_BURST_MAX datagrams. Returns true if anything happened. */
 static bool read_burst(UeventSource *s)
 {
@@ -259,7 +276,7 @@ static bool read_burst(UeventSource *s)
                 int r;
 
                 /* A callback may have paused or freed us. */
-                if (s->paused || s->closing || s->dead)
+                if (s->paused || s->closing || s->dead || s->resting)
                         break;
 
                 r = read_one(s);
@@ -277,9 +294,13 @@ static bool read_burst(UeventSource *s)
                 }
                 if (errno_is_resource(r)) {
                         /* Out of memory or descriptors while receiving: whether the datagram was taken
-                         * is not said, so it counts as lost (a Rescan follows), and the next turn of
-                         * the loop reads on.  Ending the source here stopped every later event. */
-                        report_lost(s, strerror(-r));
+                         * is not said, so it counts as lost (a Rescan follows; once until a datagram
+                         * comes again), and reading goes on after a rest.  Ending the source here
+                         * stopped every later event. */
+                        if (!s->short_of_resources)
+                                report_lost(s, strerror(-r));
+                        s->short_of_resources = true;
+                        start_rest(s);
                         break;
                 }
                 if (r < 0) {
@@ -292,9 +313,10 @@ static bool read_burst(UeventSource *s)
                                 s->drained(s, s->userdata);
                         break;
                 }
+                s->short_of_resources = false;
         }
 
-        if (!drained && !s->paused && !s->closing && !s->dead)
+        if (!drained && !s->paused && !s->closing && !s->dead && !s->resting)
                 (void) uv_idle_start(&s->more, on_more);
         return progress;
 }
@@ -305,7 +327,7 @@ static void on_more(uv_idle_t *handle)
         UeventSource *s = handle->data;
 
         (void) uv_idle_stop(&s->more);
-        if (s->paused || s->closing || s->dead)
+        if (s->paused || s->closing || s->dead || s->resting)
                 return;
         if (recv(s->fd, NULL, 0, MSG_PEEK | MSG_DONTWAIT) >= 0)
                 return;
@@ -385,28 +407,24 @@ int source_start(uv_loop_t *loop, UeventSourceKind kind, int fd, UeventSourceHan
         s->userdata = userdata;
         s->uid = geteuid();
 
-        r = uv_idle_init(loop, &s->more);
-        if (r < 0) {
-                free(s);
-                return r;
-        }
-        s->more.data = s;
-        s->open_handles = 1;
-        r = uv_poll_init(loop, &s->poll, fd);
-        if (r < 0) {
-                s->closing = true;
-                uv_close((uv_handle_t *) &s->more, on_close);
-                return r;
-        }
-        s->poll.data = s;
+        /* Neither can fail. */
+        (void) uv_idle_init(loop, &s->more);
+        (void) uv_timer_init(loop, &s->rest);
+        s->more.data = s->rest.data = s;
         s->open_handles = 2;
-
-        r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+        r = uv_poll_init(loop, &s->poll, fd);
+        if (r >= 0) {
+                s->poll.data = s;
+                s->open_handles = 3;
+                r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+        }
         if (r < 0) {
-                /* Registered: the memory must wait for the close callback, the fd stays the caller's. */
+                /* Registered: the memory must wait for the close callbacks, the fd stays the caller's. */
                 s->closing = true;
-                uv_close((uv_handle_t *) &s->poll, on_close);
+                if (s->open_handles == 3)
+                        uv_close((uv_handle_t *) &s->poll, on_close);
                 uv_close((uv_handle_t *) &s->more, on_close);
+                uv_close((uv_handle_t *) &s->rest, on_close);
                 return r;
         }
         s->polling = true;
@@ -472,6 +490,7 @@ void uevent_source_free(UeventSource *s)
         log_ratelimit_done(&s->drop_log);
         uv_close((uv_handle_t *) &s->poll, on_close);
         uv_close((uv_handle_t *) &s->more, on_close);
+        uv_close((uv_handle_t *) &s->rest, on_close);
 }
 
 int source_set_passcred(int fd)
