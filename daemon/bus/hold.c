@@ -3,6 +3,7 @@
 
 #include "base/log-ratelimit.h"
 #include "base/log.h"
+#include "blkmodel/names.h"
 #include "bus/bus-internal.h"
 #include "bus/errors.h"
 #include "uevent/eventlog.h"
@@ -35,10 +36,15 @@ static void send_now(Publisher *p, sd_bus_message *m)
 
         if (r >= 0 || bus_gone_error(r))
                 return;
-        if (sd_bus_message_is_signal(m, NULL, NULL))
+        if (sd_bus_message_is_signal(m, NULL, NULL)) {
                 log_warning_errno(r, "Cannot send %s on %s: %m", sd_bus_message_get_member(m),
                                   sd_bus_message_get_path(m));
-        else /* a reply: any caller can ask for one */
+                /* No subscriber can tell that a signal never went (sendmsg()'s ENOBUFS when the kernel
+                 * is short of memory): SignalsDropped sends them to resync, as for one too large.  Not
+                 * for SignalsDropped itself, which would only ask for another. */
+                if (p->backlog && !sd_bus_message_is_signal(m, BLKMODEL_IFACE_MANAGER, "SignalsDropped"))
+                        backlog_oversized(p->backlog, NULL);
+        } else /* a reply: any caller can ask for one */
                 log_ratelimit_warning_errno(r, "Cannot send a reply to %s: %m",
                                             strna(sd_bus_message_get_destination(m)));
 }
@@ -50,6 +56,8 @@ void bus_hold_begin(Publisher *p)
 
 void bus_hold_release(Publisher *p)
 {
+        /* Off first: a SignalsDropped asked for by a send that fails here (send_now()) goes at once. */
+        p->held.on = false;
         for (size_t i = 0; i < p->held.n; i++) {
                 send_now(p, p->held.m[i]);
                 sd_bus_message_unref(p->held.m[i]);

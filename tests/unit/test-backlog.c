@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -312,6 +313,67 @@ static void test_a_burst_of_ours_drained_slowly(void)
         CHECK(!s.waiting && s.burst_low == 0);
 }
 
+/* sd_bus_send(), as the daemon calls it (linked with --wrap=sd_bus_send): fails the next
+ * send_failures calls with ENOBUFS, as sendmsg() does when the kernel is short of memory. */
+int __real_sd_bus_send(sd_bus *bus, sd_bus_message *m, uint64_t *cookie);
+int __wrap_sd_bus_send(sd_bus *bus, sd_bus_message *m, uint64_t *cookie);
+static unsigned send_failures;
+
+int __wrap_sd_bus_send(sd_bus *bus, sd_bus_message *m, uint64_t *cookie)
+{
+        if (send_failures > 0) {
+                send_failures--;
+                return -ENOBUFS;
+        }
+        return __real_sd_bus_send(bus, m, cookie);
+}
+
+static void send_changed(Conn *c)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+
+        CHECK(sd_bus_message_new_signal(c->ours, &s, "/test", "org.freedesktop.DBus.Properties",
+                                        "PropertiesChanged") >= 0);
+        CHECK(sd_bus_message_append(s, "sa{sv}as", "org.blkmodel1.Test", 0, 0) >= 0);
+        bus_send_in_order(&c->p, s, 64, 0);
+}
+
+/* A signal the bus would not take is one no subscriber can tell it missed: SignalsDropped tells
+ * them to resync.  One that fails in turn asks for no other. */
+static void test_signal_not_sent_is_told(void)
+{
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *filter = NULL;
+        Conn c;
+
+        if (conn_open(&c, &filter) < 0) {
+                CHECK(!"cannot open a connection pair");
+                return;
+        }
+        c.p.backlog = c.b;
+        send_failures = 1;
+        send_changed(&c);
+        drain(&c);
+        CHECK(c.n_markers == 1);
+        CHECK(c.marker[0] == 1 && c.marker[1] == 0 && c.marker[2] == 0);
+
+        /* Held for a reply being built, released: the same. */
+        bus_hold_begin(&c.p);
+        send_changed(&c);
+        send_changed(&c);
+        send_failures = 1;
+        bus_hold_release(&c.p);
+        drain(&c);
+        CHECK(c.n_markers == 2);
+
+        send_failures = 2;
+        send_changed(&c);
+        drain(&c);
+        CHECK(send_failures == 0);
+        CHECK(c.n_markers == 2);
+        conn_close(&c, filter);
+        filter = NULL;
+}
+
 int main(void)
 {
         test_a_bus_that_reads();
@@ -323,5 +385,6 @@ int main(void)
         test_a_burst_of_ours_drained_slowly();
         test_marker_says_what_was_dropped();
         test_nothing_dropped_no_marker();
+        test_signal_not_sent_is_told();
         return tests_summary();
 }
