@@ -100,6 +100,8 @@ uint64_t bus_told_seqnum(Publisher *p);
 /* The reply to call (types and the values as sd_bus_message_append()'s; NULL: none), sent as
  * bus_send_in_order() sends a signal: for an answer that promises the signals before it went out. */
 int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ...);
+/* The same for an error reply. */
+int bus_reply_error_in_order(Publisher *p, sd_bus_message *call, const sd_bus_error *e);
 
 /* ---- object.c ---- */
 

@@ -113,6 +113,20 @@ int bus_reply_in_order(Publisher *p, sd_bus_message *call, const char *types, ..
         return 0;
 }
 
+int bus_reply_error_in_order(Publisher *p, sd_bus_message *call, const sd_bus_error *e)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        if (!sd_bus_message_get_expect_reply(call))
+                return 0;
+        r = sd_bus_message_new_method_error(call, &reply, e);
+        if (r < 0)
+                return r;
+        bus_send_in_order(p, reply, 64, 0);
+        return 0;
+}
+
 uint64_t bus_told_seqnum(Publisher *p)
 {
         /* A client that read LastSeqnum, or GetEvents up to it, then got the held Uevents would see

@@ -64,18 +64,21 @@ static void on_written(uv_work_t *work, int status)
         }
         if (status < 0)
                 w->result = -ECANCELED;
+        if (w->result >= 0)
+                log_info("%s/%s set to '%s'.", w->devpath, w->rel, w->value);
+        /* What the kernel stored is read back and announced, as any other change is; after a write it
+         * refused too: a failed scheduler switch falls back to the old one or to none, a store may
+         * have taken part of the value (a short write), and a caching client would hold the old
+         * value until the poll.  The reply goes after the signals, even if a reply being built holds
+         * them. */
+        k = model_find_path(p->model, sd_bus_message_get_path(w->msg));
+        if (k)
+                live_object_after_write(p->live, k);
         if (w->result < 0) {
                 (void) bus_error_write_failed(&error, w->value, w->devpath, w->rel, w->result);
-                r = sd_bus_reply_method_error(w->msg, &error);
-        } else {
-                log_info("%s/%s set to '%s'.", w->devpath, w->rel, w->value);
-                /* What the kernel stored is read back and announced, as any other change is. */
-                k = model_find_path(p->model, sd_bus_message_get_path(w->msg));
-                if (k)
-                        live_object_after_write(p->live, k);
-                /* After the change's signals, even if a reply being built holds them. */
+                r = bus_reply_error_in_order(p, w->msg, &error);
+        } else
                 r = bus_reply_in_order(p, w->msg, NULL);
-        }
         if (r < 0)
                 log_warning_errno(r, "Cannot answer a Set of %s/%s: %m", w->devpath, w->rel);
         write_free(w);

@@ -175,6 +175,29 @@ class FixtureWrites(unittest.TestCase):
         self.assertEqual(bt.read_attr(self.qdir + "/scheduler"), before)
         self.assertEqual(bt.read_attr(self.qdir + "/read_ahead_kb"), "128")
 
+    def test_refused_write_is_read_back(self):
+        # A write the kernel refused may still have changed the file (a
+        # failed scheduler switch falls back to the old one or to none): what
+        # it holds is read back and told before the error, as after a write
+        # that worked.  Here the file changed unannounced (no poll, no event)
+        # and the write is refused (immutable).
+        self.dm.stop()
+        self.dm = bt.Daemon(self.sys, extra_args=["--poll-interval=0"])
+        self.assertTrue(bt.wait_until(lambda: "Recorded the values of" in self.dm.output()))
+        path = self.qdir + "/read_ahead_kb"
+        bt.write_attr(self.sys, os.path.relpath(path, self.sys), "4096\n")
+        subprocess.run(["chattr", "+i", path], check=True)
+        try:
+            with self.assertRaises(dbus.DBusException) as cm:
+                self.set(self.queue, QUEUE, "read_ahead_kb", "8192")
+        finally:
+            subprocess.run(["chattr", "-i", path], check=True)
+        self.assertEqual(cm.exception.get_dbus_name(), "org.blkmodel1.Error.WriteFailed")
+        self.assertIn("Operation not permitted", cm.exception.get_dbus_message())
+        self.rec.wait_for(lambda s: any(
+            x[1] == "PropertiesChanged" and x[2] == self.queue
+            and x[3][1].get("read_ahead_kb") == "4096" for x in s), timeout=10)
+
     def test_file_gone_since_the_last_reading(self):
         # Not "read-only": the file went (its object is changing or going),
         # so the write failed, with the kernel's reason.
