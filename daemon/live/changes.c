@@ -2,6 +2,7 @@
 #include <assert.h>
 
 #include "base/hash.h"
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "live/live-internal.h"
 #include "live/record.h"
@@ -507,7 +508,8 @@ int changes_reread(Live *l, Kobject *k)
         r = scan_shape(l->sysfs, l->model, k, &shape);
         if (r < 0 && errno_is_resource(r))
                 /* Nothing learnt: what was published stays. */
-                log_warning_errno(r, "%s: cannot re-read the directory, kept as published: %m", k->devpath);
+                log_ratelimit_warning_errno(r, "%s: cannot re-read the directory, kept as published: %m",
+                                            k->devpath);
         else if (r < 0) {
                 log_debug_errno(r, "%s: cannot re-read the directory: %m", k->devpath);
                 r = changes_refresh(l, k, REFRESH_ALL);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "sysfs/reconcile.h"
+#include "base/log-ratelimit.h"
 #include "base/log.h"
 #include "common/time-util.h"
 #include "common/util.h"
@@ -200,8 +201,10 @@ static int dir_check(const Sysfs *s, const char *devpath, const char *name)
 /* A reading that could not tell keeps the object as it is: only sysfs saying so removes one. */
 static int cannot_tell(const Kobject *k, int error)
 {
-        log_warning_errno(error, "%s: cannot tell whether it is still there, kept as published: %m",
-                          k->devpath);
+        /* Out of descriptors or memory, every object of a Rescan says so: a line each was hundreds. */
+        log_ratelimit_warning_errno(error,
+                                    "%s: cannot tell whether it is still there, kept as published: %m",
+                                    k->devpath);
         return error;
 }
 
