@@ -51,7 +51,9 @@ struct UeventSource {
         bool closing; /* uevent_source_free() was called; wait for the close callback */
         bool dead;    /* a read error that won't clear: stay stopped */
         bool resting; /* short of memory or descriptors: the rest timer runs */
-        bool short_of_resources; /* since the last datagram read: its loss was told once */
+        /* A receive failed for want of resources since a datagram was last read or the socket found
+         * empty: its loss was told. */
+        bool short_of_resources;
         unsigned error_spins;
 
         char *path; /* socket kind: the file we bound, and its identity, to unlink only our own */

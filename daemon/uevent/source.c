@@ -281,6 +281,9 @@ static bool read_burst(UeventSource *s)
 
                 r = read_one(s);
                 if (r == 0) {
+                        /* Nothing left that a failed receive may have left behind: the next one is
+                         * another loss, told again. */
+                        s->short_of_resources = false;
                         drained = true;
                         if (s->drained)
                                 s->drained(s, s->userdata);
@@ -332,6 +335,7 @@ static void on_more(uv_idle_t *handle)
         if (recv(s->fd, NULL, 0, MSG_PEEK | MSG_DONTWAIT) >= 0)
                 return;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                s->short_of_resources = false; /* as in read_burst() */
                 if (s->drained)
                         s->drained(s, s->userdata);
         } else if (errno == ENOBUFS) {
