@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "common/time-util.h"
 #include "common/util.h"
+#include "sysfs/listing.h"
 #include "sysfs/scan.h"
 
 /* A readlink, an open and a stat each: about half a millisecond a step. */
@@ -262,10 +263,19 @@ static int replace_disk(Reconcile *r, Kobject *disk)
 {
         _cleanup_(freep) char *devpath = strdup(disk->devpath);
         Kobject *again;
+        DirListing l;
         int k;
 
         if (!devpath)
                 return -ENOMEM;
+        /* Out of descriptors or memory, the new one could not be read, and the old one went for
+         * nothing (its partitions too) until the next Rescan: it stays, as for any reading that
+         * cannot tell.  The listing the add makes first is the one that needs the most. */
+        k = listing_read_at(r->sysfs, devpath, KTYPE_DISK, true, &l);
+        if (k < 0 && errno_is_resource(k))
+                return cannot_tell(disk, k), 0;
+        if (k >= 0)
+                listing_done(&l);
         k = remove_reporting(r->model, disk, r->diff, r->userdata);
         if (k < 0)
                 return k;
@@ -275,7 +285,9 @@ static int replace_disk(Reconcile *r, Kobject *disk)
                 k = report_added(again, r->diff, r->userdata);
         if (k >= 0)
                 r->changes += k;
-        return k == -ENOMEM ? k : 0;
+        /* Short of resources after all: the Rescan fails, saying so, rather than report success
+         * with the disk left out. */
+        return errno_is_resource(k) ? k : 0;
 }
 
 /* Gone from sysfs?  Then it goes from the model, reported; being torn down, it waits for

@@ -86,6 +86,42 @@ class FdLimit(unittest.TestCase):
         self.assertEqual(bt.model_diff(self.dm.all_objects(), before), "")
 
 
+class FdLimitReplace(unittest.TestCase):
+    """A Rescan that finds a disk's request queue came replaces the disk (remove, then add).  Out of
+    descriptors for the add, the disk and its partitions were removed and not added back, and the
+    Rescan answered success: the disk stayed out of the model until another Rescan.  Whatever the
+    descriptors left, the disk is there after the Rescan, as it was or replaced."""
+
+    def test_replace_short_of_descriptors(self):
+        for spare in range(1, 8):
+            d = bt.make_fixture()
+            try:
+                queue = d + "/sys" + SDA + "/queue"
+                shutil.move(queue, d + "/queue.aside")
+                with bt.Daemon(d + "/sys", extra_args=["--poll-interval=0"]) as dm:
+                    before = dm.managed_objects()
+                    sda = bt.path_of("block", "sda")
+                    self.assertIn(sda, before)
+                    shutil.move(d + "/queue.aside", queue)
+                    pid = dm.proc.pid
+                    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+                    top = max(int(fd) for fd in os.listdir("/proc/%d/fd" % pid))
+                    resource.prlimit(pid, resource.RLIMIT_NOFILE, (top + spare, hard))
+                    try:
+                        try:
+                            dm.manager("Rescan")
+                        except dbus.exceptions.DBusException as e:
+                            self.assertIn("Too many open files", str(e))
+                    finally:
+                        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+                    after = dm.managed_objects()
+                    self.assertTrue(sda in after, "%d descriptors to spare: sda gone" % spare)
+                    self.assertTrue(set(before) <= set(after),
+                                    "%d descriptors to spare: %s gone" % (spare, sorted(set(before) - set(after))))
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+
+
 class FdLimitReadAhead(unittest.TestCase):
     """GetManagedObjects reads its objects ahead on the thread pool, batches of them at once.  Those
     must not take the descriptors the reply needs: with a few dozen to spare (each object's GetAll
