@@ -172,7 +172,18 @@ class SlowSubscriber(unittest.TestCase):
         bound and says what it did not send.  Releasing the name by a call and
         sd_bus_flush() each waited for a bus that took nothing: the daemon
         ignored SIGTERM for as long as the subscriber did not read, until
-        systemd's TimeoutStopSec killed it."""
+        systemd's TimeoutStopSec killed it.  A bus that takes our messages
+        again between the check and the SIGTERM (a slow bus, not a stuck one:
+        seen in full suites) leaves nothing to say at the exit: tried again."""
+        for _ in range(3):
+            out = self.exit_while_stuck()
+            if "took none of our messages" in out or "takes our messages again" not in out:
+                break
+        self.assertRegex(out, r"took none of our messages for \d+ s; \d+ not sent")
+
+    def exit_while_stuck(self):
+        """The daemon's output, from a SIGTERM sent once the bus held its
+        messages."""
         sys_, queue = fixture_queue()
         with bt.Daemon(sys_, uevent_socket=True, extra_args=["--log-level=info"]) as dm:
             stuck = stuck_subscriber(self)
@@ -195,7 +206,7 @@ class SlowSubscriber(unittest.TestCase):
                 asked = time.monotonic()
                 out = dm.stop(timeout=EXIT_BOUND)
                 self.assertLess(time.monotonic() - asked, EXIT_BOUND)
-                self.assertRegex(out, r"took none of our messages for \d+ s; \d+ not sent")
+                return out
             finally:
                 stuck.kill()
                 stuck.wait()
