@@ -262,10 +262,16 @@ static void test_socket_receive_short_of_memory(uv_loop_t *loop)
                 uevent_source_free(c.source);
                 settle(loop);
         }
+}
 
-        /* Short for a while: tried again after a rest, not at every turn of the loop (a busy CPU and
-         * a loss told each time, 13,700 a second), and told lost once. */
+/* Short for a while: tried again after a rest, not at every turn of the loop (a busy CPU and a loss
+ * told each time, 13,700 a second), and told lost once. */
+static void test_socket_receive_short_for_a_while(uv_loop_t *loop)
+{
+        char path[256];
         Ctx c = {};
+
+        make_path(path, sizeof(path), "short.sock");
         CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &c, &c.source) == 0);
         if (!c.source)
                 return;
@@ -281,11 +287,16 @@ static void test_socket_receive_short_of_memory(uv_loop_t *loop)
         CHECK(c.lost == 1);
         uevent_source_free(c.source);
         settle(loop);
+}
 
-        /* Two episodes, the socket found empty between them: each loss is told.  A failed receive
-         * that took its datagram leaves nothing to read after the rest, and the second episode's
-         * loss went untold. */
+/* Two episodes, the socket found empty between them: each loss is told.  A failed receive that took
+ * its datagram leaves nothing to read after the rest, and the second episode's loss went untold. */
+static void test_socket_receive_short_twice(uv_loop_t *loop)
+{
+        char path[256];
         Ctx d = {};
+
+        make_path(path, sizeof(path), "short.sock");
         CHECK(uevent_source_new_socket(loop, path, on_event, on_lost, &d, &d.source) == 0);
         if (!d.source)
                 return;
@@ -987,6 +998,8 @@ int main(void)
         test_socket_drop_summary(&loop);
         test_socket_paths(&loop);
         test_socket_receive_short_of_memory(&loop);
+        test_socket_receive_short_for_a_while(&loop);
+        test_socket_receive_short_twice(&loop);
 
         /* Created before any netlink source listens: its own "add" reaches none of them. */
         if (!loop_create())
