@@ -264,23 +264,26 @@ static int replace_disk(Reconcile *r, Kobject *disk)
         _cleanup_(freep) char *devpath = strdup(disk->devpath);
         Kobject *again;
         DirListing l;
-        int k;
+        int k, removed;
+        bool listed;
 
         if (!devpath)
                 return -ENOMEM;
-        /* Out of descriptors or memory, the new one could not be read, and the old one went for
-         * nothing (its partitions too) until the next Rescan: it stays, as for any reading that
-         * cannot tell.  The listing the add makes first is the one that needs the most. */
+        /* Listed before the old one goes: out of descriptors or memory, the new one could not be read,
+         * and the old one went for nothing (its partitions too) until the next Rescan: it stays, as
+         * for any reading that cannot tell.  The add takes this listing (one deep listing, not two). */
         k = listing_read_at(r->sysfs, devpath, KTYPE_DISK, true, &l);
         if (k < 0 && errno_is_resource(k))
                 return cannot_tell(disk, k), 0;
-        if (k >= 0)
+        listed = k >= 0;
+        removed = remove_reporting(r->model, disk, r->diff, r->userdata);
+        if (removed >= 0 && listed)
+                k = scan_add_disk(r->sysfs, r->model, devpath, &l, &again);
+        if (listed)
                 listing_done(&l);
-        k = remove_reporting(r->model, disk, r->diff, r->userdata);
-        if (k < 0)
-                return k;
-        r->changes += k;
-        k = scan_add_block_device(r->sysfs, r->model, devpath, &again);
+        if (removed < 0)
+                return removed;
+        r->changes += removed;
         if (k >= 0)
                 k = report_added(again, r->diff, r->userdata);
         if (k >= 0)

@@ -440,18 +440,21 @@ static int add_disk_listed(const Sysfs *s, Model *m, const char *devpath, const 
         return 0;
 }
 
-static int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, Kobject **ret)
+int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, const DirListing *given, Kobject **ret)
 {
-        DirListing l;
+        DirListing own;
         int r;
 
         if (model_find_devpath(m, devpath) || model_find_name(m, path_basename(devpath)))
                 return -EEXIST;
-        r = listing_read_at(s, devpath, KTYPE_DISK, true, &l);
-        if (r < 0)
-                return r;
-        r = add_disk_listed(s, m, devpath, &l, ret, NULL);
-        listing_done(&l);
+        if (!given) {
+                r = listing_read_at(s, devpath, KTYPE_DISK, true, &own);
+                if (r < 0)
+                        return r;
+        }
+        r = add_disk_listed(s, m, devpath, given ?: &own, ret, NULL);
+        if (!given)
+                listing_done(&own);
         return r;
 }
 
@@ -474,7 +477,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
         if (r < 0)
                 return r;
         if (r == 0)
-                return scan_add_disk(s, m, devpath, ret);
+                return scan_add_disk(s, m, devpath, NULL, ret);
 
         parent = path_dirname(devpath);
         if (!parent)
@@ -485,7 +488,7 @@ int scan_add_block_device(const Sysfs *s, Model *m, const char *devpath, Kobject
                  * Not a disk the kernel does not list: the scan and every rescan would disagree on it. */
                 if (!class_block_lists(s, parent))
                         return -ENXIO;
-                r = scan_add_disk(s, m, parent, &disk);
+                r = scan_add_disk(s, m, parent, NULL, &disk);
                 if (r < 0)
                         return r;
                 k = model_find_devpath(m, devpath);
@@ -527,7 +530,7 @@ static int add_unlisted(const Sysfs *s, Model *m, const char *devpath)
                 return r;
         if (r > 0)
                 return 0;
-        r = scan_add_disk(s, m, devpath, NULL);
+        r = scan_add_disk(s, m, devpath, NULL, NULL);
         return r < 0 ? r : 1;
 }
 

@@ -3,6 +3,7 @@
 
 #include "model/kobject.h"
 #include "sysfs/class-block.h"
+#include "sysfs/listing.h"
 #include "sysfs/sysfs.h"
 
 /*
@@ -24,6 +25,11 @@ int scan_shape(const Sysfs *s, Model *m, Kobject *k, Shape **ret);
 
 /* Adds the I/O scheduler kobject below a queue if its directory exists: 1, or 0 if there is none. */
 int scan_add_elevator(const Sysfs *s, Model *m, Kobject *queue, Kobject **ret);
+
+/* Adds the disk at devpath, with everything below it, from given, its deep listing
+ * (listing_read_at(s, devpath, KTYPE_DISK, true, ...)), or one made here if NULL.  -EEXIST if a disk
+ * of that path or name is there. */
+int scan_add_disk(const Sysfs *s, Model *m, const char *devpath, const DirListing *given, Kobject **ret);
 
 /*
  * Adds the block device at devpath, disk or partition as its directory says.  A partition
